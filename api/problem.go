@@ -1,0 +1,58 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ProblemTypeBase prefixes every problem type URI molt answers with.
+const ProblemTypeBase = "https://molt.dev/problems/"
+
+// Problem is an RFC 9457 problem detail. Type ends in a stable suffix (see
+// the Problem* constants) that clients may switch on; Rule names the rule
+// that refused the request when one did.
+type Problem struct {
+	Type     string         `json:"type"`
+	Title    string         `json:"title"`
+	Status   int            `json:"status"`
+	Detail   string         `json:"detail,omitempty"`
+	Instance string         `json:"instance,omitempty"`
+	Rule     string         `json:"rule,omitempty"`
+	Extra    map[string]any `json:"extra,omitempty"`
+}
+
+// Stable problem type suffixes.
+const (
+	ProblemVersionDowngrade  = "version-downgrade"
+	ProblemVersionSkipMinor  = "version-skip-minor"
+	ProblemVersionUnknown    = "version-unknown"
+	ProblemVersionInvalid    = "version-invalid"
+	ProblemVersionSame       = "version-same"
+	ProblemAdminSkew         = "admin-skew"
+	ProblemUpgradeInProgress = "upgrade-in-progress"
+	ProblemNoUpgrade         = "no-upgrade"
+	ProblemNotFound          = "not-found"
+	ProblemValidation        = "validation"
+	ProblemNotLeader         = "not-leader"
+	ProblemNoLeader          = "no-leader"
+	ProblemConflict          = "conflict"
+	ProblemPreflightFailed   = "preflight-failed"
+	ProblemPolicyInvalid     = "maintenance-policy-invalid"
+	ProblemUnauthorized      = "unauthorized"
+	ProblemMethodNotAllowed  = "method-not-allowed"
+	ProblemBodyTooLarge      = "body-too-large"
+	ProblemUnsupportedMedia  = "unsupported-media-type"
+	ProblemCommandNotAllowed = "command-not-allowed"
+	ProblemInternal          = "internal"
+)
+
+// Suffix returns the stable suffix of the problem's type.
+func (p *Problem) Suffix() string { return strings.TrimPrefix(p.Type, ProblemTypeBase) }
+
+// Error makes a Problem usable as an error on the client side.
+func (p *Problem) Error() string {
+	if p.Rule != "" {
+		return fmt.Sprintf("%s (%d, rule %s): %s", p.Suffix(), p.Status, p.Rule, p.Detail)
+	}
+	return fmt.Sprintf("%s (%d): %s", p.Suffix(), p.Status, p.Detail)
+}

@@ -1,0 +1,232 @@
+package phases
+
+import (
+	"sort"
+	"time"
+)
+
+// Gate says whether new disruptive work on a target may start now. The
+// coordinator implements it from the cluster's maintenance policy for
+// automatic upgrades; manual upgrades pass Open.
+type Gate interface {
+	// Allow returns whether work on t may start, and if not, the pause
+	// reason to record.
+	Allow(t Target) (bool, string)
+}
+
+type openGate struct{}
+
+func (openGate) Allow(Target) (bool, string) { return true, "" }
+
+// Open is the gate of manual upgrades: always open.
+var Open Gate = openGate{}
+
+// NodeWait is a node that could start but waits for a time (its protected
+// pods become evictable).
+type NodeWait struct {
+	Node   string    `json:"node"`
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+// Decision is what Decide returns for one tick.
+type Decision struct {
+	Actions []Action
+	// Waiting lists nodes held back until a time.
+	Waiting []NodeWait
+	// Blocked is the pause reason when the gate held back work.
+	Blocked string
+	// NextWake is the earliest time at which the decision changes without
+	// any new event (zero when only events can change it).
+	NextWake time.Time
+}
+
+// Decide is the one entry point the coordinator's leader calls on every
+// tick: given the replicated upgrade and now, it returns the next actions.
+// It does not modify u. Repeated calls on the same state and time return
+// identical decisions.
+func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
+	var d Decision
+	if u == nil || u.State != UpgradeRunning {
+		return d
+	}
+	if gate == nil {
+		gate = Open
+	}
+	u.index()
+	allDone := true
+	workersRunning := 0
+	for i := range u.Steps {
+		s := &u.Steps[i]
+		if s.Kind == StepPool && s.Role == RoleWorker && s.State == StateRunning {
+			workersRunning++
+		}
+	}
+	maxWorkers := u.Options.ConcurrentWorkerPools
+	if maxWorkers <= 0 {
+		maxWorkers = 1
+	}
+	for i := range u.Steps {
+		s := &u.Steps[i]
+		if s.State != StateDone {
+			allDone = false
+		}
+		switch s.State {
+		case StatePending:
+			if !depsDone(u, s) {
+				continue
+			}
+			if t, gated := s.Target(); gated {
+				if ok, reason := gate.Allow(t); !ok {
+					d.block(reason)
+					continue
+				}
+			}
+			if s.Kind == StepPool && s.Role == RoleWorker {
+				if workersRunning >= maxWorkers {
+					continue
+				}
+				workersRunning++
+			}
+			d.Actions = append(d.Actions, actStartStep(u, s))
+		case StateRunning:
+			if s.Kind == StepPool {
+				decidePool(u, s, now, gate, &d)
+				continue
+			}
+			if s.Attempts > 0 && now.Before(s.FinishedAt.Add(StepRetryInterval)) {
+				d.wake(s.FinishedAt.Add(StepRetryInterval))
+				continue
+			}
+			d.Actions = append(d.Actions, actRunStep(u, s))
+		}
+	}
+	if allDone {
+		d.Actions = append(d.Actions, Action{ID: u.ID + "/finish", Kind: ActFinish, Upgrade: u.ID})
+		return d
+	}
+	switch {
+	case d.Blocked != "" && u.PauseReason != d.Blocked:
+		d.Actions = append(d.Actions, Action{ID: u.ID + "/pause/" + d.Blocked, Kind: ActPause, Upgrade: u.ID, Reason: d.Blocked})
+	case d.Blocked == "" && u.PauseReason != "":
+		d.Actions = append(d.Actions, Action{ID: u.ID + "/resume", Kind: ActResume, Upgrade: u.ID})
+	}
+	return d
+}
+
+// StepRetryInterval spaces the attempts of a step retried until it passes
+// (the final health checks).
+const StepRetryInterval = 10 * time.Second
+
+func (d *Decision) block(reason string) {
+	if d.Blocked == "" {
+		d.Blocked = reason
+	}
+}
+
+func (d *Decision) wake(t time.Time) {
+	if d.NextWake.IsZero() || t.Before(d.NextWake) {
+		d.NextWake = t
+	}
+}
+
+// decidePool handles a running pool step: the node steps of running nodes,
+// new nodes within the budget, and completion.
+func decidePool(u *Upgrade, s *Step, now time.Time, gate Gate, d *Decision) {
+	p, ok := u.Pool(s.Pool)
+	if !ok {
+		return
+	}
+	nodes := u.PoolNodes(p)
+	done, failed := 0, 0
+	for i := range nodes {
+		n := &nodes[i]
+		switch n.State {
+		case StateRunning:
+			ns := p.NodeSteps[n.Cursor]
+			d.Actions = append(d.Actions, actNodeStep(u, n, ns))
+		case StateDone:
+			done++
+		case StateFailed:
+			failed++
+		}
+	}
+	if done == len(nodes) {
+		d.Actions = append(d.Actions, actCompleteStep(u, s))
+		return
+	}
+	// A failed node halts the pool until an operator retries it: starting
+	// more nodes after an unexplained failure risks repeating it fleet-wide.
+	if p.Cancelled || failed > 0 {
+		return
+	}
+	room := max(budget(u, p), 0)
+	t, _ := s.Target()
+	if ok, reason := gate.Allow(t); !ok {
+		if done+countState(nodes, StateRunning) < len(nodes) {
+			d.block(reason)
+		}
+		return
+	}
+	var protected []*NodeTask
+	for i := range nodes {
+		n := &nodes[i]
+		if n.State != StatePending {
+			continue
+		}
+		if n.ProtectedUntil.After(now) {
+			protected = append(protected, n)
+			continue
+		}
+		if room > 0 {
+			d.Actions = append(d.Actions, actStartNode(u, n))
+			room--
+		}
+	}
+	if len(protected) == 0 {
+		return
+	}
+	// Nodes holding pods protected from eviction go last (SPEC §8), the
+	// soonest-free first. Automatic upgrades wait until they are free.
+	sort.SliceStable(protected, func(i, j int) bool { return protected[i].ProtectedUntil.Before(protected[j].ProtectedUntil) })
+	for _, n := range protected {
+		if !u.Options.Automatic {
+			if room == 0 {
+				break
+			}
+			d.Actions = append(d.Actions, actStartNode(u, n))
+			room--
+			continue
+		}
+		d.Waiting = append(d.Waiting, NodeWait{Node: n.Node, Until: n.ProtectedUntil, Reason: "protected-pods"})
+		d.wake(n.ProtectedUntil)
+	}
+}
+
+func countState(nodes []NodeTask, st State) int {
+	c := 0
+	for i := range nodes {
+		if nodes[i].State == st {
+			c++
+		}
+	}
+	return c
+}
+
+// budget is how many more nodes of the pool may start now: at most
+// Concurrency under upgrade at once, and never fewer than MinAvailable left
+// schedulable. Failed nodes stay cordoned and count as unavailable.
+func budget(u *Upgrade, p *PoolTrack) int {
+	nodes := u.PoolNodes(p)
+	busy := 0
+	for i := range nodes {
+		if nodes[i].State == StateRunning || nodes[i].State == StateFailed {
+			busy++
+		}
+	}
+	room := p.Concurrency - busy
+	if avail := len(nodes) - busy - p.MinAvailable; avail < room {
+		room = avail
+	}
+	return room
+}

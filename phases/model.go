@@ -1,0 +1,189 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ClusterKind is the role of a cluster in a fleet (SPEC §2).
+type ClusterKind string
+
+// Cluster kinds.
+const (
+	KindAdmin      ClusterKind = "admin"
+	KindUser       ClusterKind = "user"
+	KindHybrid     ClusterKind = "hybrid"
+	KindStandalone ClusterKind = "standalone"
+)
+
+// Role is what a pool's nodes run, which decides when in the upgrade they go
+// and what is upgraded on them.
+type Role string
+
+// Pool roles.
+const (
+	RoleControlPlaneLB Role = "controlPlaneLB"
+	RoleControlPlane   Role = "controlPlane"
+	RoleLoadBalancer   Role = "loadBalancer"
+	RoleWorker         Role = "worker"
+)
+
+// Backing says how a pool's nodes exist: fixed hosts upgraded in place, or
+// instances of a managed instance group replaced through a cloud adapter.
+type Backing string
+
+// Pool backings.
+const (
+	BackingBareMetal Backing = "bareMetal"
+	BackingMIG       Backing = "mig"
+)
+
+// Node is one host of a pool.
+type Node struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	Zone    string `json:"zone,omitempty"`
+}
+
+// Pool is a set of nodes with one role and one upgrade setting.
+type Pool struct {
+	Name     string          `json:"name"`
+	Role     Role            `json:"role"`
+	Backing  Backing         `json:"backing,omitempty"`
+	Settings UpgradeSettings `json:"upgradeSettings,omitzero"`
+	Nodes    []Node          `json:"nodes"`
+}
+
+// ClusterSpec is a cluster as registered: its shape and the version it runs
+// or, during an upgrade, the version it is going to.
+type ClusterSpec struct {
+	Name         string      `json:"name"`
+	Kind         ClusterKind `json:"kind"`
+	AdminCluster string      `json:"adminCluster,omitempty"`
+	Channel      string      `json:"channel,omitempty"`
+	Version      Version     `json:"version"`
+	Pools        []Pool      `json:"pools"`
+}
+
+// Model validation errors.
+var (
+	ErrInvalidCluster = errors.New("invalid cluster")
+)
+
+// ValidationError is a refusal of a cluster shape, naming its rule.
+type ValidationError struct {
+	Rule   string
+	Detail string
+}
+
+func (e *ValidationError) Error() string { return e.Rule + ": " + e.Detail }
+
+// Unwrap ties every validation error to ErrInvalidCluster.
+func (e *ValidationError) Unwrap() error { return ErrInvalidCluster }
+
+func invalid(rule, format string, args ...any) error {
+	return &ValidationError{Rule: rule, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks a cluster spec's shape: known kind, roles and backings,
+// unique names, a control plane, settings within bounds.
+func (c *ClusterSpec) Validate() error {
+	if !validName(c.Name) {
+		return invalid("cluster-name", "cluster name %q must be 1–63 characters of a-z, 0-9, '-' and '.'", c.Name)
+	}
+	switch c.Kind {
+	case KindAdmin, KindHybrid, KindStandalone:
+		if c.AdminCluster != "" {
+			return invalid("admin-cluster", "a %s cluster has no admin cluster", c.Kind)
+		}
+	case KindUser:
+		if c.AdminCluster == "" {
+			return invalid("admin-cluster", "a user cluster must name its admin cluster")
+		}
+	default:
+		return invalid("cluster-kind", "kind %q is not one of admin, user, hybrid, standalone", c.Kind)
+	}
+	if c.Version.IsZero() {
+		return invalid("cluster-version", "version (what the cluster runs now) is required")
+	}
+	pools := map[string]bool{}
+	nodes := map[string]bool{}
+	cp := 0
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		if !validName(p.Name) {
+			return invalid("pool-name", "pool name %q is not valid", p.Name)
+		}
+		if pools[p.Name] {
+			return invalid("pool-name-duplicate", "pool %q appears twice", p.Name)
+		}
+		pools[p.Name] = true
+		switch p.Role {
+		case RoleControlPlaneLB, RoleLoadBalancer, RoleWorker:
+		case RoleControlPlane:
+			cp++
+		default:
+			return invalid("pool-role", "pool %s: role %q is not one of controlPlaneLB, controlPlane, loadBalancer, worker", p.Name, p.Role)
+		}
+		switch p.Backing {
+		case "":
+			p.Backing = BackingBareMetal
+		case BackingBareMetal, BackingMIG:
+		default:
+			return invalid("pool-backing", "pool %s: backing %q is not bareMetal or mig", p.Name, p.Backing)
+		}
+		if p.Backing == BackingMIG && (p.Role == RoleControlPlane || p.Role == RoleControlPlaneLB) {
+			return invalid("pool-backing", "pool %s: control-plane pools are bare metal", p.Name)
+		}
+		if len(p.Nodes) == 0 {
+			return invalid("pool-empty", "pool %s has no nodes", p.Name)
+		}
+		for _, n := range p.Nodes {
+			if !validName(n.Name) {
+				return invalid("node-name", "pool %s: node name %q is not valid", p.Name, n.Name)
+			}
+			if nodes[n.Name] {
+				return invalid("node-name-duplicate", "node %q appears twice in the cluster", n.Name)
+			}
+			nodes[n.Name] = true
+		}
+		if err := p.Settings.Validate(p); err != nil {
+			return err
+		}
+	}
+	if cp != 1 {
+		return invalid("control-plane-pool", "a cluster has exactly one controlPlane pool, found %d", cp)
+	}
+	return nil
+}
+
+// Pool returns the pool of that name.
+func (c *ClusterSpec) Pool(name string) (*Pool, bool) {
+	for i := range c.Pools {
+		if c.Pools[i].Name == name {
+			return &c.Pools[i], true
+		}
+	}
+	return nil, false
+}
+
+// NodeCount is the number of nodes in all pools.
+func (c *ClusterSpec) NodeCount() int {
+	n := 0
+	for _, p := range c.Pools {
+		n += len(p.Nodes)
+	}
+	return n
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}

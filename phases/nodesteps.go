@@ -1,0 +1,129 @@
+package phases
+
+import (
+	"fmt"
+	"time"
+)
+
+// NodeStepKind is one step of a node's upgrade. Bare-metal in-place upgrades
+// and the MIG strategies compose the same kinds (cordon, drain, wait Ready,
+// uncordon) in different orders, with instance steps for MIGs.
+type NodeStepKind string
+
+// Node step kinds. The first group is shared by every strategy.
+const (
+	NodeCordon    NodeStepKind = "cordon"
+	NodeDrain     NodeStepKind = "drain"
+	NodeOperation NodeStepKind = "operation" // an agent operation (OpSpec)
+	NodeWaitReady NodeStepKind = "waitReady"
+	NodeUncordon  NodeStepKind = "uncordon"
+	// For MIG-backed pools (SPEC §7): surge creates a replacement before the
+	// old node goes; unavailable recreates it in place.
+	NodeCreateReplacement NodeStepKind = "createReplacement"
+	NodeDeleteInstance    NodeStepKind = "deleteInstance"
+	NodeRecreateInstance  NodeStepKind = "recreateInstance"
+)
+
+// OpKind is the kind of agent operation a node step dispatches. The values
+// are the agent API's operation kinds.
+type OpKind string
+
+// Agent operation kinds used by upgrades.
+const (
+	OpImportImages      OpKind = "ImportImages"
+	OpUpgradeStaticPods OpKind = "UpgradeStaticPods"
+	OpUpgradeBinary     OpKind = "UpgradeBinary"
+)
+
+// OpSpec says what an operation does; the coordinator fills in artifacts
+// (URLs, checksums, manifests) from the release catalog when it hands the
+// operation to the agent.
+type OpSpec struct {
+	Kind      OpKind `json:"kind"`
+	Component string `json:"component,omitempty"` // kubelet | containerd for binaries
+}
+
+// NodeStep is one entry of a pool's node step list.
+type NodeStep struct {
+	Kind NodeStepKind `json:"kind"`
+	Op   *OpSpec      `json:"op,omitempty"`
+}
+
+func (s NodeStep) String() string {
+	if s.Op != nil {
+		if s.Op.Component != "" {
+			return fmt.Sprintf("%s:%s:%s", s.Kind, s.Op.Kind, s.Op.Component)
+		}
+		return fmt.Sprintf("%s:%s", s.Kind, s.Op.Kind)
+	}
+	return string(s.Kind)
+}
+
+// BareMetalNodeSteps is the in-place upgrade of a node with this role
+// (SPEC §6): cordon, drain, images, static pods where the role runs them,
+// containerd, kubelet, wait Ready at the new version, uncordon.
+func BareMetalNodeSteps(role Role) []NodeStep {
+	steps := []NodeStep{
+		{Kind: NodeCordon},
+		{Kind: NodeDrain},
+		{Kind: NodeOperation, Op: &OpSpec{Kind: OpImportImages}},
+	}
+	if role != RoleWorker {
+		steps = append(steps, NodeStep{Kind: NodeOperation, Op: &OpSpec{Kind: OpUpgradeStaticPods}})
+	}
+	steps = append(steps,
+		NodeStep{Kind: NodeOperation, Op: &OpSpec{Kind: OpUpgradeBinary, Component: "containerd"}},
+		NodeStep{Kind: NodeOperation, Op: &OpSpec{Kind: OpUpgradeBinary, Component: "kubelet"}},
+		NodeStep{Kind: NodeWaitReady},
+		NodeStep{Kind: NodeUncordon},
+	)
+	return steps
+}
+
+// SurgeNodeSteps is one node's share of a surge upgrade with a surge node:
+// create the replacement, wait until it is Ready, then cordon, drain and
+// delete the old node. It reuses the bare-metal cordon and drain steps.
+func SurgeNodeSteps() []NodeStep {
+	return []NodeStep{
+		{Kind: NodeCreateReplacement},
+		{Kind: NodeWaitReady},
+		{Kind: NodeCordon},
+		{Kind: NodeDrain},
+		{Kind: NodeDeleteInstance},
+	}
+}
+
+// NodeTask is one node's upgrade: a cursor over its pool's node steps.
+// Steps before Cursor are done, the one at Cursor is running (when State is
+// running) and the rest wait.
+type NodeTask struct {
+	Node  string `json:"node"`
+	Pool  string `json:"pool"`
+	State State  `json:"state"`
+	// Cursor indexes the pool's NodeSteps.
+	Cursor int `json:"cursor"`
+	// Attempt counts retries after a failure; it is part of every action
+	// and operation ID so a retry is a new operation for the agent.
+	Attempt int `json:"attempt"`
+	// Version is what the node's kubelet runs as far as molt knows: the
+	// upgrade's From until wait-Ready at the new version passes.
+	Version       Version   `json:"version"`
+	StartedAt     time.Time `json:"startedAt,omitzero"`
+	StepStartedAt time.Time `json:"stepStartedAt,omitzero"`
+	FinishedAt    time.Time `json:"finishedAt,omitzero"`
+	// ProtectedUntil is when the last pod protected from eviction on this
+	// node (safe-to-evict=false, SPEC §8) becomes evictable. Automatic
+	// upgrades do such nodes last and do not start them before.
+	ProtectedUntil time.Time `json:"protectedUntil,omitzero"`
+	// LeftBehind lists pods the drain left behind (best effort, SPEC §6).
+	LeftBehind []LeftPod `json:"leftBehind,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// LeftPod is a pod a drain did not remove before its deadline.
+type LeftPod struct {
+	Namespace   string    `json:"namespace"`
+	Name        string    `json:"name"`
+	Reason      string    `json:"reason"` // pdb | terminating | protected
+	EvictableAt time.Time `json:"evictableAt,omitzero"`
+}

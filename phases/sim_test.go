@@ -1,0 +1,182 @@
+package phases
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// sim drives an upgrade the way the coordinator does: commit the commit
+// actions, and complete work actions in an order the test chooses. After
+// every transition it checks the invariants of SPEC §3, §4 and §6 against an
+// oracle written from the spec, not from the step graph's own Deps.
+type sim struct {
+	t       fataler
+	u       *Upgrade
+	now     time.Time
+	gate    Gate
+	history []string // step IDs in the order they started
+	// versions records each node's version to check it never goes back.
+	versions map[string]Version
+	// pick chooses which of n pending work items completes next.
+	pick func(n int) int
+	// fail decides whether a work item fails.
+	fail func(a Action) bool
+}
+
+func newSim(t fataler, c *ClusterSpec, to Version, opts Options) *sim {
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	s := &sim{t: t, u: NewUpgrade(UpgradeID(c.Name, to, 1), c, to, opts, now), now: now, gate: Open,
+		versions: map[string]Version{}, pick: func(int) int { return 0 }, fail: func(Action) bool { return false }}
+	for _, n := range s.u.Nodes {
+		s.versions[n.Node] = n.Version
+	}
+	return s
+}
+
+// step runs one tick: it commits every commit action, then completes one
+// work action. It returns false when nothing is left to do.
+func (s *sim) step() bool {
+	s.t.Helper()
+	d := Decide(s.u, s.now, s.gate)
+	if again := Decide(s.u, s.now, s.gate); !reflect.DeepEqual(d, again) {
+		s.t.Fatalf("Decide is not deterministic:\n%v\n%v", d.Actions, again.Actions)
+	}
+	var work []Action
+	for _, a := range d.Actions {
+		if a.Commits() {
+			if a.Kind == ActStartStep {
+				s.checkOrder(a.Step)
+				s.history = append(s.history, a.Step)
+			}
+			if err := s.u.Apply(a, s.now); err != nil {
+				s.t.Fatalf("fresh action %s refused: %v", a.ID, err)
+			}
+			// Applying the same action twice must be refused as stale.
+			if a.Kind != ActPause && a.Kind != ActResume {
+				if err := s.u.Apply(a, s.now); err == nil {
+					s.t.Fatalf("action %s applied twice", a.ID)
+				}
+			}
+			s.checkBudgets()
+			continue
+		}
+		work = append(work, a)
+	}
+	s.now = s.now.Add(time.Second)
+	if len(work) == 0 {
+		committed := false
+		for _, a := range d.Actions {
+			committed = committed || a.Commits()
+		}
+		return committed
+	}
+	a := work[s.pick(len(work))%len(work)]
+	ok := !s.fail(a)
+	var err error
+	switch a.Kind {
+	case ActRunStep:
+		err = s.u.ApplyStepResult(StepResult{Upgrade: a.Upgrade, Step: a.Step, Attempt: a.Attempt, OK: ok, Message: "sim"}, s.now)
+	default:
+		err = s.u.ApplyNodeStepResult(NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}, s.now)
+		if err == nil {
+			// A duplicate report (agent retry, new leader) is stale.
+			if dup := s.u.ApplyNodeStepResult(NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}, s.now); dup == nil {
+				s.t.Fatalf("result for %s applied twice", a.ID)
+			}
+		}
+		n, _ := s.u.Node(a.Node)
+		if n.Version.Less(s.versions[n.Node]) {
+			s.t.Fatalf("node %s went back from %s to %s", n.Node, s.versions[n.Node], n.Version)
+		}
+		s.versions[n.Node] = n.Version
+		if !ok {
+			if err := s.u.RetryNode(a.Node, s.now); err != nil {
+				s.t.Fatalf("retry %s: %v", a.Node, err)
+			}
+		}
+	}
+	if err != nil {
+		s.t.Fatalf("fresh result for %s refused: %v", a.ID, err)
+	}
+	if a.Kind == ActRunStep && !ok {
+		s.now = s.now.Add(StepRetryInterval)
+	}
+	s.checkBudgets()
+	return true
+}
+
+func (s *sim) run(maxTicks int) {
+	s.t.Helper()
+	for i := 0; i < maxTicks; i++ {
+		if !s.step() {
+			return
+		}
+	}
+	s.t.Fatalf("upgrade not finished after %d ticks: state %s", maxTicks, s.u.State)
+}
+
+// checkOrder asserts SPEC §4 when step id starts, from roles alone.
+func (s *sim) checkOrder(id string) {
+	s.t.Helper()
+	st, _ := s.u.Step(id)
+	doneRole := func(r Role) bool {
+		for _, o := range s.u.Steps {
+			if o.Kind == StepPool && o.Role == r && o.State != StateDone {
+				return false
+			}
+		}
+		return true
+	}
+	var need []Role
+	switch {
+	case st.Kind == StepPool && st.Role == RoleControlPlane:
+		need = []Role{RoleControlPlaneLB}
+	case st.Kind == StepAddons, st.Kind == StepLifecycle, st.Kind == StepPool && st.Role == RoleLoadBalancer:
+		need = []Role{RoleControlPlaneLB, RoleControlPlane}
+	case st.Kind == StepPool && st.Role == RoleWorker:
+		need = []Role{RoleControlPlaneLB, RoleControlPlane, RoleLoadBalancer}
+	case st.Kind == StepHealth:
+		for _, o := range s.u.Steps {
+			if o.ID != id && o.State != StateDone {
+				s.t.Fatalf("health started before %s was done", o.ID)
+			}
+		}
+	}
+	for _, r := range need {
+		if !doneRole(r) {
+			s.t.Fatalf("step %s started before every %s pool was done (history %v)", id, r, s.history)
+		}
+	}
+}
+
+// checkBudgets asserts pool budgets and one-at-a-time control planes.
+func (s *sim) checkBudgets() {
+	s.t.Helper()
+	for i := range s.u.Pools {
+		p := &s.u.Pools[i]
+		busy := 0
+		for _, n := range s.u.PoolNodes(p) {
+			if n.State == StateRunning || n.State == StateFailed {
+				busy++
+			}
+		}
+		if busy > p.Concurrency {
+			s.t.Fatalf("pool %s: %d nodes busy, concurrency %d", p.Name, busy, p.Concurrency)
+		}
+		if p.Role == RoleControlPlane && busy > 1 {
+			s.t.Fatalf("control-plane nodes overlap: %d busy", busy)
+		}
+		if p.Count-busy < p.MinAvailable {
+			s.t.Fatalf("pool %s: %d schedulable, minimum %d", p.Name, p.Count-busy, p.MinAvailable)
+		}
+	}
+}
+
+// fataler is what sim needs of *testing.T and *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func (s *sim) String() string { return fmt.Sprint(s.history) }

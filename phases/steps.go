@@ -1,0 +1,137 @@
+package phases
+
+import "time"
+
+// StepKind is what a cluster upgrade step does.
+type StepKind string
+
+// Step kinds. A pool step upgrades one pool node by node; addons and
+// lifecycle apply manifests through the cluster's API server; health runs
+// the final cluster checks until they all pass.
+const (
+	StepPool      StepKind = "pool"
+	StepAddons    StepKind = "addons"
+	StepLifecycle StepKind = "lifecycle"
+	StepHealth    StepKind = "health"
+)
+
+// Step IDs that are not pools.
+const (
+	StepIDAddons    = "addons"
+	StepIDLifecycle = "lifecycle"
+	StepIDHealth    = "health"
+)
+
+// PoolStepID is the ID of the step that upgrades a pool.
+func PoolStepID(pool string) string { return "pool/" + pool }
+
+// State is where a step or a node upgrade is.
+type State string
+
+// States shared by steps and node upgrades.
+const (
+	StatePending State = "pending"
+	StateRunning State = "running"
+	StateDone    State = "done"
+	StateFailed  State = "failed"
+)
+
+// Target is the part of a cluster a change touches; maintenance exclusions
+// scope on it (SPEC §9).
+type Target string
+
+// Targets.
+const (
+	TargetControlPlane Target = "controlPlane"
+	TargetNodes        Target = "nodes"
+)
+
+// Step is one box of the upgrade's step graph (SPEC §4), with its own state
+// and timestamps so an operator can always see where the upgrade is.
+type Step struct {
+	ID   string   `json:"id"`
+	Kind StepKind `json:"kind"`
+	// Pool and Role are set on pool steps.
+	Pool string `json:"pool,omitempty"`
+	Role Role   `json:"role,omitempty"`
+	// Deps are the steps that must be done before this one starts.
+	Deps       []string  `json:"deps,omitempty"`
+	State      State     `json:"state"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Attempts counts runs of a step that is retried until it passes
+	// (health checks); Message is the latest outcome.
+	Attempts int    `json:"attempts,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Target says which maintenance target the step's disruption belongs to.
+// Health checks disrupt nothing and are never gated.
+func (s *Step) Target() (Target, bool) {
+	switch s.Kind {
+	case StepAddons, StepLifecycle:
+		return TargetControlPlane, true
+	case StepPool:
+		if s.Role == RoleControlPlane || s.Role == RoleControlPlaneLB {
+			return TargetControlPlane, true
+		}
+		return TargetNodes, true
+	}
+	return "", false
+}
+
+// buildSteps lays out the step graph of SPEC §4 for a cluster:
+//
+//	control-plane LB pools → control-plane pool →
+//	  (addons ∥ lifecycle ∥ loadBalancer pools) →
+//	  worker pools (after the loadBalancer pools) → health.
+func buildSteps(c *ClusterSpec) []Step {
+	var cplb, cp, lb, workers []string
+	for _, p := range c.Pools {
+		switch p.Role {
+		case RoleControlPlaneLB:
+			cplb = append(cplb, p.Name)
+		case RoleControlPlane:
+			cp = append(cp, p.Name)
+		case RoleLoadBalancer:
+			lb = append(lb, p.Name)
+		case RoleWorker:
+			workers = append(workers, p.Name)
+		}
+	}
+	var steps []Step
+	var all []string
+	add := func(s Step) {
+		s.State = StatePending
+		steps = append(steps, s)
+		all = append(all, s.ID)
+	}
+	ids := func(pools []string) []string {
+		out := make([]string, len(pools))
+		for i, p := range pools {
+			out[i] = PoolStepID(p)
+		}
+		return out
+	}
+	for _, p := range cplb {
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlaneLB})
+	}
+	for _, p := range cp {
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlane, Deps: ids(cplb)})
+	}
+	afterCP := ids(cp)
+	add(Step{ID: StepIDAddons, Kind: StepAddons, Deps: afterCP})
+	add(Step{ID: StepIDLifecycle, Kind: StepLifecycle, Deps: afterCP})
+	for _, p := range lb {
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleLoadBalancer, Deps: afterCP})
+	}
+	workerDeps := afterCP
+	if len(lb) > 0 {
+		workerDeps = ids(lb)
+	}
+	for _, p := range workers {
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleWorker, Deps: workerDeps})
+	}
+	add(Step{ID: StepIDHealth, Kind: StepHealth, Deps: append([]string(nil), all...)})
+	return steps
+}

@@ -1,0 +1,200 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// UpgradeState is where a whole cluster upgrade is.
+type UpgradeState string
+
+// Upgrade states.
+const (
+	UpgradeRunning   UpgradeState = "running"
+	UpgradeDone      UpgradeState = "done"
+	UpgradeFailed    UpgradeState = "failed"
+	UpgradeCancelled UpgradeState = "cancelled"
+)
+
+// Options are the per-upgrade choices the coordinator records at start.
+type Options struct {
+	// Automatic upgrades are gated by maintenance policy and honour the
+	// 7-day protection of safe-to-evict=false pods; manual ones are not.
+	Automatic bool `json:"automatic"`
+	// ConcurrentWorkerPools is how many worker pools upgrade at once
+	// (default 1: one after another, in the order the cluster lists them).
+	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
+}
+
+// PoolTrack is a pool's part of an upgrade: the node steps every node of the
+// pool goes through and the budget that bounds how many go at once.
+type PoolTrack struct {
+	Name         string     `json:"name"`
+	Role         Role       `json:"role"`
+	NodeSteps    []NodeStep `json:"nodeSteps"`
+	Concurrency  int        `json:"concurrency"`
+	MinAvailable int        `json:"minAvailable"`
+	// Cancelled pools start no new node; nodes already started finish.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// First and Count locate the pool's nodes in Upgrade.Nodes.
+	First int `json:"first"`
+	Count int `json:"count"`
+}
+
+// Upgrade is the replicated record of one cluster upgrade. Every field that
+// decides what happens next lives here, so a new leader continues from it.
+type Upgrade struct {
+	ID        string       `json:"id"`
+	Cluster   string       `json:"cluster"`
+	From      Version      `json:"from"`
+	To        Version      `json:"to"`
+	Options   Options      `json:"options"`
+	State     UpgradeState `json:"state"`
+	CreatedAt time.Time    `json:"createdAt"`
+	// FinishedAt is set when State leaves running.
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// PauseReason says why nothing new starts (a maintenance window closed,
+	// an exclusion began); in-flight nodes finish regardless.
+	PauseReason string      `json:"pauseReason,omitempty"`
+	PausedAt    time.Time   `json:"pausedAt,omitzero"`
+	Steps       []Step      `json:"steps"`
+	Pools       []PoolTrack `json:"pools"`
+	// Nodes are grouped by pool in the order of Pools; inside a pool in the
+	// order the cluster lists them.
+	Nodes []NodeTask `json:"nodes"`
+	// Revision counts applied transitions; it changes whenever anything in
+	// the upgrade does.
+	Revision uint64 `json:"revision"`
+
+	nodeIdx map[string]int
+	stepIdx map[string]int
+	poolIdx map[string]int
+}
+
+// ErrStale is wrapped by every refused transition: the decision was made on
+// a state that has moved on, so it is dropped rather than applied.
+var ErrStale = errors.New("stale transition")
+
+func stale(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrStale, fmt.Sprintf(format, args...))
+}
+
+// UpgradeID names the n-th upgrade of a cluster to a version.
+func UpgradeID(cluster string, to Version, n int) string {
+	return fmt.Sprintf("%s-%s-%d", cluster, to, n)
+}
+
+// NewUpgrade lays out the upgrade of cluster c to version to. It does not
+// check the version rules; callers run CheckUpgrade and friends first.
+func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Time) *Upgrade {
+	u := &Upgrade{
+		ID: id, Cluster: c.Name, From: c.Version, To: to, Options: opts,
+		State: UpgradeRunning, CreatedAt: now,
+		Steps: buildSteps(c),
+	}
+	for _, p := range c.Pools {
+		steps := BareMetalNodeSteps(p.Role)
+		if p.Backing == BackingMIG {
+			steps = SurgeNodeSteps()
+		}
+		u.Pools = append(u.Pools, PoolTrack{
+			Name: p.Name, Role: p.Role, NodeSteps: steps,
+			Concurrency: p.Concurrency(), MinAvailable: p.Settings.MinimumAvailableNodes,
+			First: len(u.Nodes), Count: len(p.Nodes),
+		})
+		for _, n := range p.Nodes {
+			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, State: StatePending, Version: c.Version})
+		}
+	}
+	return u
+}
+
+func (u *Upgrade) index() {
+	if u.nodeIdx != nil && len(u.nodeIdx) == len(u.Nodes) && len(u.stepIdx) == len(u.Steps) {
+		return
+	}
+	u.nodeIdx = make(map[string]int, len(u.Nodes))
+	for i := range u.Nodes {
+		u.nodeIdx[u.Nodes[i].Node] = i
+	}
+	u.stepIdx = make(map[string]int, len(u.Steps))
+	for i := range u.Steps {
+		u.stepIdx[u.Steps[i].ID] = i
+	}
+	u.poolIdx = make(map[string]int, len(u.Pools))
+	for i := range u.Pools {
+		u.poolIdx[u.Pools[i].Name] = i
+	}
+}
+
+// Node returns the node's task.
+func (u *Upgrade) Node(name string) (*NodeTask, bool) {
+	u.index()
+	i, ok := u.nodeIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return &u.Nodes[i], true
+}
+
+// Step returns the step of that ID.
+func (u *Upgrade) Step(id string) (*Step, bool) {
+	u.index()
+	i, ok := u.stepIdx[id]
+	if !ok {
+		return nil, false
+	}
+	return &u.Steps[i], true
+}
+
+// Pool returns the pool track of that name.
+func (u *Upgrade) Pool(name string) (*PoolTrack, bool) {
+	u.index()
+	i, ok := u.poolIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return &u.Pools[i], true
+}
+
+// PoolNodes returns the pool's node tasks (a slice of Nodes).
+func (u *Upgrade) PoolNodes(p *PoolTrack) []NodeTask { return u.Nodes[p.First : p.First+p.Count] }
+
+// CurrentStep returns the node step a running node is at.
+func (u *Upgrade) CurrentStep(n *NodeTask) (NodeStep, bool) {
+	p, ok := u.Pool(n.Pool)
+	if !ok || n.Cursor < 0 || n.Cursor >= len(p.NodeSteps) {
+		return NodeStep{}, false
+	}
+	return p.NodeSteps[n.Cursor], true
+}
+
+// OperationID is the deterministic ID of the agent operation a node runs at
+// a cursor and attempt. The same decision always yields the same ID; a
+// retry yields a new one.
+func (u *Upgrade) OperationID(node string, cursor, attempt int) string {
+	return fmt.Sprintf("%s/%s/%d/a%d", u.ID, node, cursor, attempt)
+}
+
+// VersionCounts returns how many nodes run each version.
+func (u *Upgrade) VersionCounts() map[Version]int {
+	m := map[Version]int{}
+	for i := range u.Nodes {
+		m[u.Nodes[i].Version]++
+	}
+	return m
+}
+
+// Active reports whether the upgrade is still in progress.
+func (u *Upgrade) Active() bool { return u.State == UpgradeRunning }
+
+func depsDone(u *Upgrade, s *Step) bool {
+	for _, d := range s.Deps {
+		ds, ok := u.Step(d)
+		if !ok || ds.State != StateDone {
+			return false
+		}
+	}
+	return true
+}
