@@ -111,6 +111,6 @@ func (c *Client) PollOperations(ctx context.Context, cluster, node string, wait 
 
 // ReportResult reports an operation's progress or outcome.
 func (c *Client) ReportResult(ctx context.Context, cluster, node string, r OperationResult) error {
-	_, err := c.Do(ctx, http.MethodPost, agentPath(cluster, node, "/operations/"+url.PathEscape(r.ID)+"/result"), r, nil)
+	_, err := c.Do(ctx, http.MethodPost, agentPath(cluster, node, "/results"), r, nil)
 	return err
 }

@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -107,13 +108,33 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, State: StatePending, Version: c.Version})
 		}
 	}
+	u.buildIndex()
 	return u
 }
 
-func (u *Upgrade) index() {
-	if u.nodeIdx != nil && len(u.nodeIdx) == len(u.Nodes) && len(u.stepIdx) == len(u.Steps) {
-		return
+// UnmarshalJSON decodes an upgrade and builds its lookup indexes, so that
+// readers (Decide under a read lock) never have to write them.
+func (u *Upgrade) UnmarshalJSON(b []byte) error {
+	type plain Upgrade
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
 	}
+	*u = Upgrade(p)
+	u.buildIndex()
+	return nil
+}
+
+// index makes sure the lookup indexes exist. They are built when an
+// upgrade is made or decoded; building here only serves values assembled
+// by hand (tests), which are not shared between goroutines.
+func (u *Upgrade) index() {
+	if u.nodeIdx == nil {
+		u.buildIndex()
+	}
+}
+
+func (u *Upgrade) buildIndex() {
 	u.nodeIdx = make(map[string]int, len(u.Nodes))
 	for i := range u.Nodes {
 		u.nodeIdx[u.Nodes[i].Node] = i

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"time"
+
+	"github.com/moltproject/molt/phases"
+)
+
+// The resource types reuse the pure engine's types (phases) for versions,
+// cluster shapes, upgrades and plans: those are plain data with no I/O, and
+// one definition keeps the wire and the replicated state from drifting.
+
+// BinaryArtifact is a downloadable host binary.
+type BinaryArtifact struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
+	// Version is the component's own version (containerd's), when it has one.
+	Version string `json:"version,omitempty"`
+}
+
+// ReleaseComponents are the artifacts of a release.
+type ReleaseComponents struct {
+	Kubelet    BinaryArtifact `json:"kubelet"`
+	Containerd BinaryArtifact `json:"containerd"`
+	// StaticPods maps a static pod's container name to its image.
+	StaticPods map[string]string `json:"staticPods,omitempty"`
+	// Images are image archives every host imports before its upgrade (for
+	// sites without a registry).
+	Images []ImageArchive `json:"images,omitempty"`
+}
+
+// Release is one entry of the release catalog (SPEC §2).
+type Release struct {
+	Version      string            `json:"version"`
+	EndOfSupport time.Time         `json:"endOfSupport,omitzero"`
+	Channels     []string          `json:"channels,omitempty"`
+	Components   ReleaseComponents `json:"components"`
+}
+
+// ClusterSpec is a cluster as an operator registers it. Kubeconfig gives the
+// coordinator access to the cluster's API server; it is never returned.
+type ClusterSpec struct {
+	phases.ClusterSpec
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+}
+
+// PoolStatus is the status of one pool: how many nodes run each version.
+type PoolStatus struct {
+	Name     string         `json:"name"`
+	Versions map[string]int `json:"versions"`
+}
+
+// AgentStatus is what the coordinator knows of a node's agent.
+type AgentStatus struct {
+	Node       string    `json:"node"`
+	Registered bool      `json:"registered"`
+	Missing    bool      `json:"missing"`
+	Healthy    bool      `json:"healthy"`
+	Kubelet    string    `json:"kubeletVersion,omitempty"`
+	Containerd string    `json:"containerdVersion,omitempty"`
+	LastSeen   time.Time `json:"lastSeen,omitzero"`
+}
+
+// UpgradeSummary is a finished upgrade in a cluster's history.
+type UpgradeSummary struct {
+	ID         string              `json:"id"`
+	From       string              `json:"from"`
+	To         string              `json:"to"`
+	State      phases.UpgradeState `json:"state"`
+	CreatedAt  time.Time           `json:"createdAt"`
+	FinishedAt time.Time           `json:"finishedAt,omitzero"`
+}
+
+// ClusterStatus is what really runs (SPEC §2).
+type ClusterStatus struct {
+	// Version is set to spec.version only when every component has been
+	// upgraded and the final health checks passed.
+	Version                              string           `json:"version"`
+	Versions                             map[string]int   `json:"versions"`
+	ControlPlaneNodepoolStatus           PoolStatus       `json:"controlPlaneNodepoolStatus"`
+	ControlPlaneLBNodepoolStatus         PoolStatus       `json:"controlPlaneLBNodepoolStatus,omitzero"`
+	AppliedManifestsVersion              string           `json:"appliedManifestsVersion,omitempty"`
+	LifecycleControllersManifestsVersion string           `json:"lifecycleControllersManifestsVersion,omitempty"`
+	Upgrade                              *phases.Upgrade  `json:"upgrade,omitempty"`
+	History                              []UpgradeSummary `json:"history,omitempty"`
+	Agents                               []AgentStatus    `json:"agents,omitempty"`
+}
+
+// Cluster is a cluster's spec and status.
+type Cluster struct {
+	Spec   ClusterSpec   `json:"spec"`
+	Status ClusterStatus `json:"status"`
+}
+
+// UpgradeRequest starts (or, with DryRun, plans) an upgrade.
+type UpgradeRequest struct {
+	Version string `json:"version"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	// Automatic marks an upgrade started by policy rather than by a person:
+	// it waits for maintenance windows and honours pod protections.
+	Automatic bool `json:"automatic,omitempty"`
+	// ConcurrentWorkerPools lets worker pools upgrade side by side.
+	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
+}
+
+// Member is a coordinator Raft member.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	HTTPAddr string `json:"httpAddr,omitempty"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+}
+
+// JoinRequest adds a member (POST /v1/members).
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	HTTPAddr string `json:"httpAddr"`
+}

@@ -1,0 +1,152 @@
+// Command molt-coordinator runs one member of molt's Raft-replicated
+// coordinator and serves the /v1 REST API.
+//
+// The embedded default is one member on loopback with its state under
+// --data-dir: a fresh data directory with no --join bootstraps a new
+// cluster of one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/systemd"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "molt-coordinator:", err)
+		os.Exit(1)
+	}
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	def := coordinator.DefaultConfig()
+	dataDir := flag.String("data-dir", env("MOLT_DATA_DIR", "/var/lib/molt-coordinator"), "directory for the Raft log, snapshots and state")
+	httpAddr := flag.String("http-addr", env("MOLT_HTTP_ADDR", "127.0.0.1:7080"), "address of the REST API")
+	raftAddr := flag.String("raft-addr", env("MOLT_RAFT_ADDR", "127.0.0.1:7081"), "address of the Raft transport")
+	nodeID := flag.String("node-id", env("MOLT_NODE_ID", ""), "this member's ID (default: derived from --raft-addr)")
+	bootstrap := flag.Bool("bootstrap", env("MOLT_BOOTSTRAP", "") == "true", "start a new cluster (alone if no peers); implied on a fresh --data-dir without --join")
+	join := flag.String("join", env("MOLT_JOIN", ""), "HTTP address of a member to join (host:port)")
+	token := flag.String("agent-token", env("MOLT_AGENT_TOKEN", ""), "join token agents must present (empty: any)")
+	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
+	logLevel := flag.String("log-level", env("MOLT_LOG_LEVEL", "info"), "debug, info, warn or error")
+	flag.Parse()
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *nodeID == "" {
+		*nodeID = "molt-" + strings.NewReplacer(":", "-", ".", "-").Replace(*raftAddr)
+	}
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return err
+	}
+	fresh := !exists(filepath.Join(*dataDir, "raft.db"))
+	if fresh && *join == "" {
+		*bootstrap = true
+	}
+	if *join != "" && *bootstrap {
+		return errors.New("--join and --bootstrap exclude each other")
+	}
+
+	cfg := def
+	cfg.Raft.NodeID = *nodeID
+	cfg.Raft.RaftAddr = *raftAddr
+	cfg.Raft.HTTPAddr = *httpAddr
+	cfg.Raft.DataDir = *dataDir
+	cfg.Raft.Bootstrap = *bootstrap
+	cfg.AgentToken = *token
+	cfg.TickInterval = *tick
+	cfg.Logger = log
+	cfg.Connector = kubeConnector{log: log}
+
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *httpAddr, err)
+	}
+	c, err := coordinator.New(cfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerMetrics(reg, c)
+	srv := &http.Server{
+		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, Extra: extraRoutes(c)}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+			stop()
+		}
+	}()
+	if *join != "" && fresh {
+		if err := joinCluster(ctx, log, *join, api.JoinRequest{ID: *nodeID, RaftAddr: c.Store().RaftAddr(), HTTPAddr: *httpAddr}); err != nil {
+			return err
+		}
+	}
+	log.Info("molt-coordinator started", "node_id", *nodeID, "http", *httpAddr, "raft", c.Store().RaftAddr(), "data_dir", *dataDir, "bootstrap", *bootstrap)
+	_ = systemd.Ready()
+	_ = systemd.Status("serving on " + *httpAddr)
+	go systemd.Watchdog(ctx, log, nil)
+	runErr := c.Run(ctx)
+	_ = systemd.Stopping()
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shut)
+	if err := c.Close(); err != nil {
+		log.Warn("close", "err", err)
+	}
+	return runErr
+}
+
+// joinCluster asks a member to add this one, retrying until a leader
+// accepts (members forward the request to the leader).
+func joinCluster(ctx context.Context, log *slog.Logger, addr string, req api.JoinRequest) error {
+	cl := api.NewClient("http://"+addr, &http.Client{Timeout: 15 * time.Second})
+	for attempt := 1; ; attempt++ {
+		_, err := cl.Do(ctx, http.MethodPost, "/v1/members", req, nil)
+		if err == nil {
+			log.Info("joined", "via", addr)
+			return nil
+		}
+		log.Warn("join failed; retrying", "via", addr, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -1,0 +1,290 @@
+// Command moltctl is the operator's CLI for molt's coordinator API.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+type cli struct {
+	server string
+	output string
+	out    io.Writer
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := newRoot(os.Stdout).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "moltctl:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(out io.Writer) *cobra.Command {
+	c := &cli{out: out}
+	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true}
+	def := os.Getenv("MOLT_SERVER")
+	if def == "" {
+		def = "http://127.0.0.1:7080"
+	}
+	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator address (env MOLT_SERVER)")
+	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd())
+	return root
+}
+
+func (c *cli) client() *api.Client { return api.NewClient(strings.TrimRight(c.server, "/"), nil) }
+
+// print renders v as JSON or YAML, or calls text for the human format.
+func (c *cli) print(v any, text func()) error {
+	switch c.output {
+	case "json":
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var generic any
+		if err := json.Unmarshal(b, &generic); err != nil {
+			return err
+		}
+		return yaml.NewEncoder(c.out).Encode(generic)
+	case "text", "":
+		text()
+		return nil
+	}
+	return fmt.Errorf("--output %q: want text, json or yaml", c.output)
+}
+
+func readBody(path string, v any) error {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return err
+	}
+	// YAML is a superset of JSON: accept either.
+	var generic any
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	js, err := json.Marshal(generic)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(js)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (c *cli) clusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Clusters"}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List clusters", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		var cs []api.Cluster
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters", nil, &cs); err != nil {
+			return err
+		}
+		return c.print(cs, func() {
+			fmt.Fprintf(c.out, "%-20s %-10s %-10s %-10s %s\n", "NAME", "KIND", "VERSION", "TARGET", "UPGRADE")
+			for _, cl := range cs {
+				up := "-"
+				if u := cl.Status.Upgrade; u != nil {
+					up = string(u.State)
+				}
+				fmt.Fprintf(c.out, "%-20s %-10s %-10s %-10s %s\n", cl.Spec.Name, cl.Spec.Kind, cl.Status.Version, cl.Spec.Version, up)
+			}
+		})
+	}})
+	cmd.AddCommand(&cobra.Command{Use: "get NAME", Short: "Show a cluster's spec and status", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		var cl api.Cluster
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0], nil, &cl); err != nil {
+			return err
+		}
+		return c.print(cl, func() { printCluster(c.out, cl) })
+	}})
+	cmd.AddCommand(&cobra.Command{Use: "apply -f FILE", Short: "Register or update a cluster from a JSON/YAML file", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		f, _ := cmd.Flags().GetString("file")
+		var spec api.ClusterSpec
+		if err := readBody(f, &spec); err != nil {
+			return err
+		}
+		var cl api.Cluster
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/clusters/"+spec.Name, spec, &cl); err != nil {
+			return err
+		}
+		return c.print(cl, func() { fmt.Fprintf(c.out, "cluster %s registered at %s\n", cl.Spec.Name, cl.Status.Version) })
+	}})
+	cmd.Commands()[len(cmd.Commands())-1].Flags().StringP("file", "f", "-", "file with the cluster spec (- for stdin)")
+	return cmd
+}
+
+func printCluster(w io.Writer, cl api.Cluster) {
+	fmt.Fprintf(w, "cluster %s (%s)  spec.version %s  status.version %s\n", cl.Spec.Name, cl.Spec.Kind, cl.Spec.Version, cl.Status.Version)
+	fmt.Fprintf(w, "nodes per version: %v\n", cl.Status.Versions)
+	for _, p := range cl.Spec.Pools {
+		fmt.Fprintf(w, "  pool %-12s %-15s %d node(s)\n", p.Name, p.Role, len(p.Nodes))
+	}
+	for _, a := range cl.Status.Agents {
+		state := "healthy"
+		switch {
+		case a.Missing:
+			state = "MISSING"
+		case !a.Healthy:
+			state = "unhealthy"
+		}
+		fmt.Fprintf(w, "  agent %-12s %-9s kubelet %s containerd %s\n", a.Node, state, a.Kubelet, a.Containerd)
+	}
+	if u := cl.Status.Upgrade; u != nil {
+		fmt.Fprintf(w, "upgrade %s: %s → %s, %s\n", u.ID, u.From, u.To, u.State)
+	}
+}
+
+func (c *cli) releaseCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "release", Short: "The release catalog"}
+	cmd.AddCommand(&cobra.Command{Use: "list", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		var rs []api.Release
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/releases", nil, &rs); err != nil {
+			return err
+		}
+		return c.print(rs, func() {
+			for _, r := range rs {
+				fmt.Fprintf(c.out, "%-10s end of support %s  channels %v\n", r.Version, r.EndOfSupport.Format("2006-01-02"), r.Channels)
+			}
+		})
+	}})
+	put := &cobra.Command{Use: "apply -f FILE", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		f, _ := cmd.Flags().GetString("file")
+		var r api.Release
+		if err := readBody(f, &r); err != nil {
+			return err
+		}
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/releases/"+r.Version, r, &r); err != nil {
+			return err
+		}
+		return c.print(r, func() { fmt.Fprintf(c.out, "release %s stored\n", r.Version) })
+	}}
+	put.Flags().StringP("file", "f", "-", "file with the release (- for stdin)")
+	cmd.AddCommand(put)
+	return cmd
+}
+
+func (c *cli) upgradeCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "upgrade", Short: "Cluster upgrades"}
+	start := &cobra.Command{Use: "start CLUSTER VERSION", Short: "Start (or with --dry-run, plan) an upgrade", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
+		dry, _ := cmd.Flags().GetBool("dry-run")
+		watch, _ := cmd.Flags().GetBool("watch")
+		req := api.UpgradeRequest{Version: args[1], DryRun: dry}
+		if dry {
+			var plan phases.Plan
+			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &plan); err != nil {
+				return err
+			}
+			return c.print(plan, func() { printPlan(c.out, plan) })
+		}
+		var u phases.Upgrade
+		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &u); err != nil {
+			return err
+		}
+		if watch {
+			return c.watch(cmd.Context(), args[0])
+		}
+		return c.print(u, func() { fmt.Fprintf(c.out, "upgrade %s started: %s → %s\n", u.ID, u.From, u.To) })
+	}}
+	start.Flags().Bool("dry-run", false, "only check the rules and print the plan")
+	start.Flags().Bool("watch", false, "watch the upgrade until it ends")
+	cmd.AddCommand(start)
+	cmd.AddCommand(&cobra.Command{Use: "status CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		var u phases.Upgrade
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/upgrade", nil, &u); err != nil {
+			return err
+		}
+		return c.print(u, func() { renderUpgrade(c.out, &u, time.Now()) })
+	}})
+	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		return c.watch(cmd.Context(), args[0])
+	}})
+	return cmd
+}
+
+// watch redraws the upgrade's progress until it leaves running.
+func (c *cli) watch(ctx context.Context, cluster string) error {
+	tty := c.output == "text" || c.output == ""
+	for {
+		var u phases.Upgrade
+		_, err := c.client().Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &u)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			if tty {
+				fmt.Fprint(c.out, "\033[H\033[2J")
+				renderUpgrade(c.out, &u, time.Now())
+			} else if err := c.print(u, nil); err != nil {
+				return err
+			}
+			if u.State != phases.UpgradeRunning {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *cli) poolCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "pool", Short: "Pool upgrade commands"}
+	for _, verb := range []string{"cancel", "resume", "rollback", "complete"} {
+		cmd.AddCommand(&cobra.Command{Use: verb + " CLUSTER POOL", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
+			var u phases.Upgrade
+			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/pools/"+args[1]+"/upgrade/"+verb, struct{}{}, &u); err != nil {
+				return err
+			}
+			return c.print(u, func() { fmt.Fprintf(c.out, "pool %s: %s done\n", args[1], verb) })
+		}})
+	}
+	return cmd
+}
+
+func (c *cli) memberCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "member", Short: "Coordinator Raft members"}
+	cmd.AddCommand(&cobra.Command{Use: "list", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		var ms []api.Member
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/members", nil, &ms); err != nil {
+			return err
+		}
+		return c.print(ms, func() {
+			for _, m := range ms {
+				role := "follower"
+				if m.Leader {
+					role = "leader"
+				}
+				fmt.Fprintf(c.out, "%-16s %-9s raft %-21s http %s\n", m.ID, role, m.RaftAddr, m.HTTPAddr)
+			}
+		})
+	}})
+	return cmd
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/moltproject/molt/phases"
+)
+
+// bar draws a progress bar of width cells.
+func bar(done, total, width int) string {
+	if total == 0 {
+		return strings.Repeat("█", width)
+	}
+	n := done * width / total
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
+}
+
+// renderUpgrade shows steps, then per pool a bar and the nodes in flight.
+func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
+	fmt.Fprintf(w, "upgrade %s  %s → %s  %s", u.ID, u.From, u.To, strings.ToUpper(string(u.State)))
+	if u.PauseReason != "" {
+		fmt.Fprintf(w, "  paused: %s", u.PauseReason)
+	}
+	elapsed := now.Sub(u.CreatedAt)
+	if !u.FinishedAt.IsZero() {
+		elapsed = u.FinishedAt.Sub(u.CreatedAt)
+	}
+	fmt.Fprintf(w, "  elapsed %s\n\n", elapsed.Round(time.Second))
+	doneNodes := 0
+	for _, n := range u.Nodes {
+		if n.State == phases.StateDone {
+			doneNodes++
+		}
+	}
+	for _, s := range u.Steps {
+		line := fmt.Sprintf("  %-8s %-22s", s.State, s.ID)
+		if s.Kind == phases.StepPool {
+			p, _ := u.Pool(s.Pool)
+			nodes := u.PoolNodes(p)
+			d := 0
+			var inflight []string
+			for _, n := range nodes {
+				switch n.State {
+				case phases.StateDone:
+					d++
+				case phases.StateRunning:
+					if ns, ok := u.CurrentStep(&n); ok {
+						inflight = append(inflight, fmt.Sprintf("%s:%s", n.Node, ns))
+					}
+				case phases.StateFailed:
+					inflight = append(inflight, n.Node+":FAILED "+n.Error)
+				}
+			}
+			line += fmt.Sprintf(" %s %d/%d", bar(d, len(nodes), 20), d, len(nodes))
+			if len(inflight) > 0 {
+				line += "  " + strings.Join(inflight, ", ")
+			}
+		} else if s.Message != "" && s.State != phases.StateDone {
+			line += " " + s.Message
+		}
+		fmt.Fprintln(w, line)
+	}
+	if u.State == phases.UpgradeRunning && doneNodes > 0 {
+		per := elapsed / time.Duration(doneNodes)
+		eta := per * time.Duration(len(u.Nodes)-doneNodes)
+		fmt.Fprintf(w, "\n  %d/%d nodes done, ETA %s\n", doneNodes, len(u.Nodes), eta.Round(time.Second))
+	}
+}
+
+func printPlan(w io.Writer, p phases.Plan) {
+	fmt.Fprintf(w, "plan %s: %s → %s, predicted %s (critical path at least %s)\n\n", p.Cluster, p.From, p.To, p.Total, p.CriticalPath)
+	for _, s := range p.Steps {
+		fmt.Fprintf(w, "  %-22s +%-8s → +%-8s %s\n", s.ID, s.Start.Sub(p.Start), s.End.Sub(p.Start), s.Disruption)
+		for _, b := range s.Batches {
+			fmt.Fprintf(w, "      batch %d: %s\n", b.Index+1, strings.Join(b.Nodes, ", "))
+		}
+	}
+}

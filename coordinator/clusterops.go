@@ -1,0 +1,44 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/moltproject/molt/phases"
+)
+
+// ClusterOps is what the leader does to a cluster through its API server.
+// Every method is idempotent: after a leader change the new leader repeats
+// whatever work was in flight, and a repeat must be harmless.
+type ClusterOps interface {
+	Cordon(ctx context.Context, node string) error
+	// Drain evicts best effort and returns the pods it left behind; giving
+	// up after the drain timeout is not an error (SPEC §6).
+	Drain(ctx context.Context, node string, automatic bool) ([]phases.LeftPod, error)
+	WaitReady(ctx context.Context, node, kubeletVersion string) error
+	Uncordon(ctx context.Context, node string) error
+	// ProtectedUntil returns when the last pod protected from eviction on
+	// the node frees up (zero: none).
+	ProtectedUntil(ctx context.Context, node string) (ProtectedInfo, error)
+	ApplyAddons(ctx context.Context, version phases.Version) error
+	ApplyLifecycle(ctx context.Context, version phases.Version) error
+	// Health runs the final cluster checks on the named nodes: nil when
+	// all pass.
+	Health(ctx context.Context, version phases.Version, nodes []string) error
+}
+
+// ProtectedInfo describes pods on a node protected from eviction.
+type ProtectedInfo struct {
+	Until time.Time
+	Pods  int
+}
+
+// Connector gives the ClusterOps of a registered cluster.
+type Connector interface {
+	Connect(cluster string, kubeconfig []byte) (ClusterOps, error)
+}
+
+// ErrNoClusterAccess is returned for work on a cluster the coordinator has
+// no way to reach (no kubeconfig, or no connector configured).
+var ErrNoClusterAccess = errors.New("no access to the cluster's API server")

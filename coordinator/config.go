@@ -1,0 +1,65 @@
+package coordinator
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// Clock gives the leader's time. Decisions receive it as a value; only the
+// leader loop reads it. Tests inject a fake.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now().UTC() }
+
+// Config configures a coordinator member.
+type Config struct {
+	// Raft is the replicated store's configuration (node ID, addresses,
+	// data directory, bootstrap).
+	Raft raftstore.Config
+	// TickInterval is how often the leader re-decides without an event.
+	TickInterval time.Duration
+	// AgentToken is the join token agents present when they register.
+	// Empty accepts any token (a lab; a warning is logged).
+	AgentToken string
+	// HeartbeatInterval is what agents are told; MissingAfter marks an agent
+	// missing when no beat came for that long.
+	HeartbeatInterval time.Duration
+	MissingAfter      time.Duration
+	// WorkRetries bounds retries of a failing cluster call (cordon, drain,
+	// wait) before the node is marked failed; RetryBackoff spaces them.
+	WorkRetries  int
+	RetryBackoff time.Duration
+	// WaitReadyTimeout bounds the wait for a node to come back Ready at
+	// the new version.
+	WaitReadyTimeout time.Duration
+	// Connector reaches clusters' API servers; nil means none.
+	Connector Connector
+	// Gate returns the maintenance gate of an automatic upgrade of a
+	// cluster; nil gates nothing. Manual upgrades are never gated.
+	Gate func(cluster string, u *phases.Upgrade, now time.Time) phases.Gate
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// DefaultConfig is the embedded default: one member on loopback.
+func DefaultConfig() Config {
+	rc := raftstore.DefaultConfig()
+	rc.NodeID = "molt-1"
+	rc.RaftAddr = "127.0.0.1:7081"
+	rc.HTTPAddr = "127.0.0.1:7080"
+	return Config{
+		Raft:              rc,
+		TickInterval:      time.Second,
+		HeartbeatInterval: 10 * time.Second,
+		MissingAfter:      30 * time.Second,
+		WorkRetries:       3,
+		RetryBackoff:      2 * time.Second,
+		WaitReadyTimeout:  15 * time.Minute,
+		Clock:             realClock{},
+	}
+}

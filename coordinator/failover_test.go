@@ -1,0 +1,128 @@
+package coordinator_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// TestLeaderKilledMidUpgrade runs a scripted upgrade on three members with
+// simulated agents, kills the leader halfway, and checks that the new
+// leader finishes it with every operation executed exactly once and the
+// order of SPEC §4 intact.
+func TestLeaderKilledMidUpgrade(t *testing.T) {
+	ops := newFakeOps()
+	tc := newTestCluster(t, 3, ops)
+	cl := tc.anyClient(1) // a follower most likely: writes are forwarded
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	agents := runAgents(ctx, tc, "lab", nodeNames(spec))
+
+	var u phases.Upgrade
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
+	require.NoError(t, err)
+	require.Equal(t, "lab-1.34.4-1", u.ID)
+
+	// Wait until the control-plane pool is half way, then crash the leader.
+	eventually(t, "control plane in progress", func() bool {
+		var got phases.Upgrade
+		if _, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &got); err != nil {
+			return false
+		}
+		for _, n := range got.Nodes {
+			if n.Node == "cp-2" && n.State == phases.StateRunning {
+				return true
+			}
+		}
+		return false
+	})
+	old := tc.leader()
+	require.NotNil(t, old)
+	killed := time.Now()
+	old.stop(true)
+	newLeader := tc.waitLeader()
+	require.NotEqual(t, old.id, newLeader.id)
+	t.Logf("new leader %s elected %v after the kill", newLeader.id, time.Since(killed))
+
+	var final api.Cluster
+	eventually(t, "upgrade done", func() bool {
+		final = api.Cluster{}
+		_, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &final)
+		return err == nil && final.Status.Upgrade != nil && final.Status.Upgrade.State == phases.UpgradeDone
+	})
+	require.Equal(t, "1.34.4", final.Status.Version)
+	require.Equal(t, phases.MustParseVersion("1.34.4"), final.Spec.Version)
+	require.Equal(t, map[string]int{"1.34.4": 7}, final.Status.Versions)
+	require.Equal(t, map[string]int{"1.34.4": 3}, final.Status.ControlPlaneNodepoolStatus.Versions)
+
+	// Every operation took effect exactly once, on the right node.
+	total := 0
+	for node, a := range agents {
+		for id, n := range a.executions() {
+			require.Equal(t, 1, n, "operation %s executed %d times", id, n)
+			require.Contains(t, id, "/"+node+"/")
+			total++
+		}
+	}
+	// Each node: containerd + kubelet binaries; non-workers: static pods.
+	require.Equal(t, 7*2+5, total)
+
+	// The order of SPEC §4, from the recorded step timestamps.
+	steps := map[string]phases.Step{}
+	for _, s := range final.Status.Upgrade.Steps {
+		steps[s.ID] = s
+		require.Equal(t, phases.StateDone, s.State, s.ID)
+	}
+	before := func(a, b string) {
+		require.False(t, steps[b].StartedAt.Before(steps[a].FinishedAt), "%s must finish before %s starts", a, b)
+	}
+	before("pool/cplb", "pool/cp")
+	before("pool/cp", "addons")
+	before("pool/cp", "lifecycle")
+	before("pool/cp", "pool/lb")
+	before("pool/lb", "pool/workers")
+	for _, s := range []string{"addons", "lifecycle", "pool/workers"} {
+		before(s, "health")
+	}
+	// Control-plane nodes one at a time: their cordon..uncordon spans never overlap.
+	assertSerial(t, ops.Calls(), []string{"cp-1", "cp-2", "cp-3"})
+}
+
+// assertSerial checks from the call log that the named nodes were upgraded
+// one after another (uncordon of one before cordon of the next).
+func assertSerial(t *testing.T, calls []string, nodes []string) {
+	t.Helper()
+	busy := ""
+	for _, c := range calls {
+		f := strings.Fields(c)
+		if len(f) < 2 {
+			continue
+		}
+		for _, n := range nodes {
+			if f[1] != n {
+				continue
+			}
+			switch f[0] {
+			case "cordon":
+				if busy != "" && busy != n {
+					t.Fatalf("%s cordoned while %s was still upgrading", n, busy)
+				}
+				busy = n
+			case "uncordon":
+				busy = ""
+			}
+		}
+	}
+}

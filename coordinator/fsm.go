@@ -1,0 +1,393 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// fsm is the domain state machine raftstore replicates. Apply functions
+// run on Raft's FSM goroutine; readers take the read lock.
+type fsm struct {
+	mu sync.RWMutex
+	st *state
+	// onChange is called (without the lock) after every applied command, so
+	// the leader loop wakes instead of polling.
+	onChange func()
+}
+
+func newFSM() *fsm { return &fsm{st: newState()} }
+
+// Handlers is the command registry.
+func (f *fsm) Handlers() map[raftstore.CommandType]raftstore.ApplyFunc {
+	return map[raftstore.CommandType]raftstore.ApplyFunc{
+		cmdPutRelease:     apply(f, (*state).putRelease),
+		cmdPutCluster:     apply(f, (*state).putCluster),
+		cmdDeleteCluster:  apply(f, (*state).deleteCluster),
+		cmdStartUpgrade:   apply(f, (*state).startUpgrade),
+		cmdAdvance:        apply(f, (*state).advance),
+		cmdNodeStepResult: apply(f, (*state).nodeStepResult),
+		cmdStepResult:     apply(f, (*state).stepResult),
+		cmdPoolCommand:    apply(f, (*state).poolCommand),
+		cmdRetryNode:      apply(f, (*state).retryNode),
+		cmdAgentRegister:  apply(f, (*state).agentRegister),
+		cmdAgentHealth:    apply(f, (*state).agentHealth),
+		cmdSetProtection:  apply(f, (*state).setProtection),
+	}
+}
+
+// apply adapts a typed state method to a raftstore.ApplyFunc: decode the
+// body (undecodable bytes mean the replicas diverged: panic, as raftstore
+// expects), then run the method under the write lock.
+func apply[C any](f *fsm, fn func(*state, C) (any, error)) raftstore.ApplyFunc {
+	return func(index uint64, body []byte) (any, error) {
+		var c C
+		if err := json.Unmarshal(body, &c); err != nil {
+			panic(fmt.Sprintf("coordinator: undecodable command at index %d: %v", index, err))
+		}
+		f.mu.Lock()
+		v, err := fn(f.st, c)
+		f.mu.Unlock()
+		if f.onChange != nil {
+			f.onChange()
+		}
+		return v, err
+	}
+}
+
+// Snapshot copies the whole state as JSON.
+func (f *fsm) Snapshot() ([]byte, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return json.Marshal(f.st)
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *fsm) Restore(data []byte) error {
+	st := newState()
+	if err := json.Unmarshal(data, st); err != nil {
+		return fmt.Errorf("coordinator: restore: %w", err)
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+// read runs fn with the state under the read lock. fn must not keep
+// references past its return.
+func (f *fsm) read(fn func(*state)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.st)
+}
+
+func (s *state) cluster(name string) (*clusterRecord, error) {
+	r, ok := s.Clusters[name]
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
+	}
+	return r, nil
+}
+
+func (s *state) putRelease(c putReleaseCmd) (any, error) {
+	v, err := validateRelease(&c.Release)
+	if err != nil {
+		return nil, err
+	}
+	rel := c.Release
+	rel.Version = v.String()
+	s.Releases[rel.Version] = &rel
+	return nil, nil
+}
+
+func (s *state) putCluster(c putClusterCmd) (any, error) {
+	spec := c.Spec
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Kind == phases.KindUser {
+		admin, ok := s.Clusters[spec.AdminCluster]
+		if !ok {
+			return nil, &RuleError{Rule: "admin-cluster", Detail: fmt.Sprintf("admin cluster %q is not registered", spec.AdminCluster), Err: ErrInvalid}
+		}
+		if admin.Spec.Kind != phases.KindAdmin && admin.Spec.Kind != phases.KindHybrid {
+			return nil, &RuleError{Rule: "admin-cluster", Detail: fmt.Sprintf("cluster %q is %s, not admin or hybrid", spec.AdminCluster, admin.Spec.Kind), Err: ErrInvalid}
+		}
+	}
+	old, exists := s.Clusters[spec.Name]
+	if exists && old.activeUpgrade() != nil {
+		return nil, fmt.Errorf("cluster %s: upgrade %s is running; its shape cannot change now: %w", spec.Name, old.Upgrade.ID, ErrUpgradeInProgress)
+	}
+	if !exists {
+		s.Clusters[spec.Name] = &clusterRecord{Spec: spec, Kubeconfig: c.Kubeconfig, StatusVersion: spec.Version,
+			AddonsVersion: spec.Version, LifecycleVersion: spec.Version, Agents: map[string]*agentRecord{}}
+		return nil, nil
+	}
+	// Re-registering keeps history and agents. The version an operator
+	// states is what the cluster runs; it may only be restated, not moved,
+	// once molt tracks it: versions move through upgrades.
+	if spec.Version != old.StatusVersion {
+		return nil, &RuleError{Rule: "cluster-version", Detail: fmt.Sprintf("cluster %s runs %s; use an upgrade to change its version", spec.Name, old.StatusVersion), Err: ErrInvalid}
+	}
+	old.Spec = spec
+	if c.Kubeconfig != "" {
+		old.Kubeconfig = c.Kubeconfig
+	}
+	return nil, nil
+}
+
+func (s *state) deleteCluster(c deleteClusterCmd) (any, error) {
+	r, err := s.cluster(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if r.activeUpgrade() != nil {
+		return nil, fmt.Errorf("cluster %s: %w", c.Name, ErrUpgradeInProgress)
+	}
+	for name, o := range s.Clusters {
+		if o.Spec.AdminCluster == c.Name {
+			return nil, &RuleError{Rule: "admin-cluster", Detail: fmt.Sprintf("cluster %s still manages user cluster %s", c.Name, name), Err: ErrInvalid}
+		}
+	}
+	delete(s.Clusters, c.Name)
+	return nil, nil
+}
+
+// checkUpgrade applies every rule an upgrade must pass, against this state.
+// It changes nothing; startUpgrade and the dry run share it.
+func (s *state) checkUpgrade(name string, to phases.Version) (*clusterRecord, error) {
+	r, err := s.cluster(name)
+	if err != nil {
+		return nil, err
+	}
+	if u := r.activeUpgrade(); u != nil {
+		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is running: %w", name, u.ID, u.To, ErrUpgradeInProgress)
+	}
+	if _, ok := s.Releases[to.String()]; !ok {
+		return nil, &RuleError{Rule: phases.RuleUnknown, Detail: fmt.Sprintf("version %s is not in the release catalog", to), Err: ErrUnknownVersion}
+	}
+	if err := phases.CheckUpgrade(r.StatusVersion, to); err != nil {
+		return nil, err
+	}
+	switch r.Spec.Kind {
+	case phases.KindAdmin, phases.KindHybrid:
+		var users []phases.ClusterVersion
+		for _, n := range sortedKeys(s.Clusters) {
+			if o := s.Clusters[n]; o.Spec.AdminCluster == name {
+				users = append(users, phases.ClusterVersion{Name: n, Version: o.StatusVersion})
+			}
+		}
+		if err := phases.CheckAdminUpgrade(r.StatusVersion, to, users); err != nil {
+			return nil, err
+		}
+	case phases.KindUser:
+		if admin, ok := s.Clusters[r.Spec.AdminCluster]; ok {
+			if err := phases.CheckUserUpgrade(to, admin.StatusVersion); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
+	r, err := s.checkUpgrade(c.Cluster, c.To)
+	if err != nil {
+		return nil, err
+	}
+	r.Seq++
+	spec := r.Spec
+	spec.Version = r.StatusVersion
+	u := phases.NewUpgrade(phases.UpgradeID(c.Cluster, c.To, r.Seq), &spec, c.To, c.Options, c.Now)
+	r.Upgrade = u
+	r.Spec.Version = c.To
+	return u.ID, nil
+}
+
+func (s *state) upgrade(cluster, id string) (*clusterRecord, *phases.Upgrade, error) {
+	r, err := s.cluster(cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Upgrade == nil || (id != "" && r.Upgrade.ID != id) {
+		return nil, nil, fmt.Errorf("cluster %s has no upgrade %s: %w", cluster, id, phases.ErrStale)
+	}
+	return r, r.Upgrade, nil
+}
+
+func (s *state) advance(c advanceCmd) (any, error) {
+	r, u, err := s.upgrade(c.Cluster, c.Upgrade)
+	if err != nil {
+		return nil, err
+	}
+	var res advanceResult
+	for _, a := range c.Actions {
+		if err := u.Apply(a, c.Now); err != nil {
+			res.Stale = append(res.Stale, a.ID)
+			continue
+		}
+		res.Applied = append(res.Applied, a.ID)
+		if a.Kind == phases.ActFinish {
+			s.finish(r, u)
+		}
+	}
+	return res, nil
+}
+
+// finish moves status to the target: every component is upgraded and the
+// health checks passed (SPEC §2).
+func (s *state) finish(r *clusterRecord, u *phases.Upgrade) {
+	r.StatusVersion = u.To
+	r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
+		State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+}
+
+func (s *state) nodeStepResult(c nodeStepResultCmd) (any, error) {
+	_, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
+	if err != nil {
+		return nil, err
+	}
+	return nil, u.ApplyNodeStepResult(c.Result, c.Now)
+}
+
+func (s *state) stepResult(c stepResultCmd) (any, error) {
+	r, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.ApplyStepResult(c.Result, c.Now); err != nil {
+		return nil, err
+	}
+	if c.Result.OK {
+		switch c.Result.Step {
+		case phases.StepIDAddons:
+			r.AddonsVersion = u.To
+		case phases.StepIDLifecycle:
+			r.LifecycleVersion = u.To
+		}
+	}
+	return nil, nil
+}
+
+// Pool commands (SPEC §7). Bare-metal pools support cancel and resume;
+// rollback and complete belong to the MIG strategies.
+const (
+	PoolCancel   = "cancel"
+	PoolResume   = "resume"
+	PoolRollback = "rollback"
+	PoolComplete = "complete"
+)
+
+func (s *state) poolCommand(c poolCommandCmd) (any, error) {
+	r, err := s.cluster(c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := r.Spec.Pool(c.Pool)
+	if !ok {
+		return nil, fmt.Errorf("pool %s/%s: %w", c.Cluster, c.Pool, ErrNotFound)
+	}
+	u := r.activeUpgrade()
+	if u == nil {
+		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
+	}
+	switch c.Command {
+	case PoolCancel, PoolResume:
+		if err := u.SetPoolCancelled(c.Pool, c.Command == PoolCancel); err != nil {
+			return nil, &RuleError{Rule: "pool-" + c.Command, Detail: err.Error(), Err: ErrCommandNotAllowed}
+		}
+		s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "pool-" + c.Command, Detail: c.Pool})
+		return nil, nil
+	case PoolRollback, PoolComplete:
+		return nil, &RuleError{Rule: "pool-" + c.Command,
+			Detail: fmt.Sprintf("%s applies to MIG-backed pools with surge or blue/green; pool %s is %s", c.Command, c.Pool, p.Backing),
+			Err:    ErrCommandNotAllowed}
+	}
+	return nil, &RuleError{Rule: "pool-command", Detail: fmt.Sprintf("unknown command %q (cancel, resume, rollback, complete)", c.Command), Err: ErrInvalid}
+}
+
+func (s *state) retryNode(c retryNodeCmd) (any, error) {
+	r, err := s.cluster(c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	u := r.activeUpgrade()
+	if u == nil {
+		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
+	}
+	if err := u.RetryNode(c.Node, c.Now); err != nil {
+		return nil, &RuleError{Rule: "node-retry", Detail: err.Error(), Err: ErrCommandNotAllowed}
+	}
+	s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "node-retry", Detail: c.Node})
+	return nil, nil
+}
+
+func (s *state) hasNode(r *clusterRecord, node string) bool {
+	for _, p := range r.Spec.Pools {
+		for _, n := range p.Nodes {
+			if n.Name == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *state) agentRegister(c agentRegisterCmd) (any, error) {
+	r, err := s.cluster(c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if !s.hasNode(r, c.Node) {
+		return nil, fmt.Errorf("node %s/%s: %w", c.Cluster, c.Node, ErrNotFound)
+	}
+	if r.Agents == nil {
+		r.Agents = map[string]*agentRecord{}
+	}
+	a := r.Agents[c.Node]
+	if a == nil {
+		a = &agentRecord{}
+		r.Agents[c.Node] = a
+	}
+	a.Registered, a.Address, a.Missing, a.RegisteredAt, a.ChangedAt = true, c.Address, false, c.Now, c.Now
+	return nil, nil
+}
+
+func (s *state) agentHealth(c agentHealthCmd) (any, error) {
+	r, err := s.cluster(c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	a := r.Agents[c.Node]
+	if a == nil {
+		return nil, fmt.Errorf("agent %s/%s: %w", c.Cluster, c.Node, ErrNotFound)
+	}
+	a.Missing, a.Healthy, a.ChangedAt = c.Missing, c.Healthy, c.Now
+	if !c.Missing {
+		a.Kubelet, a.Containerd = c.Kubelet, c.Containerd
+	}
+	return nil, nil
+}
+
+func (s *state) setProtection(c setProtectionCmd) (any, error) {
+	_, u, err := s.upgrade(c.Cluster, c.Upgrade)
+	if err != nil {
+		return nil, err
+	}
+	return nil, u.SetProtection(c.Node, c.Until)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,359 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore"
+)
+
+const waitTimeout = 60 * time.Second
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+type logWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	w := &logWriter{t: t}
+	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// member is one in-process coordinator with its HTTP server.
+type member struct {
+	id     string
+	dir    string
+	addr   string
+	c      *coordinator.Coordinator
+	srv    *http.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+	dead   bool
+}
+
+type testCluster struct {
+	t       testing.TB
+	members []*member
+	ops     *fakeOps
+	clock   coordinator.Clock
+}
+
+func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bool, ops *fakeOps) coordinator.Config {
+	cfg := coordinator.DefaultConfig()
+	cfg.Raft.NodeID = id
+	cfg.Raft.RaftAddr = raftAddr
+	cfg.Raft.HTTPAddr = httpAddr
+	cfg.Raft.DataDir = dir
+	cfg.Raft.Bootstrap = bootstrap
+	cfg.Raft.HeartbeatTimeout = 500 * time.Millisecond
+	cfg.Raft.ElectionTimeout = 500 * time.Millisecond
+	cfg.Raft.LeaderLeaseTimeout = 250 * time.Millisecond
+	cfg.Raft.CommitTimeout = 5 * time.Millisecond
+	cfg.TickInterval = 50 * time.Millisecond
+	cfg.RetryBackoff = 10 * time.Millisecond
+	cfg.AgentToken = "s3cret"
+	cfg.Logger = testLogger(t)
+	if ops != nil {
+		cfg.Connector = ops
+	}
+	return cfg
+}
+
+// startMember opens a member on free loopback ports and serves its API.
+func startMember(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr string) *member {
+	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0")
+}
+
+func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string) *member {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
+	m.c, err = coordinator.New(memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops))
+	require.NoError(t, err)
+	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = m.srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() { defer close(m.done); _ = m.c.Run(ctx) }()
+	t.Cleanup(func() { m.stop(false) })
+	return m
+}
+
+// stop ends the member: gracefully, or abruptly as a crash would.
+func (m *member) stop(crash bool) {
+	if m.dead {
+		return
+	}
+	m.dead = true
+	m.cancel()
+	<-m.done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+	if crash {
+		_ = m.c.Kill()
+	} else {
+		_ = m.c.Close()
+	}
+}
+
+func (m *member) client() *api.Client { return api.NewClient("http://"+m.addr, nil) }
+
+// newTestCluster starts n members: the first bootstraps, the others join.
+func newTestCluster(t testing.TB, n int, ops *fakeOps) *testCluster {
+	tc := &testCluster{t: t, ops: ops}
+	first := startMember(t, "m1", t.TempDir(), true, ops, "")
+	tc.members = append(tc.members, first)
+	eventually(t, "first leader", first.c.IsLeader)
+	for i := 2; i <= n; i++ {
+		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "")
+		tc.members = append(tc.members, m)
+		// Joining is idempotent; retry through elections on a loaded machine.
+		var err error
+		eventually(t, "join "+m.id, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err = tc.waitLeader().client().Do(ctx, http.MethodPost, "/v1/members", api.JoinRequest{ID: m.id, RaftAddr: m.c.Store().RaftAddr(), HTTPAddr: m.addr}, nil)
+			return err == nil
+		})
+	}
+	return tc
+}
+
+func (tc *testCluster) leader() *member {
+	for _, m := range tc.members {
+		if !m.dead && m.c.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+func (tc *testCluster) waitLeader() *member {
+	var l *member
+	eventually(tc.t, "a leader", func() bool { l = tc.leader(); return l != nil })
+	return l
+}
+
+func (tc *testCluster) alive() []*member {
+	var out []*member
+	for _, m := range tc.members {
+		if !m.dead {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// anyClient returns a client of some live member (followers forward).
+func (tc *testCluster) anyClient(i int) *api.Client {
+	a := tc.alive()
+	return a[i%len(a)].client()
+}
+
+// fakeOps stands in for a cluster's API server in coordinator tests: it
+// records calls and answers at once. Real API-server behaviour is tested
+// in package kube against a real kube-apiserver.
+type fakeOps struct {
+	mu     sync.Mutex
+	calls  []string
+	health int // health checks to fail before passing
+	block  map[string]chan struct{}
+}
+
+func newFakeOps() *fakeOps { return &fakeOps{block: map[string]chan struct{}{}} }
+
+func (f *fakeOps) Connect(string, []byte) (coordinator.ClusterOps, error) { return f, nil }
+
+func (f *fakeOps) record(s string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeOps) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeOps) Cordon(_ context.Context, node string) error { f.record("cordon " + node); return nil }
+func (f *fakeOps) Drain(_ context.Context, node string, _ bool) ([]phases.LeftPod, error) {
+	f.record("drain " + node)
+	return nil, nil
+}
+func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
+	f.record("ready " + node + " " + v)
+	return nil
+}
+func (f *fakeOps) Uncordon(_ context.Context, node string) error { f.record("uncordon " + node); return nil }
+func (f *fakeOps) ProtectedUntil(context.Context, string) (coordinator.ProtectedInfo, error) {
+	return coordinator.ProtectedInfo{}, nil
+}
+func (f *fakeOps) ApplyAddons(_ context.Context, v phases.Version) error {
+	f.record("addons " + v.String())
+	return nil
+}
+func (f *fakeOps) ApplyLifecycle(_ context.Context, v phases.Version) error {
+	f.record("lifecycle " + v.String())
+	return nil
+}
+func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.health > 0 {
+		f.health--
+		return errors.New("kube-apiserver /readyz: etcd not ready")
+	}
+	f.calls = append(f.calls, "health "+v.String())
+	return nil
+}
+
+// simAgent is a simulated agent: it registers, long-polls any live member,
+// "executes" each operation once (its journal is a map, as the real agent's
+// is a file) and reports results, re-reporting a finished ID without
+// executing it again.
+type simAgent struct {
+	cluster, node string
+	mu            sync.Mutex
+	executed      map[string]int
+	results       map[string]api.OperationResult
+}
+
+func runAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string) map[string]*simAgent {
+	agents := map[string]*simAgent{}
+	for i, n := range nodes {
+		a := &simAgent{cluster: cluster, node: n, executed: map[string]int{}, results: map[string]api.OperationResult{}}
+		agents[n] = a
+		go a.run(ctx, tc, i)
+	}
+	return agents
+}
+
+func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
+	registered := false
+	for i := seed; ctx.Err() == nil; i++ {
+		cl := tc.anyClient(i)
+		if !registered {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: a.cluster, Node: a.node}); err != nil {
+				continue
+			}
+			registered = true
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		ops, err := cl.PollOperations(pctx, a.cluster, a.node, time.Second)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, op := range ops {
+			if op.Validate() != nil {
+				continue
+			}
+			a.mu.Lock()
+			res, done := a.results[op.ID]
+			if !done {
+				a.executed[op.ID]++
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated"}
+				a.results[op.ID] = res
+			}
+			a.mu.Unlock()
+			_ = cl.ReportResult(ctx, a.cluster, a.node, res)
+		}
+	}
+}
+
+func (a *simAgent) executions() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range a.executed {
+		out[k] = v
+	}
+	return out
+}
+
+// Registration helpers.
+
+const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func release(v string) api.Release {
+	return api.Release{Version: v, EndOfSupport: time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC), Channels: []string{"regular"},
+		Components: api.ReleaseComponents{
+			Kubelet:    api.BinaryArtifact{URL: "http://artifacts.test/kubelet-" + v, SHA256: sum},
+			Containerd: api.BinaryArtifact{URL: "http://artifacts.test/containerd-" + v, SHA256: sum, Version: "1.7.0"},
+			StaticPods: map[string]string{"kube-apiserver": "registry.k8s.io/kube-apiserver:v" + v},
+		}}
+}
+
+func clusterSpec(name string, version string) api.ClusterSpec {
+	return api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n", ClusterSpec: phases.ClusterSpec{
+		Name: name, Kind: phases.KindStandalone, Version: phases.MustParseVersion(version),
+		Pools: []phases.Pool{
+			{Name: "cplb", Role: phases.RoleControlPlaneLB, Nodes: []phases.Node{{Name: "cplb-1"}}},
+			{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}, {Name: "cp-2"}, {Name: "cp-3"}}},
+			{Name: "lb", Role: phases.RoleLoadBalancer, Nodes: []phases.Node{{Name: "lb-1"}}},
+			{Name: "workers", Role: phases.RoleWorker, Nodes: []phases.Node{{Name: "worker-1"}, {Name: "worker-2"}}},
+		}}}
+}
+
+func nodeNames(spec api.ClusterSpec) []string {
+	var out []string
+	for _, p := range spec.Pools {
+		for _, n := range p.Nodes {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+func put(t testing.TB, cl *api.Client, path string, body any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, err := cl.Do(ctx, http.MethodPut, path, body, nil)
+	require.NoError(t, err, "PUT %s", path)
+}
+
+var _ = raftstore.ErrNotLeader

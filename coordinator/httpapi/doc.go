@@ -1,0 +1,8 @@
+// Package httpapi serves the coordinator's /v1 REST API with go-chi.
+//
+// It declares the small Service interface it needs rather than importing
+// the coordinator's insides, maps every error to an RFC 9457 problem in one
+// function (problems.go), refuses unknown JSON fields, oversized bodies and
+// wrong methods before anything changes, and forwards writes that land on a
+// follower to the leader.
+package httpapi

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// problemFor maps an error to its problem. This is the only place that
+// decides status codes and problem types.
+func problemFor(err error) *api.Problem {
+	p := func(status int, suffix, title, rule string) *api.Problem {
+		return &api.Problem{Type: api.ProblemTypeBase + suffix, Title: title, Status: status, Detail: err.Error(), Rule: rule}
+	}
+	var pe *api.Problem
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var vr *phases.RuleError
+	if errors.As(err, &vr) {
+		suffix := vr.Rule
+		switch vr.Rule {
+		case phases.RuleDowngrade:
+			suffix = api.ProblemVersionDowngrade
+		case phases.RuleSkipMinor:
+			suffix = api.ProblemVersionSkipMinor
+		case phases.RuleSame:
+			suffix = api.ProblemVersionSame
+		case phases.RuleAdminSkew, phases.RuleUserAhead:
+			suffix = api.ProblemAdminSkew
+		}
+		return p(http.StatusUnprocessableEntity, suffix, "Version rule refused the upgrade", vr.Rule)
+	}
+	var ve *phases.ValidationError
+	if errors.As(err, &ve) {
+		return p(http.StatusUnprocessableEntity, api.ProblemValidation, "Invalid cluster", ve.Rule)
+	}
+	rule := ""
+	var ce *coordinator.RuleError
+	if errors.As(err, &ce) {
+		rule = ce.Rule
+	}
+	var pf *coordinator.PreflightError
+	if errors.As(err, &pf) {
+		pr := p(http.StatusConflict, api.ProblemPreflightFailed, "Preflight failed", "preflight")
+		pr.Extra = map[string]any{"preflight": pf.ID, "failed": pf.Failed}
+		return pr
+	}
+	switch {
+	case errors.Is(err, errBadRequest):
+		return p(http.StatusBadRequest, api.ProblemValidation, "Malformed request", "request-body")
+	case errors.Is(err, errTooLarge):
+		return p(http.StatusRequestEntityTooLarge, api.ProblemBodyTooLarge, "Request body too large", "request-body")
+	case errors.Is(err, errMediaType):
+		return p(http.StatusUnsupportedMediaType, api.ProblemUnsupportedMedia, "Unsupported media type", "content-type")
+	case errors.Is(err, coordinator.ErrUnknownVersion):
+		return p(http.StatusUnprocessableEntity, api.ProblemVersionUnknown, "Version not in the release catalog", rule)
+	case errors.Is(err, coordinator.ErrNotFound):
+		return p(http.StatusNotFound, api.ProblemNotFound, "Not found", rule)
+	case errors.Is(err, coordinator.ErrUpgradeInProgress):
+		return p(http.StatusConflict, api.ProblemUpgradeInProgress, "An upgrade is in progress", "one-upgrade-at-a-time")
+	case errors.Is(err, coordinator.ErrNoUpgrade):
+		return p(http.StatusConflict, api.ProblemNoUpgrade, "No upgrade in progress", rule)
+	case errors.Is(err, coordinator.ErrCommandNotAllowed):
+		return p(http.StatusConflict, api.ProblemCommandNotAllowed, "Command not allowed now", rule)
+	case errors.Is(err, coordinator.ErrUnauthorized):
+		return p(http.StatusUnauthorized, api.ProblemUnauthorized, "Unauthorized", "join-token")
+	case errors.Is(err, coordinator.ErrInvalid):
+		return p(http.StatusUnprocessableEntity, api.ProblemValidation, "Invalid request", rule)
+	case errors.Is(err, coordinator.ErrPolicyInvalid):
+		return p(http.StatusUnprocessableEntity, api.ProblemPolicyInvalid, "Invalid maintenance policy", rule)
+	case errors.Is(err, phases.ErrStale):
+		return p(http.StatusConflict, api.ProblemConflict, "State changed; try again", "stale")
+	case errors.Is(err, raftstore.ErrNotLeader):
+		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
+	case errors.Is(err, raftstore.ErrLeaderNotFound), errors.Is(err, errNoLeader):
+		return p(http.StatusServiceUnavailable, api.ProblemNoLeader, "No leader", "")
+	}
+	return p(http.StatusInternalServerError, api.ProblemInternal, "Internal error", "")
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	pr := problemFor(err)
+	pr.Instance = r.URL.Path
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(pr.Status)
+	_ = json.NewEncoder(w).Encode(pr)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func jsonEncode(w http.ResponseWriter, v any) error { return json.NewEncoder(w).Encode(v) }

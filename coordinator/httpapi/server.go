@@ -1,0 +1,414 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/phases"
+)
+
+// Service is what the API needs of a coordinator member.
+type Service interface {
+	IsLeader() bool
+	// LeaderHTTPAddr is the leader's REST address ("" when unknown).
+	LeaderHTTPAddr() string
+
+	PutRelease(ctx context.Context, r api.Release) error
+	Release(version string) (api.Release, error)
+	Releases() []api.Release
+	PutCluster(ctx context.Context, spec api.ClusterSpec) error
+	DeleteCluster(ctx context.Context, name string) error
+	Cluster(name string) (api.Cluster, error)
+	Clusters() []api.Cluster
+	Upgrade(cluster string) (*phases.Upgrade, error)
+	Plan(cluster string, req api.UpgradeRequest) (phases.Plan, error)
+	StartUpgrade(ctx context.Context, cluster string, req api.UpgradeRequest) (*phases.Upgrade, error)
+	PoolCommand(ctx context.Context, cluster, pool, command string) error
+	RetryNode(ctx context.Context, cluster, node string) error
+	Members() ([]api.Member, error)
+	Join(ctx context.Context, r api.JoinRequest) error
+	RemoveMember(ctx context.Context, id string) error
+
+	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
+	Heartbeat(ctx context.Context, h api.AgentHealth) error
+	PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error)
+	ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error
+}
+
+// Config configures the API server.
+type Config struct {
+	Logger   *slog.Logger
+	Gatherer prometheus.Gatherer
+	// MaxPoll caps an agent's long poll.
+	MaxPoll time.Duration
+	// Extra mounts further routes (maintenance policy, preflight) on /v1.
+	Extra func(r chi.Router)
+}
+
+// forwardedHeader marks a request a follower forwarded, so that two members
+// that each think the other leads cannot bounce a request forever.
+const forwardedHeader = "X-Molt-Forwarded-By"
+
+// New returns the HTTP handler of the API.
+func New(svc Service, cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxPoll <= 0 {
+		cfg.MaxPoll = 60 * time.Second
+	}
+	h := &handlers{svc: svc, cfg: cfg}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONProblem(w, r, http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	r.Get("/readyz", h.readyz)
+	if cfg.Gatherer != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/members", h.members)
+		r.With(h.leaderOnly).Post("/members", h.join)
+		r.With(h.leaderOnly).Delete("/members/{id}", h.removeMember)
+
+		r.Get("/releases", h.releases)
+		r.Get("/releases/{version}", h.release)
+		r.With(h.leaderOnly).Put("/releases/{version}", h.putRelease)
+
+		r.Get("/clusters", h.clusters)
+		r.Get("/clusters/{name}", h.cluster)
+		r.With(h.leaderOnly).Put("/clusters/{name}", h.putCluster)
+		r.With(h.leaderOnly).Delete("/clusters/{name}", h.deleteCluster)
+		r.Get("/clusters/{name}/upgrade", h.upgrade)
+		r.With(h.leaderOnly).Post("/clusters/{name}/upgrade", h.startUpgrade)
+		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/upgrade/{cmd}", h.poolCommand)
+		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/{verb}", h.poolVerb)
+		r.With(h.leaderOnly).Post("/clusters/{name}/nodes/{node}/retry", h.retryNode)
+
+		r.With(h.leaderOnly).Post("/agents/register", h.register)
+		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/heartbeat", h.heartbeat)
+		r.With(h.leaderOnly).Get("/agents/{cluster}/{node}/operations", h.poll)
+		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/results", h.result)
+		if cfg.Extra != nil {
+			cfg.Extra(r)
+		}
+	})
+	return r
+}
+
+func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix, detail string) {
+	p := &api.Problem{Type: api.ProblemTypeBase + suffix, Title: http.StatusText(status), Status: status, Detail: detail, Instance: r.URL.Path}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = jsonEncode(w, p)
+}
+
+type handlers struct {
+	svc Service
+	cfg Config
+}
+
+// leaderOnly forwards requests that change state (and agents' calls, whose
+// liveness and work queues live on the leader) to the leader.
+func (h *handlers) leaderOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.svc.IsLeader() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		leader := h.svc.LeaderHTTPAddr()
+		if leader == "" || r.Header.Get(forwardedHeader) != "" {
+			writeProblem(w, r, errNoLeader)
+			return
+		}
+		target := &url.URL{Scheme: "http", Host: leader}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			writeProblem(w, r, fmt.Errorf("forward to leader %s: %v: %w", leader, err, errNoLeader))
+		}
+		r.Header.Set(forwardedHeader, "1")
+		proxy.ServeHTTP(w, r)
+	})
+}
+
+func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
+		writeJSON(w, 200, map[string]string{"status": "ready"})
+		return
+	}
+	writeProblem(w, r, errNoLeader)
+}
+
+func (h *handlers) members(w http.ResponseWriter, r *http.Request) {
+	ms, err := h.svc.Members()
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, ms)
+}
+
+func (h *handlers) join(w http.ResponseWriter, r *http.Request) {
+	var req api.JoinRequest
+	if err := decode(w, r, &req); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := h.svc.Join(r.Context(), req); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, req)
+}
+
+func (h *handlers) removeMember(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.RemoveMember(r.Context(), chi.URLParam(r, "id")); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) releases(w http.ResponseWriter, _ *http.Request) {
+	rs := h.svc.Releases()
+	if rs == nil {
+		rs = []api.Release{}
+	}
+	writeJSON(w, 200, rs)
+}
+
+func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
+	rel, err := h.svc.Release(chi.URLParam(r, "version"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, rel)
+}
+
+func (h *handlers) putRelease(w http.ResponseWriter, r *http.Request) {
+	var rel api.Release
+	if err := decode(w, r, &rel); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	v := chi.URLParam(r, "version")
+	if rel.Version == "" {
+		rel.Version = v
+	}
+	a, errA := phases.ParseVersion(v)
+	b, errB := phases.ParseVersion(rel.Version)
+	if errA != nil || errB != nil || a != b {
+		writeProblem(w, r, &coordinator.RuleError{Rule: "release-version", Detail: fmt.Sprintf("body version %q does not match the path's %q", rel.Version, v), Err: coordinator.ErrInvalid})
+		return
+	}
+	if err := h.svc.PutRelease(r.Context(), rel); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	out, _ := h.svc.Release(v)
+	writeJSON(w, 200, out)
+}
+
+func (h *handlers) clusters(w http.ResponseWriter, _ *http.Request) {
+	cs := h.svc.Clusters()
+	if cs == nil {
+		cs = []api.Cluster{}
+	}
+	writeJSON(w, 200, cs)
+}
+
+func (h *handlers) cluster(w http.ResponseWriter, r *http.Request) {
+	c, err := h.svc.Cluster(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, c)
+}
+
+func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
+	var spec api.ClusterSpec
+	if err := decode(w, r, &spec); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	name := chi.URLParam(r, "name")
+	if spec.Name == "" {
+		spec.Name = name
+	}
+	if spec.Name != name {
+		writeProblem(w, r, &coordinator.RuleError{Rule: "cluster-name", Detail: fmt.Sprintf("body name %q does not match the path's %q", spec.Name, name), Err: coordinator.ErrInvalid})
+		return
+	}
+	if err := h.svc.PutCluster(r.Context(), spec); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	c, err := h.svc.Cluster(name)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, c)
+}
+
+func (h *handlers) deleteCluster(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteCluster(r.Context(), chi.URLParam(r, "name")); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) upgrade(w http.ResponseWriter, r *http.Request) {
+	u, err := h.svc.Upgrade(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, u)
+}
+
+func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
+	var req api.UpgradeRequest
+	if err := decode(w, r, &req); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	name := chi.URLParam(r, "name")
+	if req.DryRun {
+		plan, err := h.svc.Plan(name, req)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		writeJSON(w, 200, plan)
+		return
+	}
+	u, err := h.svc.StartUpgrade(r.Context(), name, req)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, u)
+}
+
+func (h *handlers) poolCommand(w http.ResponseWriter, r *http.Request) {
+	h.runPoolCommand(w, r, chi.URLParam(r, "cmd"))
+}
+
+// poolVerb accepts the SPEC's "upgrade:cancel" form as well.
+func (h *handlers) poolVerb(w http.ResponseWriter, r *http.Request) {
+	verb := chi.URLParam(r, "verb")
+	const prefix = "upgrade:"
+	if len(verb) <= len(prefix) || verb[:len(prefix)] != prefix {
+		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
+		return
+	}
+	h.runPoolCommand(w, r, verb[len(prefix):])
+}
+
+func (h *handlers) runPoolCommand(w http.ResponseWriter, r *http.Request, cmd string) {
+	if err := h.svc.PoolCommand(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "pool"), cmd); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	u, err := h.svc.Upgrade(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, u)
+}
+
+func (h *handlers) retryNode(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.RetryNode(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "node")); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
+	var req api.RegisterRequest
+	if err := decode(w, r, &req); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	resp, err := h.svc.Register(r.Context(), req)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, resp)
+}
+
+func (h *handlers) heartbeat(w http.ResponseWriter, r *http.Request) {
+	var hb api.AgentHealth
+	if err := decode(w, r, &hb); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if hb.Cluster != chi.URLParam(r, "cluster") || hb.Node != chi.URLParam(r, "node") {
+		writeProblem(w, r, &coordinator.RuleError{Rule: "agent-identity", Detail: "heartbeat body names another node than the path", Err: coordinator.ErrInvalid})
+		return
+	}
+	if err := h.svc.Heartbeat(r.Context(), hb); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
+	wait := time.Duration(0)
+	if s := r.URL.Query().Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			writeProblem(w, r, &coordinator.RuleError{Rule: "wait", Detail: fmt.Sprintf("wait=%q is not a duration", s), Err: coordinator.ErrInvalid})
+			return
+		}
+		wait = min(d, h.cfg.MaxPoll)
+	}
+	ops, err := h.svc.PollOperations(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), wait)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if ops == nil {
+		ops = []api.Operation{}
+	}
+	writeJSON(w, 200, api.OperationsResponse{Operations: ops})
+}
+
+func (h *handlers) result(w http.ResponseWriter, r *http.Request) {
+	var res api.OperationResult
+	if err := decode(w, r, &res); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := h.svc.ReportResult(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), res); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+

@@ -1,0 +1,90 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/moltproject/molt/kube"
+	"github.com/moltproject/molt/phases"
+)
+
+// kubeOps is ClusterOps over a cluster's real API server (package kube).
+type kubeOps struct {
+	k   *kube.Client
+	log *slog.Logger
+}
+
+// ConnectKube builds the ClusterOps of a cluster from its kubeconfig, with
+// kube's defaults: 20-minute best-effort drains, grace capped at 1 hour,
+// 7-day protection of safe-to-evict=false pods on automatic upgrades.
+func ConnectKube(cluster string, kubeconfig []byte, log *slog.Logger) (ClusterOps, error) {
+	cfg := kube.DefaultConfig()
+	if log != nil {
+		cfg.Logger = log.With("cluster", cluster)
+	}
+	k, err := kube.NewFromKubeconfig(cfg, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeOps{k: k, log: cfg.Logger}, nil
+}
+
+func (o *kubeOps) Cordon(ctx context.Context, node string) error   { return o.k.Cordon(ctx, node) }
+func (o *kubeOps) Uncordon(ctx context.Context, node string) error { return o.k.Uncordon(ctx, node) }
+
+func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) ([]phases.LeftPod, error) {
+	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Automatic: automatic})
+	if err != nil {
+		return nil, err
+	}
+	left := make([]phases.LeftPod, 0, len(res.LeftBehind))
+	for _, l := range res.LeftBehind {
+		left = append(left, phases.LeftPod{Namespace: l.Namespace, Name: l.Name, Reason: l.Reason, EvictableAt: l.EvictableAt})
+	}
+	return left, nil
+}
+
+func (o *kubeOps) WaitReady(ctx context.Context, node, kubeletVersion string) error {
+	return o.k.WaitNodeReady(ctx, node, kubeletVersion)
+}
+
+func (o *kubeOps) ProtectedUntil(ctx context.Context, node string) (ProtectedInfo, error) {
+	pods, err := o.k.ProtectedPods(ctx, node, time.Now())
+	if err != nil {
+		return ProtectedInfo{}, err
+	}
+	var info ProtectedInfo
+	for _, p := range pods {
+		info.Pods++
+		if p.EvictableAt.After(info.Until) {
+			info.Until = p.EvictableAt
+		}
+	}
+	return info, nil
+}
+
+// ApplyAddons and ApplyLifecycle have nothing to apply until the release
+// catalog carries add-on manifests; the steps still run, so their order and
+// timing are visible and recorded.
+func (o *kubeOps) ApplyAddons(context.Context, phases.Version) error    { return nil }
+func (o *kubeOps) ApplyLifecycle(context.Context, phases.Version) error { return nil }
+
+// Health passes when every node is Ready at the target kubelet version.
+func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) error {
+	var errs []error
+	for _, n := range nodes {
+		st, err := o.k.NodeState(ctx, n)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case !st.Ready:
+			errs = append(errs, fmt.Errorf("node %s is not Ready", n))
+		case st.KubeletVersion != v.KubeletVersion():
+			errs = append(errs, fmt.Errorf("node %s runs kubelet %s, want %s", n, st.KubeletVersion, v.KubeletVersion()))
+		}
+	}
+	return errors.Join(errs...)
+}

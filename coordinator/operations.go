@@ -1,0 +1,103 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// materialize turns a dispatch decision into the agent operation, filling
+// artifacts from the release catalog. When the release has nothing for the
+// step (no image archives, no static-pod images, no binary), it returns a
+// reason instead, and the step completes without bothering the agent.
+func materialize(a phases.Action, rel *api.Release, to phases.Version) (api.Operation, string) {
+	op := api.Operation{ID: a.ID}
+	spec := a.NodeStep.Op
+	if rel == nil || spec == nil {
+		return op, "no release entry for " + to.String()
+	}
+	switch spec.Kind {
+	case phases.OpImportImages:
+		if len(rel.Components.Images) == 0 {
+			return op, "release has no image archives to import"
+		}
+		op.Kind = api.OpImportImages
+		op.ImportImages = &api.ImportImages{Archives: rel.Components.Images}
+	case phases.OpUpgradeStaticPods:
+		if len(rel.Components.StaticPods) == 0 {
+			return op, "release has no static-pod images"
+		}
+		op.Kind = api.OpUpgradeStaticPods
+		op.UpgradeStaticPods = &api.UpgradeStaticPods{Version: to.String(), Images: rel.Components.StaticPods}
+	case phases.OpUpgradeBinary:
+		art := rel.Components.Kubelet
+		if spec.Component == string(api.ComponentContainerd) {
+			art = rel.Components.Containerd
+		}
+		if art.URL == "" {
+			return op, "release has no " + spec.Component + " artifact"
+		}
+		version := to.KubeletVersion()
+		if spec.Component == string(api.ComponentContainerd) {
+			version = art.Version
+			if version == "" {
+				version = "release-" + to.String()
+			}
+		}
+		op.Kind = api.OpUpgradeBinary
+		op.UpgradeBinary = &api.UpgradeBinary{Component: api.Component(spec.Component), Version: version, URL: art.URL, SHA256: art.SHA256}
+	default:
+		return op, fmt.Sprintf("unknown operation kind %q", spec.Kind)
+	}
+	return op, ""
+}
+
+// parseOperationID splits "<upgrade>/<node>/<cursor>/a<attempt>".
+func parseOperationID(id string) (upgrade, node string, cursor, attempt int, ok bool) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 4 || !strings.HasPrefix(parts[3], "a") {
+		return "", "", 0, 0, false
+	}
+	cur, err1 := strconv.Atoi(parts[2])
+	att, err2 := strconv.Atoi(parts[3][1:])
+	if err1 != nil || err2 != nil {
+		return "", "", 0, 0, false
+	}
+	return parts[0], parts[1], cur, att, true
+}
+
+// ReportResult records an agent's result for an operation. Running reports
+// are not committed (the agent's journal has them); a final result advances
+// the node. A result already applied, or for a superseded attempt, is
+// acknowledged and ignored, so agents may report as often as they like.
+func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error {
+	if r.State == api.OpRunning {
+		return nil
+	}
+	if r.State != api.OpSucceeded && r.State != api.OpFailed {
+		return &RuleError{Rule: "operation-state", Detail: fmt.Sprintf("state %q is not running, succeeded or failed", r.State), Err: ErrInvalid}
+	}
+	upgrade, opNode, cursor, attempt, ok := parseOperationID(r.ID)
+	if !ok || opNode != node {
+		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
+	}
+	res := phases.NodeStepResult{Upgrade: upgrade, Node: node, Cursor: cursor, Attempt: attempt, OK: r.State == api.OpSucceeded, Message: r.Message}
+	_, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
+	if isStale(err) {
+		return nil
+	}
+	return err
+}
+
+// PollOperations is an agent's long poll for its work.
+func (c *Coordinator) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error) {
+	if err := c.checkAgent(cluster, node); err != nil {
+		return nil, err
+	}
+	return c.dispatch.poll(ctx, cluster, node, wait), nil
+}

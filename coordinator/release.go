@@ -1,0 +1,52 @@
+package coordinator
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// validateRelease checks a catalog entry: a valid version and well-formed
+// artifacts (absolute URLs, 64-hex-digit sha256). Reachability and the
+// checksums themselves are checked by preflight, on the hosts.
+func validateRelease(r *api.Release) (phases.Version, error) {
+	v, err := phases.ParseVersion(r.Version)
+	if err != nil {
+		return v, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
+	}
+	arts := map[string]api.BinaryArtifact{"kubelet": r.Components.Kubelet, "containerd": r.Components.Containerd}
+	for _, name := range []string{"kubelet", "containerd"} {
+		a := arts[name]
+		if a.URL == "" && a.SHA256 == "" {
+			continue
+		}
+		if err := checkArtifact(a.URL, a.SHA256); err != nil {
+			return v, &RuleError{Rule: "release-artifact", Detail: fmt.Sprintf("components.%s: %v", name, err), Err: ErrInvalid}
+		}
+	}
+	for i, img := range r.Components.Images {
+		if err := checkArtifact(img.URL, img.SHA256); err != nil {
+			return v, &RuleError{Rule: "release-artifact", Detail: fmt.Sprintf("components.images[%d]: %v", i, err), Err: ErrInvalid}
+		}
+	}
+	for name, image := range r.Components.StaticPods {
+		if name == "" || image == "" {
+			return v, &RuleError{Rule: "release-static-pods", Detail: "static pod names and images must be non-empty", Err: ErrInvalid}
+		}
+	}
+	return v, nil
+}
+
+func checkArtifact(u, sum string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("url %q is not an absolute http(s) URL", u)
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != 32 {
+		return fmt.Errorf("sha256 %q is not 64 hex digits", sum)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// The methods below are what the REST API calls. Writes go through Raft
+// (and fail with raftstore.ErrNotLeader on followers: the HTTP layer
+// forwards them); reads are served from this member's replica.
+
+// PutRelease adds or replaces a release catalog entry.
+func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
+	if _, err := validateRelease(&r); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, cmdPutRelease, putReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
+	return err
+}
+
+// Release returns one catalog entry.
+func (c *Coordinator) Release(version string) (api.Release, error) {
+	v, err := phases.ParseVersion(version)
+	if err != nil {
+		return api.Release{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
+	}
+	var out api.Release
+	err = fmt.Errorf("release %s: %w", v, ErrNotFound)
+	c.fsm.read(func(st *state) {
+		if r, ok := st.Releases[v.String()]; ok {
+			out, err = *r, nil
+		}
+	})
+	return out, err
+}
+
+// Releases lists the catalog, oldest version first.
+func (c *Coordinator) Releases() []api.Release {
+	var out []api.Release
+	c.fsm.read(func(st *state) {
+		for _, r := range st.Releases {
+			out = append(out, *r)
+		}
+	})
+	slices.SortFunc(out, func(a, b api.Release) int {
+		return phases.MustParseVersion(a.Version).Compare(phases.MustParseVersion(b.Version))
+	})
+	return out
+}
+
+// PutCluster registers a cluster or updates its shape.
+func (c *Coordinator) PutCluster(ctx context.Context, spec api.ClusterSpec) error {
+	if err := spec.ClusterSpec.Validate(); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, cmdPutCluster, putClusterCmd{Spec: spec.ClusterSpec, Kubeconfig: spec.Kubeconfig, Now: c.cfg.Clock.Now()})
+	return err
+}
+
+// DeleteCluster forgets a cluster that is not upgrading.
+func (c *Coordinator) DeleteCluster(ctx context.Context, name string) error {
+	_, err := c.apply(ctx, cmdDeleteCluster, deleteClusterCmd{Name: name, Now: c.cfg.Clock.Now()})
+	return err
+}
+
+// Cluster returns a cluster's spec and status.
+func (c *Coordinator) Cluster(name string) (api.Cluster, error) {
+	var out api.Cluster
+	err := fmt.Errorf("cluster %q: %w", name, ErrNotFound)
+	c.fsm.read(func(st *state) {
+		if r, ok := st.Clusters[name]; ok {
+			out, err = clusterView(r, c.live, c.cfg.Clock), nil
+		}
+	})
+	return out, err
+}
+
+// Clusters lists every cluster by name.
+func (c *Coordinator) Clusters() []api.Cluster {
+	var out []api.Cluster
+	c.fsm.read(func(st *state) {
+		for _, n := range sortedKeys(st.Clusters) {
+			out = append(out, clusterView(st.Clusters[n], c.live, c.cfg.Clock))
+		}
+	})
+	return out
+}
+
+// Upgrade returns a cluster's current (or last) upgrade.
+func (c *Coordinator) Upgrade(cluster string) (*phases.Upgrade, error) {
+	var out *phases.Upgrade
+	err := fmt.Errorf("cluster %q: %w", cluster, ErrNotFound)
+	c.fsm.read(func(st *state) {
+		r, ok := st.Clusters[cluster]
+		if !ok {
+			return
+		}
+		if r.Upgrade == nil {
+			err = fmt.Errorf("cluster %s has never been upgraded by molt: %w", cluster, ErrNoUpgrade)
+			return
+		}
+		out, err = copyUpgrade(r.Upgrade), nil
+	})
+	return out, err
+}
+
+// Plan checks every rule for an upgrade of cluster to version and returns
+// the plan, changing nothing (a dry run).
+func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan, error) {
+	to, err := phases.ParseVersion(req.Version)
+	if err != nil {
+		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
+	}
+	var plan phases.Plan
+	c.fsm.read(func(st *state) {
+		var r *clusterRecord
+		if r, err = st.checkUpgrade(cluster, to); err != nil {
+			return
+		}
+		spec := r.Spec
+		spec.Version = r.StatusVersion
+		plan = phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now())
+	})
+	return plan, err
+}
+
+func upgradeOptions(req api.UpgradeRequest) phases.Options {
+	return phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools}
+}
+
+// StartUpgrade starts an upgrade after every rule passed. The FSM checks
+// the rules again on the state the command lands on, so a request that
+// raced another change is refused rather than applied.
+func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.UpgradeRequest) (*phases.Upgrade, error) {
+	if _, err := c.Plan(cluster, req); err != nil {
+		return nil, err
+	}
+	to, _ := phases.ParseVersion(req.Version)
+	if _, err := c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now()}); err != nil {
+		return nil, err
+	}
+	return c.Upgrade(cluster)
+}
+
+// PoolCommand runs cancel, resume, rollback or complete on a pool.
+func (c *Coordinator) PoolCommand(ctx context.Context, cluster, pool, command string) error {
+	_, err := c.apply(ctx, cmdPoolCommand, poolCommandCmd{Cluster: cluster, Pool: pool, Command: command, Now: c.cfg.Clock.Now()})
+	return err
+}
+
+// RetryNode gives a failed node a new attempt.
+func (c *Coordinator) RetryNode(ctx context.Context, cluster, node string) error {
+	_, err := c.apply(ctx, cmdRetryNode, retryNodeCmd{Cluster: cluster, Node: node, Now: c.cfg.Clock.Now()})
+	return err
+}
+
+// Members lists the Raft members.
+func (c *Coordinator) Members() ([]api.Member, error) {
+	ms, err := c.store.Members()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, api.Member{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
+	}
+	return out, nil
+}
+
+// Join adds a member (leader only).
+func (c *Coordinator) Join(ctx context.Context, r api.JoinRequest) error {
+	if r.ID == "" || r.RaftAddr == "" {
+		return &RuleError{Rule: "member", Detail: "id and raftAddr are required", Err: ErrInvalid}
+	}
+	return c.store.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
+}
+
+// RemoveMember removes a member (leader only).
+func (c *Coordinator) RemoveMember(ctx context.Context, id string) error {
+	return c.store.Remove(ctx, id)
+}
+
+// Audit returns the replicated audit trail.
+func (c *Coordinator) Audit() []AuditEntry {
+	var out []AuditEntry
+	c.fsm.read(func(st *state) { out = slices.Clone(st.Audit) })
+	return out
+}
+
+// LeaderHTTPAddr is the leader's REST address, "" when no leader is known.
+func (c *Coordinator) LeaderHTTPAddr() string {
+	_, _, addr := c.store.Leader()
+	return addr
+}

@@ -1,0 +1,96 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// state is everything the coordinator replicates. It is only changed by
+// apply functions (fsm.go) and read under the FSM's lock.
+type state struct {
+	Clusters map[string]*clusterRecord `json:"clusters"`
+	Releases map[string]*api.Release   `json:"releases"`
+	Audit    []AuditEntry              `json:"audit,omitempty"`
+}
+
+func newState() *state {
+	return &state{Clusters: map[string]*clusterRecord{}, Releases: map[string]*api.Release{}}
+}
+
+// clusterRecord is one cluster's spec, status and upgrade.
+type clusterRecord struct {
+	Spec       phases.ClusterSpec `json:"spec"`
+	Kubeconfig string             `json:"kubeconfig,omitempty"`
+	// StatusVersion is what the whole cluster runs: moved to the target
+	// only when an upgrade finishes (SPEC §2).
+	StatusVersion    phases.Version `json:"statusVersion"`
+	AddonsVersion    phases.Version `json:"addonsVersion"`
+	LifecycleVersion phases.Version `json:"lifecycleVersion"`
+	// Upgrade is the current upgrade, or the last one once finished.
+	Upgrade *phases.Upgrade      `json:"upgrade,omitempty"`
+	History []api.UpgradeSummary `json:"history,omitempty"`
+	// Seq numbers the cluster's upgrades, for deterministic upgrade IDs.
+	Seq    int                     `json:"seq"`
+	Agents map[string]*agentRecord `json:"agents,omitempty"`
+}
+
+// agentRecord is the replicated part of an agent's liveness: only changes
+// (registered, missing or back, health flipped) are committed, never beats.
+type agentRecord struct {
+	Registered   bool      `json:"registered"`
+	Address      string    `json:"address,omitempty"`
+	Missing      bool      `json:"missing"`
+	Healthy      bool      `json:"healthy"`
+	Kubelet      string    `json:"kubelet,omitempty"`
+	Containerd   string    `json:"containerd,omitempty"`
+	ChangedAt    time.Time `json:"changedAt"`
+	RegisteredAt time.Time `json:"registeredAt,omitzero"`
+}
+
+// AuditEntry records an operator action that bypassed or changed policy.
+type AuditEntry struct {
+	Time    time.Time `json:"time"`
+	Cluster string    `json:"cluster,omitempty"`
+	Action  string    `json:"action"`
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// maxAudit bounds the replicated audit trail; older entries are dropped.
+const maxAudit = 1000
+
+func (s *state) audit(e AuditEntry) {
+	s.Audit = append(s.Audit, e)
+	if len(s.Audit) > maxAudit {
+		s.Audit = s.Audit[len(s.Audit)-maxAudit:]
+	}
+}
+
+// activeUpgrade returns the cluster's running upgrade, or nil.
+func (r *clusterRecord) activeUpgrade() *phases.Upgrade {
+	if r.Upgrade != nil && r.Upgrade.Active() {
+		return r.Upgrade
+	}
+	return nil
+}
+
+// nodeVersions counts nodes per version: from the upgrade while one has
+// run, else every node at the status version.
+func (r *clusterRecord) nodeVersions(pool string) map[string]int {
+	m := map[string]int{}
+	if r.Upgrade != nil && r.Upgrade.To == r.Spec.Version {
+		for _, n := range r.Upgrade.Nodes {
+			if pool == "" || n.Pool == pool {
+				m[n.Version.String()]++
+			}
+		}
+		return m
+	}
+	for _, p := range r.Spec.Pools {
+		if pool == "" || p.Name == pool {
+			m[r.StatusVersion.String()] += len(p.Nodes)
+		}
+	}
+	return m
+}

@@ -1,0 +1,143 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moltproject/molt/phases"
+)
+
+// startWork runs fn once per action ID at a time. After a leader change
+// the new leader starts the same IDs again; the work is idempotent.
+func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.Context)) {
+	c.mu.Lock()
+	if c.inflight[id] {
+		c.mu.Unlock()
+		return
+	}
+	c.inflight[id] = true
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			delete(c.inflight, id)
+			c.mu.Unlock()
+			c.poke()
+		}()
+		fn(ctx)
+	}()
+}
+
+// clusterOps connects to a cluster, reusing the connection while the
+// kubeconfig is unchanged.
+func (c *Coordinator) clusterOps(cluster, kubeconfig string) (ClusterOps, error) {
+	if c.cfg.Connector == nil || kubeconfig == "" {
+		return nil, fmt.Errorf("cluster %s: %w", cluster, ErrNoClusterAccess)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if co, ok := c.opsCache[cluster]; ok && co.kubeconfig == kubeconfig {
+		return co.ops, nil
+	}
+	ops, err := c.cfg.Connector.Connect(cluster, []byte(kubeconfig))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w: %w", cluster, ErrNoClusterAccess, err)
+	}
+	c.opsCache[cluster] = cachedOps{kubeconfig: kubeconfig, ops: ops}
+	return ops, nil
+}
+
+// retry runs fn up to WorkRetries+1 times, backing off between failures.
+func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) error {
+	var err error
+	for i := 0; i <= c.cfg.WorkRetries; i++ {
+		if err = fn(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		c.log.Warn("cluster call failed", "what", what, "attempt", i+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.cfg.RetryBackoff * time.Duration(i+1)):
+		}
+	}
+	return err
+}
+
+// runNodeStep performs a node step that goes through the API server and
+// commits its outcome.
+func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Action) {
+	log := c.log.With("cluster", p.cluster, "node", a.Node, "step", a.NodeStep.String(), "id", a.ID)
+	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+	var left []phases.LeftPod
+	if err == nil {
+		switch a.NodeStep.Kind {
+		case phases.NodeCordon:
+			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, a.Node) })
+		case phases.NodeDrain:
+			err = c.retry(ctx, "drain", func() (e error) { left, e = ops.Drain(ctx, a.Node, p.upgrade.Options.Automatic); return e })
+		case phases.NodeWaitReady:
+			wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+			err = ops.WaitReady(wctx, a.Node, p.upgrade.To.KubeletVersion())
+			cancel()
+		case phases.NodeUncordon:
+			err = c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, a.Node) })
+		default:
+			err = fmt.Errorf("node step %s needs a cloud adapter, and none is configured", a.NodeStep.Kind)
+		}
+	}
+	if ctx.Err() != nil {
+		return // leadership lost: the next leader redoes this step
+	}
+	if err != nil {
+		log.Warn("node step failed", "err", err)
+	} else {
+		log.Info("node step done", "left_behind", len(left))
+	}
+	c.commitNodeResult(ctx, p.cluster, a, err, "", left)
+}
+
+func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a phases.Action, err error, msg string, left []phases.LeftPod) {
+	r := phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: err == nil, Message: msg, LeftBehind: left}
+	if err != nil {
+		r.Message = err.Error()
+	}
+	if _, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+		c.log.Warn("commit node step result", "cluster", cluster, "id", a.ID, "err", err)
+	}
+}
+
+// runStep performs a cluster-level step (add-ons, lifecycle, health).
+func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) {
+	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+	if err == nil {
+		switch a.Step {
+		case phases.StepIDAddons:
+			err = c.retry(ctx, "addons", func() error { return ops.ApplyAddons(ctx, p.upgrade.To) })
+		case phases.StepIDLifecycle:
+			err = c.retry(ctx, "lifecycle", func() error { return ops.ApplyLifecycle(ctx, p.upgrade.To) })
+		case phases.StepIDHealth:
+			err = ops.Health(ctx, p.upgrade.To, upgradeNodes(p.upgrade))
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	res := phases.StepResult{Upgrade: a.Upgrade, Step: a.Step, Attempt: a.Attempt, OK: err == nil, Message: "passed"}
+	if err != nil {
+		res.Message = err.Error()
+		c.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)
+	}
+	if _, err := c.apply(ctx, cmdStepResult, stepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+		c.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
+	}
+}
+
+func upgradeNodes(u *phases.Upgrade) []string {
+	out := make([]string, len(u.Nodes))
+	for i := range u.Nodes {
+		out[i] = u.Nodes[i].Node
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Apply commits one command and returns what its ApplyFunc returned. Only the
+// leader accepts writes: elsewhere it returns ErrNotLeader and the caller
+// forwards to Store.Leader. A domain refusal comes back wrapped, so
+// errors.Is(err, domainSentinel) holds; the refused entry is still in the log
+// and was refused identically on every replica.
+//
+// The wait is bounded by ctx and Config.ApplyTimeout. On ErrTimeout or
+// ErrLeadershipLost the command may or may not have been applied; commands
+// that carry their expected version can be retried safely.
+func (s *Store) Apply(ctx context.Context, t CommandType, body any) (any, error) {
+	if t.isInternal() {
+		return nil, fmt.Errorf("%w: type %s is reserved for raftstore", ErrUnknownCommand, t)
+	}
+	if _, ok := s.fsm.handlers[t]; !ok {
+		// Refuse before writing: an entry no handler knows would make every
+		// replica panic (or, flagged, be skipped and do nothing).
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
+	}
+	b, err := Encode(t, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.applyEncoded(ctx, t, b)
+}
+
+// applyEncoded commits an already framed command.
+func (s *Store) applyEncoded(ctx context.Context, t CommandType, b []byte) (any, error) {
+	if err := s.checkLeader(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Do not append what the caller has already given up on.
+		return nil, fmt.Errorf("raftstore: apply %s: %w: %w", t, ErrTimeout, err)
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	f := s.raft.Apply(b, remaining(ctx))
+	if err := s.wait(ctx, f); err != nil {
+		return nil, fmt.Errorf("raftstore: apply %s: %w", t, err)
+	}
+	switch r := f.Response().(type) {
+	case applyResult:
+		if r.Err != nil {
+			return r.Value, fmt.Errorf("raftstore: command %s at index %d refused: %w", t, f.Index(), r.Err)
+		}
+		return r.Value, nil
+	case nil: // an IgnoreUnknown entry skipped by the FSM
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("raftstore: unexpected FSM response %T", r)
+	}
+}
+
+// Barrier waits until every entry committed before it has been applied to
+// this leader's FSM. A new leader calls it before trusting its state.
+func (s *Store) Barrier(ctx context.Context) error {
+	if err := s.checkLeader(); err != nil {
+		return err
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	if err := s.wait(ctx, s.raft.Barrier(remaining(ctx))); err != nil {
+		return fmt.Errorf("raftstore: barrier: %w", err)
+	}
+	return nil
+}
+
+// checkLeader fails fast with ErrClosed or ErrNotLeader. It names the leader
+// in the message (the errors.Is target stays ErrNotLeader).
+func (s *Store) checkLeader() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.raft.State() != raft.Leader {
+		if id, _, httpAddr := s.Leader(); id != "" {
+			return fmt.Errorf("%w (leader %s at %q)", ErrNotLeader, id, httpAddr)
+		}
+		return fmt.Errorf("%w (%w)", ErrNotLeader, ErrLeaderNotFound)
+	}
+	return nil
+}
+
+// withTimeout bounds ctx by Config.ApplyTimeout.
+func (s *Store) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+}
+
+// remaining is the time left before ctx's deadline, for Raft's enqueue
+// timeouts; 0 (no limit) when there is none.
+func remaining(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	if r := time.Until(d); r > 0 {
+		return r
+	}
+	return time.Nanosecond
+}
+
+// wait waits for a Raft future or ctx. Raft futures cannot be cancelled, so
+// the waiting goroutine outlives a cancelled ctx until Raft answers; Raft
+// answers every future, at the latest on shutdown.
+func (s *Store) wait(ctx context.Context, f raft.Future) error {
+	errCh := make(chan error, 1)
+	go func() { errCh <- f.Error() }()
+	select {
+	case err := <-errCh:
+		return mapRaftErr(err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	}
+}
+
+// mapRaftErr turns hashicorp/raft's errors into this package's sentinels,
+// keeping the original in the chain.
+func mapRaftErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused before anything was appended: safe to forward.
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("%w: %w", ErrLeadershipLost, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	default:
+		return err
+	}
+}

@@ -1,0 +1,15 @@
+// Package raftstore is molt's generic Raft layer: it owns hashicorp/raft, the
+// fsync'd bolt log, the file snapshot store and the TCP transport, and it
+// replicates typed commands to a domain state machine (a Machine) that knows
+// nothing about Raft.
+//
+// Every log entry is one CommandType byte followed by a JSON body (see
+// Encode). The domain registers one ApplyFunc per command type; the FSM here
+// decodes each entry, looks its handler up and returns the handler's value or
+// refusal to the caller of Store.Apply. Types 1–15 are reserved for the store's
+// own commands, which replicate each member's HTTP address so that a follower
+// can forward writes to the leader (Store.Leader).
+//
+// See DESIGN.md for the framing, the snapshot format and the membership
+// metadata.
+package raftstore

@@ -1,0 +1,39 @@
+package raftstore
+
+import "errors"
+
+// Sentinel errors. Store methods wrap them with %w, so callers (the one
+// function that maps errors to HTTP problems) test them with errors.Is.
+var (
+	// ErrNotLeader is returned by writes and membership changes on a member
+	// that is not the leader; the caller should forward to Store.Leader.
+	ErrNotLeader = errors.New("raftstore: not the leader")
+
+	// ErrLeaderNotFound means no leader is known right now (an election is
+	// running or quorum is lost).
+	ErrLeaderNotFound = errors.New("raftstore: no leader known")
+
+	// ErrLeadershipLost means the leader lost leadership after the command
+	// was appended but before it was known to be committed: the command may
+	// or may not have been applied. Kept apart from ErrNotLeader because a
+	// blind retry is only safe for commands that carry their own stale check.
+	ErrLeadershipLost = errors.New("raftstore: leadership lost while committing")
+
+	// ErrClosed is returned by every operation after Close or Kill.
+	ErrClosed = errors.New("raftstore: store closed")
+
+	// ErrTimeout means the context or the apply timeout expired before Raft
+	// answered. For writes the outcome is unknown.
+	ErrTimeout = errors.New("raftstore: timed out")
+
+	// ErrUnknownCommand is returned by Store.Apply for a command type that the
+	// Machine did not register, before anything is written to the log.
+	ErrUnknownCommand = errors.New("raftstore: unknown command type")
+
+	// ErrBadCommand means bytes could not be framed or unframed as a command
+	// (empty entry, type 0, body that does not marshal).
+	ErrBadCommand = errors.New("raftstore: malformed command")
+
+	// ErrBadSnapshot means a snapshot could not be parsed.
+	ErrBadSnapshot = errors.New("raftstore: malformed snapshot")
+)

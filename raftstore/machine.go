@@ -1,0 +1,28 @@
+package raftstore
+
+// ApplyFunc applies one decoded command body at a log index. A domain refusal
+// (stale decision, rule broken) is returned as an error value, never a panic:
+// the entry is committed on every replica and every replica refuses it the
+// same way, so state stays identical. The value and the error reach the
+// caller of Store.Apply on the leader; on followers they are dropped.
+//
+// An ApplyFunc must be deterministic: no clock reads, no randomness, no I/O.
+// Everything it decides on travels in the body.
+type ApplyFunc func(index uint64, body []byte) (any, error)
+
+// Machine is the domain state machine that the Store replicates.
+//
+// The Store calls Handlers once at Open and Snapshot/Restore from Raft's FSM
+// goroutine, never at the same time as an ApplyFunc. Reads from other
+// goroutines (HTTP handlers) are the Machine's own business to synchronise.
+type Machine interface {
+	// Handlers is the registry: command type → apply function. Read once at
+	// Open; every key must be >= FirstDomainType (ignoring IgnoreUnknown).
+	Handlers() map[CommandType]ApplyFunc
+	// Snapshot returns a consistent copy of the whole state. It runs on the
+	// apply path, so it must be quick: copy, do not compress or upload.
+	Snapshot() ([]byte, error)
+	// Restore builds fresh state from data returned by Snapshot and swaps it
+	// in, replacing everything.
+	Restore(data []byte) error
+}

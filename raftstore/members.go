@@ -1,0 +1,79 @@
+package raftstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+)
+
+// Member is one Raft member as this replica sees it.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	// HTTPAddr is the member's REST address from replicated metadata; ""
+	// until the member's metadata has been committed.
+	HTTPAddr string `json:"http_addr"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+}
+
+// memberMeta is the replicated metadata kept per node ID. Raft's own
+// configuration knows only IDs and Raft addresses; the HTTP address is what
+// followers need to forward writes to the leader.
+type memberMeta struct {
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+// setMemberBody is the body of cmdSetMember.
+type setMemberBody struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+// removeMemberBody is the body of cmdRemoveMember.
+type removeMemberBody struct {
+	ID string `json:"id"`
+}
+
+// applySetMember is the internal handler of cmdSetMember. Internal bodies are
+// written by this package only, so one that does not parse means the log is
+// corrupt: panic, like an undecodable entry.
+func (f *fsm) applySetMember(index uint64, body []byte) (any, error) {
+	var b setMemberBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		panic(fmt.Sprintf("raftstore: entry %d: bad set-member body: %v", index, err))
+	}
+	f.mu.Lock()
+	f.members[b.ID] = memberMeta{RaftAddr: b.RaftAddr, HTTPAddr: b.HTTPAddr}
+	f.mu.Unlock()
+	return nil, nil
+}
+
+// applyRemoveMember is the internal handler of cmdRemoveMember.
+func (f *fsm) applyRemoveMember(index uint64, body []byte) (any, error) {
+	var b removeMemberBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		panic(fmt.Sprintf("raftstore: entry %d: bad remove-member body: %v", index, err))
+	}
+	f.mu.Lock()
+	delete(f.members, b.ID)
+	f.mu.Unlock()
+	return nil, nil
+}
+
+// member returns the metadata of one node ID.
+func (f *fsm) member(id string) (memberMeta, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	m, ok := f.members[id]
+	return m, ok
+}
+
+// memberSnapshot returns a copy of all member metadata.
+func (f *fsm) memberSnapshot() map[string]memberMeta {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.members)
+}

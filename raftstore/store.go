@@ -1,0 +1,356 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+const (
+	// boltFile is the log and stable store inside DataDir.
+	boltFile = "raft.db"
+	// boltOpenTimeout stops Open from hanging forever when another process
+	// holds the bolt file lock (two coordinators on one data dir).
+	boltOpenTimeout = 5 * time.Second
+	// transportMaxPool is how many idle connections per peer are pooled.
+	transportMaxPool = 3
+	// transportTimeout bounds one Raft RPC's network I/O.
+	transportTimeout = 10 * time.Second
+	// pollInterval is how often WaitForLeader/WaitForIndex re-check.
+	pollInterval = 10 * time.Millisecond
+	// retryInterval spaces retries of the leader's own metadata write.
+	retryInterval = 500 * time.Millisecond
+)
+
+// Store is one Raft member: the log and snapshots on disk, the transport and
+// the FSM over the domain Machine. All methods are safe for concurrent use.
+type Store struct {
+	cfg   Config
+	log   *slog.Logger
+	fsm   *fsm
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	bolt  *raftboltdb.BoltStore
+
+	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
+	fanout   leaderFanout
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{} // closed once raft is shut down
+	wg        sync.WaitGroup
+}
+
+// Open opens (or creates) the member's data directory and starts Raft.
+// With cfg.Bootstrap set and a data directory holding no Raft state, the
+// member bootstraps a one-member cluster of itself; once it is leader it
+// records its own metadata. Other members start without Bootstrap and are
+// added by the leader's Join.
+func Open(cfg Config, m Machine) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("component", "raftstore", "node", cfg.NodeID)
+	f, err := newFSM(m, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	hlog := newHCLogger(log, "raft")
+
+	var cleanup []func() error
+	fail := func(err error) (*Store, error) {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			_ = cleanup[i]()
+		}
+		return nil, err
+	}
+
+	// Bolt is fsync'd on every append (NoSync stays false): an entry a
+	// member acknowledged must survive a power cut, or Raft's safety is gone.
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, boltFile),
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open %s: %w", boltFile, err)
+	}
+	cleanup = append(cleanup, bolt.Close)
+
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshots"))
+	if err != nil {
+		return fail(fmt.Errorf("raftstore: snapshot store: %w", err))
+	}
+
+	var advertise net.Addr
+	if cfg.RaftAdvertiseAddr != "" {
+		advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertiseAddr)
+		if err != nil {
+			return fail(fmt.Errorf("raftstore: advertise address: %w", err))
+		}
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, transportMaxPool, transportTimeout, hlog.Named("transport"))
+	if err != nil {
+		return fail(fmt.Errorf("raftstore: transport: %w", err))
+	}
+	cleanup = append(cleanup, trans.Close)
+
+	s := &Store{
+		cfg:      cfg,
+		log:      log,
+		fsm:      f,
+		trans:    trans,
+		bolt:     bolt,
+		notifyCh: make(chan bool, 8),
+		done:     make(chan struct{}),
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NotifyCh = s.notifyCh
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fail(fmt.Errorf("raftstore: config: %w", err))
+	}
+
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(bolt, bolt, snaps)
+		if err != nil {
+			return fail(fmt.Errorf("raftstore: check existing state: %w", err))
+		}
+		if !has {
+			log.Info("bootstrapping a one-member cluster", "raft_addr", trans.LocalAddr())
+			conf := raft.Configuration{Servers: []raft.Server{{
+				Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+			}}}
+			if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, conf); err != nil {
+				return fail(fmt.Errorf("raftstore: bootstrap: %w", err))
+			}
+		}
+	}
+
+	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
+	if err != nil {
+		return fail(fmt.Errorf("raftstore: start raft: %w", err))
+	}
+	s.raft = r
+	s.wg.Add(1)
+	go s.watchLeadership()
+	log.Info("raft store open", "raft_addr", trans.LocalAddr(), "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// ID returns this member's node ID.
+func (s *Store) ID() string { return s.cfg.NodeID }
+
+// RaftAddr returns the address peers dial, which is the bound port when
+// Config.RaftAddr asked for port 0.
+func (s *Store) RaftAddr() string { return string(s.trans.LocalAddr()) }
+
+// HTTPAddr returns this member's configured REST address.
+func (s *Store) HTTPAddr() string { return s.cfg.HTTPAddr }
+
+// Close shuts the member down gracefully: a leader first hands leadership to
+// a peer so the cluster does not wait an election timeout, then Raft stops,
+// the transport and the bolt file are closed. Safe to call more than once.
+func (s *Store) Close() error { return s.shutdown(true) }
+
+// Kill stops the member as a crash would, for tests: no leadership transfer,
+// no goodbye to peers; what Raft had fsync'd stays on disk. It still closes
+// the files and the port, so the same process can Open the data dir again.
+func (s *Store) Kill() error { return s.shutdown(false) }
+
+func (s *Store) shutdown(transfer bool) error {
+	s.closeOnce.Do(func() {
+		if transfer && s.raft.State() == raft.Leader && s.numPeers() > 0 {
+			if err := s.raft.LeadershipTransfer().Error(); err != nil {
+				s.log.Warn("leadership transfer before close failed", "err", err)
+			}
+		}
+		s.closed.Store(true)
+		var errs []error
+		// Shutdown also closes the transport (it implements raft.WithClose).
+		if err := s.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
+		close(s.done)
+		s.wg.Wait()
+		s.fanout.close()
+		if err := s.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("transport: %w", err))
+		}
+		if err := s.bolt.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("bolt: %w", err))
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("raftstore: close: %w", err)
+		}
+		s.log.Info("raft store closed", "graceful", transfer)
+	})
+	return s.closeErr
+}
+
+// IsLeader reports whether this member is the leader right now.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the leader's node ID, Raft address and HTTP address as this
+// member knows them. All are "" when no leader is known; httpAddr is "" until
+// the leader's metadata has been committed and applied here.
+func (s *Store) Leader() (id, raftAddr, httpAddr string) {
+	addr, sid := s.raft.LeaderWithID()
+	if sid == "" {
+		return "", "", ""
+	}
+	m, _ := s.fsm.member(string(sid))
+	return string(sid), string(addr), m.HTTPAddr
+}
+
+// LeaderCh returns a channel that receives true when this member becomes
+// leader and false when it stops. It first receives the current state;
+// values not yet read are replaced by newer ones, so a reader never sees a
+// stale state and never slows Raft down. Closed when the store closes.
+func (s *Store) LeaderCh() <-chan bool { return s.fanout.subscribe() }
+
+// WaitForLeader blocks until some leader is known, or ctx ends
+// (ErrLeaderNotFound).
+func (s *Store) WaitForLeader(ctx context.Context) error {
+	return s.poll(ctx, ErrLeaderNotFound, func() bool {
+		_, id := s.raft.LeaderWithID()
+		return id != ""
+	})
+}
+
+// WaitForIndex blocks until the FSM has applied the command at index (as
+// returned by an ApplyFunc's index), or ctx ends (ErrTimeout). A follower uses
+// it to read its own writes.
+func (s *Store) WaitForIndex(ctx context.Context, index uint64) error {
+	return s.poll(ctx, ErrTimeout, func() bool { return s.fsm.applied.Load() >= index })
+}
+
+// poll checks cond every pollInterval until it holds, ctx ends (onTimeout) or
+// the store closes (ErrClosed).
+func (s *Store) poll(ctx context.Context, onTimeout error, cond func() bool) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", onTimeout, ctx.Err())
+		case <-s.done:
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+// AppliedIndex returns the log index of the last command the FSM applied
+// (Raft's no-op and configuration entries do not count).
+func (s *Store) AppliedIndex() uint64 { return s.fsm.applied.Load() }
+
+// Snapshot makes Raft take a snapshot now and compact the log. Meant for
+// tests and operators; Raft also snapshots by itself (SnapshotThreshold).
+func (s *Store) Snapshot() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	err := s.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil
+	}
+	return mapRaftErr(err)
+}
+
+// watchLeadership reads Raft's NotifyCh (Raft blocks on it, so it must always
+// be read), fans the value out and, on gaining leadership, makes sure this
+// member's own metadata is in the replicated state.
+func (s *Store) watchLeadership() {
+	defer s.wg.Done()
+	stopRecord := func() {}
+	defer func() { stopRecord() }()
+	for {
+		select {
+		case v := <-s.notifyCh:
+			s.log.Info("leadership changed", "leader", v)
+			s.fanout.publish(v)
+			stopRecord()
+			stopRecord = func() {}
+			if v {
+				stopRecord = s.startRecordSelf()
+			}
+		case <-s.done:
+			// Raft is shut down: pass on what it said on the way out.
+			for {
+				select {
+				case v := <-s.notifyCh:
+					s.fanout.publish(v)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// startRecordSelf runs recordSelf in the background and returns its stop.
+func (s *Store) startRecordSelf() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.recordSelf(ctx)
+	}()
+	return cancel
+}
+
+// recordSelf commits this member's metadata if the replicated copy is missing
+// or differs (first bootstrap, or a new HTTP address after a restart). It
+// retries until it succeeds or leadership is lost.
+func (s *Store) recordSelf(ctx context.Context) {
+	want := memberMeta{RaftAddr: s.RaftAddr(), HTTPAddr: s.cfg.HTTPAddr}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.ensureMember(ctx, s.cfg.NodeID, want)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("recording own member metadata failed, will retry", "err", err)
+		t.Reset(retryInterval)
+	}
+}
