@@ -101,6 +101,25 @@ type UpgradeRequest struct {
 	Automatic bool `json:"automatic,omitempty"`
 	// ConcurrentWorkerPools lets worker pools upgrade side by side.
 	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
+	// Emergency forces a critical patch through maintenance windows and
+	// exclusions. Only patch upgrades may be forced; the reason is required
+	// and kept in the audit trail.
+	Emergency *Emergency `json:"emergency,omitempty"`
+}
+
+// Emergency is an operator's override of maintenance policy.
+type Emergency struct {
+	Reason string `json:"reason"`
+	By     string `json:"by,omitempty"`
+}
+
+// MaintenanceCheck answers "may this change run at that time, and if not,
+// when next?".
+type MaintenanceCheck struct {
+	Allowed         bool      `json:"allowed"`
+	BlockedBy       []string  `json:"blockedBy"`
+	PauseReason     string    `json:"pauseReason,omitempty"`
+	NextOpportunity time.Time `json:"nextOpportunity,omitzero"`
 }
 
 // Member is a coordinator Raft member.

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
 )
 
@@ -39,9 +38,6 @@ type Config struct {
 	WaitReadyTimeout time.Duration
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
-	// Gate returns the maintenance gate of an automatic upgrade of a
-	// cluster; nil gates nothing. Manual upgrades are never gated.
-	Gate func(cluster string, u *phases.Upgrade, now time.Time) phases.Gate
 	Clock  Clock
 	Logger *slog.Logger
 }

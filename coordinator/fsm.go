@@ -38,6 +38,7 @@ func (f *fsm) Handlers() map[raftstore.CommandType]raftstore.ApplyFunc {
 		cmdAgentRegister:  apply(f, (*state).agentRegister),
 		cmdAgentHealth:    apply(f, (*state).agentHealth),
 		cmdSetProtection:  apply(f, (*state).setProtection),
+		cmdSetPolicy:      apply(f, (*state).setPolicy),
 	}
 }
 
@@ -200,6 +201,12 @@ func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
 	r, err := s.checkUpgrade(c.Cluster, c.To)
 	if err != nil {
 		return nil, err
+	}
+	if c.Options.EmergencyReason != "" {
+		if c.To.Minor != r.StatusVersion.Minor {
+			return nil, &RuleError{Rule: "emergency-patch-only", Detail: fmt.Sprintf("an emergency override forces patches only; %s → %s is a minor upgrade", r.StatusVersion, c.To), Err: ErrInvalid}
+		}
+		s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "emergency-override", Detail: fmt.Sprintf("%s → %s: %s", r.StatusVersion, c.To, c.Options.EmergencyReason)})
 	}
 	r.Seq++
 	spec := r.Spec

@@ -75,7 +75,7 @@ type testCluster struct {
 	clock   coordinator.Clock
 }
 
-func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bool, ops *fakeOps) coordinator.Config {
+func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bool, ops *fakeOps, clock coordinator.Clock) coordinator.Config {
 	cfg := coordinator.DefaultConfig()
 	cfg.Raft.NodeID = id
 	cfg.Raft.RaftAddr = raftAddr
@@ -93,15 +93,18 @@ func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bo
 	if ops != nil {
 		cfg.Connector = ops
 	}
+	if clock != nil {
+		cfg.Clock = clock
+	}
 	return cfg
 }
 
 // startMember opens a member on free loopback ports and serves its API.
 func startMember(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr string) *member {
-	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0")
+	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0", nil)
 }
 
-func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string) *member {
+func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string, clock coordinator.Clock) *member {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -109,7 +112,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
-	m.c, err = coordinator.New(memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops))
+	m.c, err = coordinator.New(memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock))
 	require.NoError(t, err)
 	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = m.srv.Serve(ln) }()
@@ -192,6 +195,15 @@ func (tc *testCluster) anyClient(i int) *api.Client {
 	return a[i%len(a)].client()
 }
 
+// fakeClock is a settable clock for time-based coordinator behaviour.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
 // fakeOps stands in for a cluster's API server in coordinator tests: it
 // records calls and answers at once. Real API-server behaviour is tested
 // in package kube against a real kube-apiserver.
@@ -218,7 +230,38 @@ func (f *fakeOps) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeOps) Cordon(_ context.Context, node string) error { f.record("cordon " + node); return nil }
+func (f *fakeOps) Cordon(ctx context.Context, node string) error {
+	f.mu.Lock()
+	ch := f.block[node]
+	f.mu.Unlock()
+	f.record("cordon " + node)
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// holdCordon makes the cordon of node wait until the returned func is called.
+func (f *fakeOps) holdCordon(node string) func() {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.block[node] = ch
+	f.mu.Unlock()
+	return func() { close(ch) }
+}
+
+func (f *fakeOps) called(s string) bool {
+	for _, c := range f.Calls() {
+		if c == s {
+			return true
+		}
+	}
+	return false
+}
 func (f *fakeOps) Drain(_ context.Context, node string, _ bool) ([]phases.LeftPod, error) {
 	f.record("drain " + node)
 	return nil, nil

@@ -42,7 +42,7 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 	}
 	tc.members = nil
 	for _, a := range saved {
-		tc.members = append(tc.members, startMemberAt(t, a.id, a.dir, false, ops, a.http, a.raft))
+		tc.members = append(tc.members, startMemberAt(t, a.id, a.dir, false, ops, a.http, a.raft, nil))
 	}
 	leader := tc.waitLeader()
 	var follower *member

@@ -129,13 +129,23 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 }
 
 func upgradeOptions(req api.UpgradeRequest) phases.Options {
-	return phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools}
+	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools}
+	if req.Emergency != nil {
+		o.EmergencyReason = req.Emergency.Reason
+		if req.Emergency.By != "" {
+			o.EmergencyReason = req.Emergency.By + ": " + req.Emergency.Reason
+		}
+	}
+	return o
 }
 
 // StartUpgrade starts an upgrade after every rule passed. The FSM checks
 // the rules again on the state the command lands on, so a request that
 // raced another change is refused rather than applied.
 func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.UpgradeRequest) (*phases.Upgrade, error) {
+	if req.Emergency != nil && req.Emergency.Reason == "" {
+		return nil, &RuleError{Rule: "override-reason-required", Detail: "an emergency override needs a reason, kept in the audit trail", Err: ErrInvalid}
+	}
 	if _, err := c.Plan(cluster, req); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -34,6 +35,8 @@ type clusterRecord struct {
 	// Seq numbers the cluster's upgrades, for deterministic upgrade IDs.
 	Seq    int                     `json:"seq"`
 	Agents map[string]*agentRecord `json:"agents,omitempty"`
+	// Policy gates automatic upgrades (nil: always open).
+	Policy *maintenance.Policy `json:"policy,omitempty"`
 }
 
 // agentRecord is the replicated part of an agent's liveness: only changes

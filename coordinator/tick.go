@@ -33,10 +33,7 @@ func (c *Coordinator) tick(ctx context.Context) bool {
 				plans = append(plans, tickPlan{cluster: name})
 				continue
 			}
-			gate := phases.Open
-			if u.Options.Automatic && c.cfg.Gate != nil {
-				gate = c.cfg.Gate(name, u, now)
-			}
+			gate := gateFor(r, u, now)
 			plans = append(plans, tickPlan{
 				cluster: name, upgrade: u, decision: phases.Decide(u, now, gate),
 				release: st.Releases[u.To.String()], kubeconfig: r.Kubeconfig,

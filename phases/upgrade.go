@@ -26,6 +26,9 @@ type Options struct {
 	// ConcurrentWorkerPools is how many worker pools upgrade at once
 	// (default 1: one after another, in the order the cluster lists them).
 	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
+	// EmergencyReason is set on an emergency patch an operator forced
+	// through maintenance windows and exclusions; it is kept for audit.
+	EmergencyReason string `json:"emergencyReason,omitempty"`
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the

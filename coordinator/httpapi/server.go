@@ -16,6 +16,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -40,6 +41,10 @@ type Service interface {
 	Members() ([]api.Member, error)
 	Join(ctx context.Context, r api.JoinRequest) error
 	RemoveMember(ctx context.Context, id string) error
+
+	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
+	Policy(cluster string) (maintenance.Policy, error)
+	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
 
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
 	Heartbeat(ctx context.Context, h api.AgentHealth) error
@@ -101,6 +106,9 @@ func New(svc Service, cfg Config) http.Handler {
 		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/upgrade/{cmd}", h.poolCommand)
 		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/{verb}", h.poolVerb)
 		r.With(h.leaderOnly).Post("/clusters/{name}/nodes/{node}/retry", h.retryNode)
+		r.Get("/clusters/{name}/maintenance-policy", h.policy)
+		r.With(h.leaderOnly).Put("/clusters/{name}/maintenance-policy", h.putPolicy)
+		r.Get("/clusters/{name}/maintenance-policy/check", h.checkPolicy)
 
 		r.With(h.leaderOnly).Post("/agents/register", h.register)
 		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/heartbeat", h.heartbeat)
@@ -412,3 +420,56 @@ func (h *handlers) result(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+
+func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
+	p, err := h.svc.Policy(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, p)
+}
+
+func (h *handlers) putPolicy(w http.ResponseWriter, r *http.Request) {
+	var p maintenance.Policy
+	if err := decode(w, r, &p); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := h.svc.SetPolicy(r.Context(), chi.URLParam(r, "name"), p); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	h.policy(w, r)
+}
+
+func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bad := func(rule, detail string) {
+		writeProblem(w, r, &coordinator.RuleError{Rule: rule, Detail: detail, Err: coordinator.ErrInvalid})
+	}
+	ch := maintenance.Change{Target: maintenance.Target(q.Get("target")), Kind: maintenance.ChangeKind(q.Get("change"))}
+	if ch.Target != maintenance.TargetControlPlane && ch.Target != maintenance.TargetNodes {
+		bad("target", fmt.Sprintf("target=%q: want controlPlane or nodes", ch.Target))
+		return
+	}
+	if ch.Kind != maintenance.KindMinor && ch.Kind != maintenance.KindPatch && ch.Kind != maintenance.KindDisruption {
+		bad("change", fmt.Sprintf("change=%q: want minor, patch or disruption", ch.Kind))
+		return
+	}
+	at := time.Now().UTC()
+	if s := q.Get("at"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			bad("at", fmt.Sprintf("at=%q is not RFC 3339", s))
+			return
+		}
+		at = t.UTC()
+	}
+	res, err := h.svc.CheckMaintenance(chi.URLParam(r, "name"), ch, at)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, res)
+}
