@@ -38,8 +38,8 @@ type Config struct {
 	WaitReadyTimeout time.Duration
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
-	Clock  Clock
-	Logger *slog.Logger
+	Clock     Clock
+	Logger    *slog.Logger
 }
 
 // DefaultConfig is the embedded default: one member on loopback.

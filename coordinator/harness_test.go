@@ -201,7 +201,7 @@ type fakeClock struct {
 	now time.Time
 }
 
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 // fakeOps stands in for a cluster's API server in coordinator tests: it
@@ -270,7 +270,10 @@ func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
 	f.record("ready " + node + " " + v)
 	return nil
 }
-func (f *fakeOps) Uncordon(_ context.Context, node string) error { f.record("uncordon " + node); return nil }
+func (f *fakeOps) Uncordon(_ context.Context, node string) error {
+	f.record("uncordon " + node)
+	return nil
+}
 func (f *fakeOps) ProtectedUntil(context.Context, string) (coordinator.ProtectedInfo, error) {
 	return coordinator.ProtectedInfo{}, nil
 }

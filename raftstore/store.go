@@ -29,6 +29,8 @@ const (
 	transportTimeout = 10 * time.Second
 	// pollInterval is how often WaitForLeader/WaitForIndex re-check.
 	pollInterval = 10 * time.Millisecond
+	// shutdownTimeout bounds how long Close waits for Raft's goroutines.
+	shutdownTimeout = 30 * time.Second
 	// retryInterval spaces retries of the leader's own metadata write.
 	retryInterval = 500 * time.Millisecond
 )
@@ -130,6 +132,12 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.NotifyCh = s.notifyCh
+	// A removed member stays a (silent) follower instead of shutting Raft
+	// down. With shutdown, its transport kept accepting RPCs that nothing
+	// answered, and a leader pipelining to it could hang in its own
+	// shutdown (seen in TestLeaderRemovesItself). It also keeps Members and
+	// Stats working on the removed member until Close.
+	rc.ShutdownOnRemove = false
 	rc.Logger = hlog
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fail(fmt.Errorf("raftstore: config: %w", err))
@@ -192,8 +200,19 @@ func (s *Store) shutdown(transfer bool) error {
 		s.closed.Store(true)
 		var errs []error
 		// Shutdown also closes the transport (it implements raft.WithClose).
-		if err := s.raft.Shutdown().Error(); err != nil {
-			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		// It waits for all of Raft's goroutines; a replication pipeline
+		// stuck on a peer that accepts but never answers can hold it
+		// forever, so the wait is bounded and Close goes on regardless.
+		shutdown := make(chan error, 1)
+		go func() { shutdown <- s.raft.Shutdown().Error() }()
+		select {
+		case err := <-shutdown:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+			}
+		case <-time.After(shutdownTimeout):
+			s.log.Error("raft did not shut down in time; closing files anyway", "timeout", shutdownTimeout)
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", ErrTimeout))
 		}
 		close(s.done)
 		s.wg.Wait()

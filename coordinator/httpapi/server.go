@@ -420,7 +420,6 @@ func (h *handlers) result(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-
 func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
 	p, err := h.svc.Policy(chi.URLParam(r, "name"))
 	if err != nil {
