@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moltproject/molt/metrics"
+
 	"github.com/moltproject/molt/raftstore"
 )
 
@@ -38,8 +40,11 @@ type Config struct {
 	WaitReadyTimeout time.Duration
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
-	Clock     Clock
-	Logger    *slog.Logger
+	// Recorder receives event metrics (node upgrades, drains, commits);
+	// nil records nothing.
+	Recorder *metrics.Recorder
+	Clock    Clock
+	Logger   *slog.Logger
 }
 
 // DefaultConfig is the embedded default: one member on loopback.

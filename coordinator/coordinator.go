@@ -144,6 +144,9 @@ func (c *Coordinator) lead(ctx context.Context) {
 		}
 	}
 	c.live.reset(c.cfg.Clock.Now())
+	if c.cfg.Recorder != nil {
+		c.cfg.Recorder.LeaderChange()
+	}
 	log.Info("leading")
 	t := time.NewTicker(c.cfg.TickInterval)
 	defer t.Stop()
@@ -165,7 +168,12 @@ func (c *Coordinator) lead(ctx context.Context) {
 
 // apply commits one command and returns the FSM's value.
 func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
-	return c.store.Apply(ctx, t, body)
+	start := time.Now()
+	v, err := c.store.Apply(ctx, t, body)
+	if c.cfg.Recorder != nil && err == nil {
+		c.cfg.Recorder.RaftCommit(time.Since(start))
+	}
+	return v, err
 }
 
 // Close shuts the member down gracefully.

@@ -255,12 +255,18 @@ func (s *state) finish(r *clusterRecord, u *phases.Upgrade) {
 		State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
 }
 
+// nodeStepResult returns a copy of the node's task after the result, so
+// the caller learns whether this very command finished the node.
 func (s *state) nodeStepResult(c nodeStepResultCmd) (any, error) {
 	_, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
 	if err != nil {
 		return nil, err
 	}
-	return nil, u.ApplyNodeStepResult(c.Result, c.Now)
+	if err := u.ApplyNodeStepResult(c.Result, c.Now); err != nil {
+		return nil, err
+	}
+	n, _ := u.Node(c.Result.Node)
+	return *n, nil
 }
 
 func (s *state) stepResult(c stepResultCmd) (any, error) {

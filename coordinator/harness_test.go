@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
 )
@@ -112,9 +114,13 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
-	m.c, err = coordinator.New(memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock))
+	cfg := memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock)
+	reg := prometheus.NewRegistry()
+	cfg.Recorder = metrics.NewRecorder(reg)
+	m.c, err = coordinator.New(cfg)
 	require.NoError(t, err)
-	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second}), ReadHeaderTimeout: 5 * time.Second}
+	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
+	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = m.srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel

@@ -87,9 +87,15 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
 	}
 	res := phases.NodeStepResult{Upgrade: upgrade, Node: node, Cursor: cursor, Attempt: attempt, OK: r.State == api.OpSucceeded, Message: r.Message}
-	_, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
+	v, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
 	if isStale(err) {
 		return nil
+	}
+	if err == nil {
+		if c.cfg.Recorder != nil {
+			c.cfg.Recorder.AgentOperation(string(r.Kind), string(r.State))
+		}
+		c.observeNode(cluster, v)
 	}
 	return err
 }

@@ -76,7 +76,11 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 		case phases.NodeCordon:
 			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, a.Node) })
 		case phases.NodeDrain:
+			start := time.Now()
 			err = c.retry(ctx, "drain", func() (e error) { left, e = ops.Drain(ctx, a.Node, p.upgrade.Options.Automatic); return e })
+			if err == nil {
+				c.observeDrain(p.cluster, a.Pool, time.Since(start), left)
+			}
 		case phases.NodeWaitReady:
 			wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
 			err = ops.WaitReady(wctx, a.Node, p.upgrade.To.KubeletVersion())
@@ -103,8 +107,36 @@ func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a ph
 	if err != nil {
 		r.Message = err.Error()
 	}
-	if _, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+	v, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
+	if err != nil && !isStale(err) {
 		c.log.Warn("commit node step result", "cluster", cluster, "id", a.ID, "err", err)
+	}
+	c.observeNode(cluster, v)
+}
+
+// observeDrain records a drain's duration and the pods it left behind.
+func (c *Coordinator) observeDrain(cluster, pool string, d time.Duration, left []phases.LeftPod) {
+	if c.cfg.Recorder == nil {
+		return
+	}
+	reasons := map[string]int{}
+	timedOut := false
+	for _, l := range left {
+		reasons[l.Reason]++
+		timedOut = timedOut || l.Reason != "protected"
+	}
+	c.cfg.Recorder.Drained(cluster, pool, d, timedOut, reasons)
+}
+
+// observeNode records a node upgrade that the committed result v (the
+// node's task after it, see state.nodeStepResult) finished or failed.
+func (c *Coordinator) observeNode(cluster string, v any) {
+	n, ok := v.(phases.NodeTask)
+	if c.cfg.Recorder == nil || !ok {
+		return
+	}
+	if n.State == phases.StateDone || n.State == phases.StateFailed {
+		c.cfg.Recorder.NodeUpgraded(cluster, n.Pool, n.FinishedAt.Sub(n.StartedAt), n.State == phases.StateDone)
 	}
 }
 

@@ -34,7 +34,7 @@ func (u *Upgrade) Apply(a Action, now time.Time) error {
 		if u.PauseReason == "" {
 			return stale("not paused")
 		}
-		u.PauseReason, u.PausedAt = "", time.Time{}
+		u.PauseReason, u.PausedAt, u.ResumedAt = "", time.Time{}, now
 	case ActFinish:
 		for i := range u.Steps {
 			if u.Steps[i].State != StateDone {

@@ -62,6 +62,8 @@ type Upgrade struct {
 	// an exclusion began); in-flight nodes finish regardless.
 	PauseReason string      `json:"pauseReason,omitempty"`
 	PausedAt    time.Time   `json:"pausedAt,omitzero"`
+	// ResumedAt is when the upgrade last left a pause.
+	ResumedAt time.Time `json:"resumedAt,omitzero"`
 	Steps       []Step      `json:"steps"`
 	Pools       []PoolTrack `json:"pools"`
 	// Nodes are grouped by pool in the order of Pools; inside a pool in the

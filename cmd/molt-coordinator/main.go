@@ -27,6 +27,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/systemd"
 )
 
@@ -86,6 +87,9 @@ func run() error {
 	cfg.TickInterval = *tick
 	cfg.Logger = log
 	cfg.Connector = kubeConnector{log: log}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg.Recorder = metrics.NewRecorder(reg)
 
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
@@ -95,11 +99,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerMetrics(reg, c)
+	reg.MustRegister(metrics.NewCoordinatorCollector(c))
 	srv := &http.Server{
-		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, Extra: extraRoutes(c)}),
+		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

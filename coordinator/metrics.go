@@ -1,0 +1,150 @@
+package coordinator
+
+import (
+	"strings"
+	"time"
+
+	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/metrics"
+	"github.com/moltproject/molt/phases"
+)
+
+// The coordinator is the metrics package's Source: every scrape reads the
+// replicated state, so metrics never drift from what the API shows.
+
+// Now is the coordinator's clock.
+func (c *Coordinator) Now() time.Time { return c.cfg.Clock.Now() }
+
+// RaftView reports this member's Raft state.
+func (c *Coordinator) RaftView() metrics.RaftView {
+	st := c.store.Stats()
+	return metrics.RaftView{
+		State: strings.ToLower(st.State), Term: st.Term, LastIndex: st.LastLogIndex,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		Leader: c.store.IsLeader(), HasLeader: st.LeaderID != "",
+	}
+}
+
+// AgentsView reports every registered agent's liveness.
+func (c *Coordinator) AgentsView() []metrics.AgentView {
+	var out []metrics.AgentView
+	c.fsm.read(func(st *state) {
+		for _, cn := range sortedKeys(st.Clusters) {
+			r := st.Clusters[cn]
+			for _, n := range sortedKeys(r.Agents) {
+				v := metrics.AgentView{Cluster: cn, Node: n, Missing: r.Agents[n].Missing}
+				if t, ok := c.live.lastSeen(nodeKey(cn, n)); ok {
+					v.LastSeen = t
+				}
+				out = append(out, v)
+			}
+		}
+	})
+	return out
+}
+
+// ClustersView reports every cluster's versions and upgrade progress.
+func (c *Coordinator) ClustersView() []metrics.ClusterView {
+	now := c.cfg.Clock.Now()
+	var out []metrics.ClusterView
+	c.fsm.read(func(st *state) {
+		for _, cn := range sortedKeys(st.Clusters) {
+			out = append(out, clusterMetrics(st, st.Clusters[cn], now))
+		}
+	})
+	return out
+}
+
+func clusterMetrics(st *state, r *clusterRecord, now time.Time) metrics.ClusterView {
+	v := metrics.ClusterView{Name: r.Spec.Name, Version: r.StatusVersion.String(), TargetVersion: r.Spec.Version.String(),
+		Phase: "idle", NodesPerVersion: r.nodeVersions("")}
+	ctx := st.policyContext(r, now)
+	v.EndOfSupport = ctx.EndOfSupport
+	v.SkewViolation = skewViolated(st, r)
+	if r.Policy != nil && !ctx.EndOfSupport.IsZero() && r.activeUpgrade() == nil {
+		if cp, err := r.Policy.Compile(); err == nil {
+			next, ok := cp.NextOpportunity(maintenance.Change{Target: maintenance.TargetControlPlane, Kind: maintenance.KindMinor}, now)
+			v.MinorBlockedPastEOS = !ok || next.After(ctx.EndOfSupport)
+		}
+	}
+	u := r.Upgrade
+	if u == nil {
+		return v
+	}
+	switch {
+	case u.State == phases.UpgradeRunning && u.PauseReason != "":
+		v.Phase, v.PauseReason = "paused", u.PauseReason
+	case u.State == phases.UpgradeRunning:
+		v.Phase = "running"
+	case u.State == phases.UpgradeDone:
+		v.Phase = "done"
+	case u.State == phases.UpgradeFailed:
+		v.Phase = "failed"
+	}
+	spec := r.Spec
+	spec.Version = u.From
+	plan := phases.MakePlan(&spec, u.To, u.Options, phases.DefaultDurations(), u.CreatedAt)
+	expected := map[string]time.Duration{}
+	for _, s := range plan.Steps {
+		expected[s.ID] = s.End.Sub(s.Start)
+	}
+	for _, s := range u.Steps {
+		sv := metrics.StepView{Name: s.ID, State: string(s.State), StartedAt: s.StartedAt, Expected: expected[s.ID]}
+		if s.State == phases.StateRunning && v.Phase == "paused" {
+			sv.State = "paused"
+		}
+		if s.State == phases.StateRunning && u.ResumedAt.After(sv.StartedAt) {
+			sv.StartedAt = u.ResumedAt
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	for i := range u.Pools {
+		p := &u.Pools[i]
+		pv := metrics.PoolView{Name: p.Name, Role: string(p.Role), NodesTotal: p.Count}
+		for _, n := range u.PoolNodes(p) {
+			switch n.State {
+			case phases.StateDone:
+				pv.NodesDone++
+			case phases.StateRunning:
+				pv.NodesUpgrading++
+			case phases.StateFailed:
+				pv.NodesFailed++
+			}
+		}
+		step, _ := u.Step(phases.PoolStepID(p.Name))
+		pv.Phase = string(step.State)
+		switch {
+		case pv.NodesFailed > 0:
+			pv.Phase = "failed"
+		case p.Cancelled && step.State == phases.StateRunning:
+			pv.Phase = "cancelled"
+		case v.Phase == "paused" && step.State == phases.StateRunning:
+			pv.Phase = "paused"
+		}
+		v.Pools = append(v.Pools, pv)
+	}
+	return v
+}
+
+// skewViolated reports a broken version rule: more than two versions or a
+// kubelet newer than the control plane inside the cluster, or an admin
+// cluster more than one minor ahead of this user cluster.
+func skewViolated(st *state, r *clusterRecord) bool {
+	cp := r.StatusVersion
+	if u := r.Upgrade; u != nil && u.Active() {
+		cp = u.To // the control plane goes first; nodes follow
+	}
+	counts := map[phases.Version]int{}
+	for s, n := range r.nodeVersions("") {
+		if v, err := phases.ParseVersion(s); err == nil {
+			counts[v] += n
+		}
+	}
+	if phases.CheckNodeVersions(cp, counts) != nil {
+		return true
+	}
+	if admin, ok := st.Clusters[r.Spec.AdminCluster]; ok && r.Spec.Kind == phases.KindUser {
+		return admin.StatusVersion.Minor-r.StatusVersion.Minor > 1
+	}
+	return false
+}
