@@ -25,6 +25,10 @@ import (
 
 const waitTimeout = 60 * time.Second
 
+// productionTiming keeps raftstore's default (production) Raft timeouts,
+// for benchmarks whose numbers should mean something in production.
+var productionTiming = false
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -84,9 +88,11 @@ func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bo
 	cfg.Raft.HTTPAddr = httpAddr
 	cfg.Raft.DataDir = dir
 	cfg.Raft.Bootstrap = bootstrap
-	cfg.Raft.HeartbeatTimeout = 500 * time.Millisecond
-	cfg.Raft.ElectionTimeout = 500 * time.Millisecond
-	cfg.Raft.LeaderLeaseTimeout = 250 * time.Millisecond
+	if !productionTiming {
+		cfg.Raft.HeartbeatTimeout = 500 * time.Millisecond
+		cfg.Raft.ElectionTimeout = 500 * time.Millisecond
+		cfg.Raft.LeaderLeaseTimeout = 250 * time.Millisecond
+	}
 	cfg.Raft.CommitTimeout = 5 * time.Millisecond
 	cfg.TickInterval = 50 * time.Millisecond
 	cfg.RetryBackoff = 10 * time.Millisecond
