@@ -43,7 +43,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator address (env MOLT_SERVER)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd(), c.maintenanceCmd())
 	return root
 }
 
@@ -123,7 +123,7 @@ func (c *cli) clusterCmd() *cobra.Command {
 		}
 		return c.print(cl, func() { printCluster(c.out, cl) })
 	}})
-	cmd.AddCommand(&cobra.Command{Use: "apply -f FILE", Short: "Register or update a cluster from a JSON/YAML file", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+	apply := &cobra.Command{Use: "apply -f FILE", Short: "Register or update a cluster from a JSON/YAML file", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
 		f, _ := cmd.Flags().GetString("file")
 		var spec api.ClusterSpec
 		if err := readBody(f, &spec); err != nil {
@@ -134,8 +134,9 @@ func (c *cli) clusterCmd() *cobra.Command {
 			return err
 		}
 		return c.print(cl, func() { fmt.Fprintf(c.out, "cluster %s registered at %s\n", cl.Spec.Name, cl.Status.Version) })
-	}})
-	cmd.Commands()[len(cmd.Commands())-1].Flags().StringP("file", "f", "-", "file with the cluster spec (- for stdin)")
+	}}
+	apply.Flags().StringP("file", "f", "-", "file with the cluster spec (- for stdin)")
+	cmd.AddCommand(apply)
 	return cmd
 }
 

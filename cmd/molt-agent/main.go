@@ -1,0 +1,157 @@
+// Command molt-agent is molt's host agent, run by systemd as
+// molt-agent.service on every cluster host. It registers with the
+// coordinator, reports health and executes the typed host operations
+// (see package agent and docs/agent.md).
+//
+// Every flag has an environment fallback MOLT_AGENT_<FLAG> (upper case,
+// dashes as underscores), which is how /etc/molt/agent.env configures the
+// unit. Logs go to stderr as structured text; journald collects them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moltproject/molt/agent"
+	"github.com/moltproject/molt/systemd"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "molt-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := agent.DefaultConfig()
+	fs := flag.NewFlagSet("molt-agent", flag.ContinueOnError)
+	fs.StringVar(&cfg.Coordinator, "coordinator", "", "coordinator base URL (required)")
+	fs.StringVar(&cfg.Token, "token", "", "join token")
+	fs.StringVar(&cfg.Cluster, "cluster", "", "cluster name (required)")
+	fs.StringVar(&cfg.Node, "node", "", "node name (default: hostname)")
+	fs.StringVar(&cfg.Address, "address", "", "host:port other hosts can probe this host at")
+	fs.StringVar(&cfg.HostRoot, "host-root", cfg.HostRoot, "root under which every host path is taken")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "journal, backups and downloads")
+	fs.StringVar(&cfg.KubeletBin, "kubelet-bin", cfg.KubeletBin, "kubelet binary")
+	fs.StringVar(&cfg.ContainerdBin, "containerd-bin", cfg.ContainerdBin, "containerd binary")
+	fs.StringVar(&cfg.KubeletUnit, "kubelet-unit", cfg.KubeletUnit, "kubelet's systemd unit")
+	fs.StringVar(&cfg.ContainerdUnit, "containerd-unit", cfg.ContainerdUnit, "containerd's systemd unit")
+	fs.StringVar(&cfg.ManifestDir, "manifest-dir", cfg.ManifestDir, "static-pod manifest directory")
+	fs.StringVar(&cfg.KubeletHealthz, "kubelet-healthz", cfg.KubeletHealthz, "kubelet health URL")
+	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", cfg.ContainerdSocket, "containerd socket")
+	fs.StringVar(&cfg.Snapshotter, "snapshotter", cfg.Snapshotter, "snapshotter for unpacking images")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "longest time between heartbeats")
+	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "wait for a restarted component to be healthy")
+	fs.DurationVar(&cfg.StaticPodTimeout, "static-pod-timeout", cfg.StaticPodTimeout, "default wait for new static pods")
+	fs.DurationVar(&cfg.PollWait, "poll-wait", cfg.PollWait, "long-poll duration")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	bus := fs.String("dbus-address", "", "D-Bus address of systemd (default: the system bus)")
+	holdAt := fs.String("test-hold-at", "", "TESTING ONLY: pause every operation at this step while --test-hold-file exists")
+	holdFile := fs.String("test-hold-file", "", "TESTING ONLY: see --test-hold-at")
+	if err := parse(fs, os.Args[1:]); err != nil {
+		return err
+	}
+	if cfg.Node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		cfg.Node = h
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
+	cfg.Version = version
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	units, err := systemd.Connect(ctx, *bus)
+	if err != nil {
+		// The agent still heartbeats and runs image and preflight
+		// operations; binary upgrades fail with a clear error.
+		log.Error("no systemd unit control; binary upgrades will fail", "err", err)
+	} else {
+		defer units.Close()
+		cfg.Units = units
+	}
+	if *holdAt != "" && *holdFile != "" {
+		cfg.Hooks = holdHook(*holdAt, *holdFile, log)
+	}
+
+	a, err := agent.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// READY only after the journal is open and config is valid: a unit
+	// that is "active" has an agent able to take operations.
+	if err := systemd.Ready(); err != nil {
+		log.Warn("sd_notify READY failed", "err", err)
+	}
+	_ = systemd.Status("running; coordinator " + cfg.Coordinator)
+	go systemd.Watchdog(ctx, log, nil)
+	log.Info("molt-agent started", "version", version, "coordinator", cfg.Coordinator, "node", cfg.Node)
+	err = a.Run(ctx)
+	_ = systemd.Stopping()
+	return err
+}
+
+// parse parses args, then fills every flag not given on the command line
+// from MOLT_AGENT_<NAME>.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		env := "MOLT_AGENT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// holdHook pauses at step while file exists, so a test can kill the agent
+// at a known point of an operation.
+func holdHook(step, file string, log *slog.Logger) agent.Hooks {
+	return agent.HookFunc(func(ctx context.Context, opID, s string) error {
+		if s != step {
+			return nil
+		}
+		for {
+			if _, err := os.Stat(file); err != nil {
+				return nil
+			}
+			log.Info("test hold: paused", "op", opID, "step", s, "file", file)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+}

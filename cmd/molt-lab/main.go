@@ -1,0 +1,97 @@
+// Command molt-lab runs molt's local lab: a real Kubernetes cluster on
+// systemd-nspawn hosts on this machine (see docs/lab.md).
+//
+//	molt-lab up [--small] [--version 1.34.4]
+//	molt-lab status
+//	molt-lab down
+//	molt-lab render [--out vagrant/.lab]   (host files for the Vagrant lab)
+//
+// It needs root, systemd-nspawn, containerd/runc/debootstrap on this
+// machine, and Kubernetes binaries built by build/k8s/build.sh.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/moltproject/molt/lab"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	cfg := lab.DefaultConfig()
+	fs := flag.NewFlagSet("molt-lab "+cmd, flag.ExitOnError)
+	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
+	fs.StringVar(&cfg.Version, "version", cfg.Version, "Kubernetes version the hosts start at")
+	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "lab state (PKI, kubeconfigs, console logs)")
+	fs.StringVar(&cfg.Cache, "cache", envOr("MOLT_CACHE", cfg.Cache), "cache of binaries, rootfs and images")
+	fs.StringVar(&cfg.ModuleDir, "module-dir", cfg.ModuleDir, "molt repository root (to build the lab's tools)")
+	fs.DurationVar(&cfg.ReadyTimeout, "timeout", cfg.ReadyTimeout, "how long to wait for the API and Nodes")
+	verbose := fs.Bool("v", false, "debug logs")
+	renderDir := fs.String("out", "vagrant/.lab", "render: where to write each host's files")
+	_ = fs.Parse(args)
+	if *small {
+		cfg.Topology = lab.SmallTopology()
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Out = os.Stdout
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	l, err := lab.New(cfg)
+	if err != nil {
+		fail(err)
+	}
+	switch cmd {
+	case "up":
+		err = l.Up(ctx)
+	case "down":
+		t0 := time.Now()
+		if err = l.Down(ctx); err == nil {
+			fmt.Printf("==> lab down in %s\n", time.Since(t0).Round(time.Millisecond))
+		}
+	case "render":
+		if err = l.Render(*renderDir); err == nil {
+			fmt.Printf("==> host files for %d hosts in %s\n", len(cfg.Topology.Hosts), *renderDir)
+		}
+	case "status":
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		l.Status(sctx).Print(os.Stdout, l.Network().LabNS())
+	default:
+		usage()
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "molt-lab:", err)
+	os.Exit(1)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: molt-lab up [--small] [--version 1.34.4] | status | down | render [--out DIR]   (flags: -h)")
+	os.Exit(2)
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# molt's main job on the embedded default: one coordinator member with its
+# state in a fresh data directory. It registers the release catalog and the
+# lab cluster, shows the version rules refusing bad upgrades, plans the
+# upgrade to the next minor (the dry run: steps, batches, timeline,
+# disruption), sets a maintenance policy and asks when an automatic minor
+# upgrade may run next. (The full upgrade of a real cluster runs on the lab.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+ADDR=${MOLT_DEMO_ADDR:-127.0.0.1:7080}
+RAFT=${MOLT_DEMO_RAFT:-127.0.0.1:7081}
+DATA=$(mktemp -d /tmp/molt-demo.XXXXXX)
+export MOLT_SERVER=http://$ADDR
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+"$BIN/molt-coordinator" --data-dir "$DATA" --http-addr "$ADDR" --raft-addr "$RAFT" --log-level warn &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$DATA"' EXIT
+for _ in $(seq 1 100); do
+	curl -fsS "http://$ADDR/readyz" >/dev/null 2>&1 && break
+	kill -0 $pid 2>/dev/null || { echo "coordinator exited"; exit 1; }
+	sleep 0.1
+done
+curl -fsS "http://$ADDR/readyz" >/dev/null
+
+say "coordinator (embedded default: one Raft member, state in $DATA)"
+"$BIN/moltctl" member list
+say "release catalog"
+for f in examples/release-*.yaml; do "$BIN/moltctl" release apply -f "$f"; done
+"$BIN/moltctl" release list
+say "register the lab cluster"
+"$BIN/moltctl" cluster apply -f examples/cluster-lab.yaml
+"$BIN/moltctl" cluster get lab
+say "version rules refuse bad upgrades (nothing changes)"
+"$BIN/moltctl" upgrade start lab 1.35.0 --dry-run  # skips minor 1.34 || true
+"$BIN/moltctl" upgrade start lab 1.32.9 --dry-run  # a downgrade || true
+say "plan of the upgrade to 1.34.4 (dry run)"
+"$BIN/moltctl" upgrade start lab 1.34.4 --dry-run
+say "maintenance policy: weekend nights, no minor upgrades in the sales season"
+"$BIN/moltctl" maintenance set lab -f examples/maintenance-policy.yaml
+"$BIN/moltctl" maintenance check lab --target controlPlane --change minor --at 2026-12-02T23:00:00Z
+"$BIN/moltctl" maintenance check lab --target nodes --change patch --at 2026-12-05T23:00:00Z
+say "metrics"
+curl -fsS "http://$ADDR/metrics" | grep -E '^molt_(cluster_upgrade_phase|cluster_nodes|raft_state)' | grep -v ' 0$'
+say "done"
