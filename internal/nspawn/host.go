@@ -74,9 +74,11 @@ func Boot(ctx context.Context, cfg BootConfig) (*Host, error) {
 	// The machine has no seccomp support nspawn could rely on; without
 	// this nspawn refuses to start.
 	cmd.Env = append(os.Environ(), "SYSTEMD_SECCOMP=0")
-	out := cfg.Console
-	if out == nil {
-		out = io.Discard
+	// The last lines of output explain a failed boot.
+	tail := &tailBuffer{max: 4096}
+	var out io.Writer = tail
+	if cfg.Console != nil {
+		out = io.MultiWriter(cfg.Console, tail)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -90,7 +92,7 @@ func Boot(ctx context.Context, cfg BootConfig) (*Host, error) {
 	defer cancel()
 	if err := h.waitRunning(bctx); err != nil {
 		_ = h.Stop()
-		return nil, fmt.Errorf("%w: %s: %w", ErrBoot, cfg.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w; output:\n%s", ErrBoot, cfg.Name, err, tail.String())
 	}
 	return h, nil
 }
@@ -101,7 +103,7 @@ func (h *Host) waitRunning(ctx context.Context) error {
 	last := ""
 	for {
 		if h.pid == 0 {
-			h.pid = childOf(h.cmd.Process.Pid)
+			h.pid = containerInit(h.cmd.Process.Pid)
 		}
 		if h.pid != 0 {
 			out, _ := h.Exec(ctx, "systemctl", "is-system-running")
@@ -120,9 +122,11 @@ func (h *Host) waitRunning(ctx context.Context) error {
 	}
 }
 
-// childOf returns the first child of pid, or 0. systemd-nspawn forks the
-// container's init as its child.
-func childOf(pid int) int {
+// containerInit returns the child of the systemd-nspawn process pid that
+// is PID 1 of its own PID namespace, or 0 while there is none yet.
+// nspawn first forks a short-lived helper, so "the first child" is not
+// enough: the init is recognised by its namespaced PID (NSpid ... 1).
+func containerInit(pid int) int {
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range tasks {
 		b, err := os.ReadFile(f)
@@ -130,8 +134,18 @@ func childOf(pid int) int {
 			continue
 		}
 		for _, s := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(s); err == nil {
-				return c
+			c, err := strconv.Atoi(s)
+			if err != nil {
+				continue
+			}
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(st), "\n") {
+				if f := strings.Fields(line); len(f) > 2 && f[0] == "NSpid:" && f[len(f)-1] == "1" {
+					return c
+				}
 			}
 		}
 	}
@@ -214,4 +228,27 @@ func (h *Host) Stop() error {
 		}
 	})
 	return h.stopErr
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }

@@ -78,7 +78,7 @@ func EnsureRootfs(ctx context.Context, cacheDir string, extraPackages ...string)
 		return "", fmt.Errorf("%w: lock: %w", ErrRootfs, err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // released on close anyway
-	if ok(dir) { // another process built it while we waited
+	if ok(dir) {                                         // another process built it while we waited
 		return dir, nil
 	}
 	tmp := dir + ".building"

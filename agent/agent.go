@@ -1,0 +1,259 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/moltproject/molt/api"
+)
+
+// ErrConfig is wrapped by New's errors.
+var ErrConfig = errors.New("agent: invalid config")
+
+// Agent is one host's agent. Create it with New and start it with Run.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	clock   Clock
+	client  *api.Client
+	http    *http.Client
+	journal *journal
+	runtime Runtime
+	pods    PodObserver
+	hooks   Hooks
+
+	kick chan struct{} // asks the heartbeat loop to send now
+
+	mu        sync.Mutex
+	heartbeat time.Duration // may be changed by the coordinator at Register
+	verCache  versionCache
+}
+
+// New validates cfg, opens the journal and returns an agent. It does not
+// contact the coordinator; Run does.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Coordinator == "" || cfg.Cluster == "" || cfg.Node == "" {
+		return nil, fmt.Errorf("%w: coordinator, cluster and node are required", ErrConfig)
+	}
+	if cfg.HostRoot == "" || cfg.DataDir == "" {
+		return nil, fmt.Errorf("%w: host root and data dir are required", ErrConfig)
+	}
+	if cfg.HeartbeatInterval <= 0 || cfg.HealthTimeout <= 0 || cfg.PollWait <= 0 || cfg.RetryMin <= 0 {
+		return nil, fmt.Errorf("%w: intervals and timeouts must be positive (start from DefaultConfig)", ErrConfig)
+	}
+	a := &Agent{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		runtime:   cfg.Runtime,
+		pods:      cfg.Pods,
+		hooks:     cfg.Hooks,
+		kick:      make(chan struct{}, 1),
+		heartbeat: cfg.HeartbeatInterval,
+		http:      &http.Client{},
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a.log = a.log.With("cluster", cfg.Cluster, "node", cfg.Node)
+	if a.clock == nil {
+		a.clock = wallClock{}
+	}
+	if a.runtime == nil {
+		a.runtime = newContainerdRuntime(a.path(cfg.ContainerdSocket), cfg.Snapshotter)
+	}
+	if a.pods == nil {
+		a.pods = a.runtime
+	}
+	a.client = api.NewClient(cfg.Coordinator, nil)
+	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
+	if err != nil {
+		return nil, err
+	}
+	a.journal = j
+	return a, nil
+}
+
+// Close releases the journal and the containerd connection.
+func (a *Agent) Close() error {
+	if c, ok := a.runtime.(io.Closer); ok {
+		_ = c.Close()
+	}
+	return a.journal.close()
+}
+
+// path joins a host path under HostRoot.
+func (a *Agent) path(p string) string { return filepath.Join(a.cfg.HostRoot, p) }
+
+// dataPath joins elements under the (host-rooted) data directory.
+func (a *Agent) dataPath(elem ...string) string {
+	return filepath.Join(append([]string{a.path(a.cfg.DataDir)}, elem...)...)
+}
+
+// Run registers, then heartbeats and executes operations until ctx ends.
+// Unfinished operations from the journal are resumed first. It returns
+// nil when ctx ends and an error only when the agent must stop — a hook
+// aborted an operation, or the journal cannot be written.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.register(ctx); err != nil {
+		return nil //nolint:nilerr // only ctx ends the registration loop
+	}
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a.heartbeatLoop(hbCtx) }()
+	defer func() { stopHB(); wg.Wait() }()
+
+	unfinished, unreported := a.journal.pending()
+	for _, r := range unreported {
+		a.report(ctx, r)
+	}
+	for _, op := range unfinished {
+		a.log.Info("resuming operation after restart", "op", op.ID, "kind", op.Kind)
+		if err := a.handle(ctx, op); err != nil {
+			return err
+		}
+	}
+
+	retry := a.cfg.RetryMin
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, a.cfg.PollWait+10*time.Second)
+		ops, err := a.client.PollOperations(pctx, a.cfg.Cluster, a.cfg.Node, a.cfg.PollWait)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			a.log.Warn("poll for operations failed; retrying", "err", err, "in", retry)
+			retry = a.sleep(ctx, retry)
+			continue
+		}
+		retry = a.cfg.RetryMin
+		for _, op := range ops {
+			if err := a.handle(ctx, op); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// handle executes (or re-reports) one operation and reports its result.
+func (a *Agent) handle(ctx context.Context, op api.Operation) error {
+	res, err := a.execute(ctx, op)
+	if err != nil {
+		if errors.Is(err, errStopped) || ctx.Err() != nil {
+			return nil // ctx ended mid-operation; the journal resumes it
+		}
+		return err
+	}
+	if res.ID == "" {
+		return nil
+	}
+	a.report(ctx, res)
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// register calls Register until it succeeds or ctx ends.
+func (a *Agent) register(ctx context.Context) error {
+	retry := a.cfg.RetryMin
+	for {
+		resp, err := a.client.Register(ctx, api.RegisterRequest{
+			Token: a.cfg.Token, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+			Address: a.cfg.Address, AgentVersion: a.cfg.Version,
+		})
+		if err == nil {
+			if resp.HeartbeatIntervalSeconds > 0 {
+				a.mu.Lock()
+				a.heartbeat = time.Duration(resp.HeartbeatIntervalSeconds) * time.Second
+				a.mu.Unlock()
+			}
+			a.log.Info("registered with coordinator", "coordinator", a.client.Base())
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.log.Warn("register failed; retrying", "err", err, "in", retry)
+		retry = a.sleep(ctx, retry)
+	}
+}
+
+// report sends a result until the coordinator takes it (or refuses it for
+// good with a 4xx), then journals that it was reported.
+func (a *Agent) report(ctx context.Context, r api.OperationResult) {
+	retry := a.cfg.RetryMin
+	for ctx.Err() == nil {
+		err := a.client.ReportResult(ctx, a.cfg.Cluster, a.cfg.Node, r)
+		var p *api.Problem
+		if err == nil || (errors.As(err, &p) && p.Status >= 400 && p.Status < 500) {
+			if err != nil {
+				a.log.Error("coordinator refused result", "op", r.ID, "err", err)
+			}
+			if r.State != api.OpRunning {
+				if jerr := a.journal.append(record{ID: r.ID, Step: StepReported}); jerr != nil {
+					a.log.Error("journal", "err", jerr)
+				}
+			}
+			return
+		}
+		a.log.Warn("report result failed; retrying", "op", r.ID, "err", err, "in", retry)
+		retry = a.sleep(ctx, retry)
+	}
+}
+
+// sleep waits about d (with jitter, so a fleet does not retry in step)
+// and returns the next, doubled, backoff.
+func (a *Agent) sleep(ctx context.Context, d time.Duration) time.Duration {
+	j := d/2 + time.Duration(rand.Int64N(int64(d)/2+1))
+	select {
+	case <-ctx.Done():
+	case <-a.clock.After(j):
+	}
+	return min(2*d, a.cfg.RetryMax)
+}
+
+// heartbeatLoop samples health every HealthCheckInterval and sends it when
+// it changed, when an operation finished, or when HeartbeatInterval passed.
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	var lastSent time.Time
+	var lastBody []byte
+	for {
+		h := a.Health(ctx)
+		body, _ := json.Marshal(h)
+		a.mu.Lock()
+		every := a.heartbeat
+		a.mu.Unlock()
+		if lastBody == nil || string(body) != string(lastBody) || a.clock.Now().Sub(lastSent) >= every {
+			h.Time = a.clock.Now()
+			if err := a.client.Heartbeat(ctx, h); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				a.log.Warn("heartbeat failed", "err", err)
+			} else {
+				lastSent, lastBody = a.clock.Now(), body
+			}
+		}
+		wait := min(a.cfg.HealthCheckInterval, every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.kick:
+		case <-a.clock.After(wait):
+		}
+	}
+}

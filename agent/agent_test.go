@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"net"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+)
+
+// TestRegistersOnceCoordinatorComesUp starts the agent while nothing
+// listens at the coordinator's address; it retries with backoff and
+// registers, heartbeats and executes once the coordinator is up.
+func TestRegistersOnceCoordinatorComesUp(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	h := newFakeHost(t, "http://"+addr)
+	_, _ = runAgent(t, h.cfg)
+
+	coord := newFakeCoordinator(t)
+	coord.Close() // rebind the same handler to the address the agent uses
+	l, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(coord.Config.Handler)
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	coord.enqueue(api.Operation{ID: "probe", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: []string{addr}}})
+	res := coord.waitResult(t, "probe")
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+
+	// Heartbeats describe the host, including the last operation.
+	require.Eventually(t, func() bool {
+		coord.mu.Lock()
+		defer coord.mu.Unlock()
+		if len(coord.heartbeats) == 0 {
+			return false
+		}
+		hb := coord.heartbeats[len(coord.heartbeats)-1]
+		return hb.LastOperation != nil && hb.LastOperation.ID == "probe"
+	}, 10*time.Second, 10*time.Millisecond)
+	coord.mu.Lock()
+	hb := coord.heartbeats[len(coord.heartbeats)-1]
+	require.GreaterOrEqual(t, coord.registered, 1)
+	coord.mu.Unlock()
+	require.Equal(t, "c1", hb.Cluster)
+	require.True(t, hb.Kubelet.Healthy)
+	require.Equal(t, "v1.33.0", hb.Kubelet.Version)
+	require.Equal(t, "1.6.20", hb.Containerd.Version)
+	require.NotEmpty(t, hb.Disk)
+}

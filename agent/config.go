@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Config configures an Agent. Paths are host paths: each is joined under
+// HostRoot before use, so a test can run the agent on a temporary tree.
+type Config struct {
+	// Coordinator is the coordinator's base URL, e.g. https://molt:7080.
+	Coordinator string
+	// Token is the join token that proves the agent may register.
+	Token string
+	// Cluster and Node name the registered Node the agent runs on.
+	Cluster, Node string
+	// Address is the agent's probe address reported at registration (optional).
+	Address string
+	// Version is the agent's own version, reported to the coordinator.
+	Version string
+
+	// HostRoot is "/" in production; every host path below is joined under it.
+	HostRoot string
+	// DataDir holds the journal, backups and downloads.
+	DataDir string
+	// KubeletBin and ContainerdBin are the binaries UpgradeBinary replaces.
+	KubeletBin, ContainerdBin string
+	// KubeletUnit and ContainerdUnit are the systemd units that run them.
+	KubeletUnit, ContainerdUnit string
+	// ManifestDir is the kubelet's static-pod manifest directory.
+	ManifestDir string
+	// KubeletHealthz is the kubelet's local health endpoint.
+	KubeletHealthz string
+	// ContainerdSocket is containerd's gRPC socket (a host path).
+	ContainerdSocket string
+	// Snapshotter unpacks imported images; the CRI's default is overlayfs.
+	Snapshotter string
+
+	// HeartbeatInterval is the longest time between two heartbeats; health
+	// is also sent at once when it changes. The coordinator's answer to
+	// Register overrides it.
+	HeartbeatInterval time.Duration
+	// HealthCheckInterval is how often health is sampled to detect changes.
+	HealthCheckInterval time.Duration
+	// HealthTimeout bounds the wait for a restarted component to be healthy;
+	// after it the previous binary is restored.
+	HealthTimeout time.Duration
+	// StaticPodTimeout is the default wait for new static pods.
+	StaticPodTimeout time.Duration
+	// PollWait is the long-poll duration asked of the coordinator.
+	PollWait time.Duration
+	// DownloadTimeout bounds one artifact download.
+	DownloadTimeout time.Duration
+	// ProbeTimeout bounds one TCP dial of ProbePeers.
+	ProbeTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff when the coordinator is unreachable.
+	RetryMin, RetryMax time.Duration
+
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Units restarts systemd units; required for binary upgrades.
+	Units Units
+	// Runtime is containerd; nil connects to ContainerdSocket on first use.
+	Runtime Runtime
+	// Pods observes the running static pods; nil uses Runtime.
+	Pods PodObserver
+	// Hooks is called at every step boundary (crash injection in tests);
+	// nil means none.
+	Hooks Hooks
+	// Clock supplies time; nil means the wall clock.
+	Clock Clock
+}
+
+// DefaultConfig returns the production defaults. Coordinator, Token,
+// Cluster, Node and Units must still be set.
+func DefaultConfig() Config {
+	return Config{
+		HostRoot:            "/",
+		DataDir:             "/var/lib/molt-agent",
+		KubeletBin:          "/usr/bin/kubelet",
+		ContainerdBin:       "/usr/bin/containerd",
+		KubeletUnit:         "kubelet.service",
+		ContainerdUnit:      "containerd.service",
+		ManifestDir:         "/etc/kubernetes/manifests",
+		KubeletHealthz:      "http://127.0.0.1:10248/healthz",
+		ContainerdSocket:    "/run/containerd/containerd.sock",
+		Snapshotter:         "overlayfs",
+		HeartbeatInterval:   10 * time.Second,
+		HealthCheckInterval: 2 * time.Second,
+		HealthTimeout:       2 * time.Minute,
+		StaticPodTimeout:    5 * time.Minute,
+		PollWait:            30 * time.Second,
+		DownloadTimeout:     10 * time.Minute,
+		ProbeTimeout:        3 * time.Second,
+		RetryMin:            500 * time.Millisecond,
+		RetryMax:            30 * time.Second,
+	}
+}
+
+// Units restarts systemd units. The systemd package implements it over D-Bus.
+type Units interface {
+	RestartUnit(ctx context.Context, name string) error
+}
+
+// Hooks lets tests stop the agent at a step boundary. At is called with
+// the operation's ID and the step just reached (see the Step constants);
+// a non-nil error aborts the operation as if the process had died there:
+// nothing more is journaled and Run returns the error.
+type Hooks interface {
+	At(ctx context.Context, opID, step string) error
+}
+
+// HookFunc adapts a function to Hooks.
+type HookFunc func(ctx context.Context, opID, step string) error
+
+// At calls f.
+func (f HookFunc) At(ctx context.Context, opID, step string) error { return f(ctx, opID, step) }
+
+// Clock supplies time so backoff and heartbeats can be driven in tests.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                         { return time.Now() }
+func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

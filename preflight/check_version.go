@@ -1,0 +1,101 @@
+package preflight
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+)
+
+// checkVersionRules applies SPEC §3 rules 1–3 (phases.CheckUpgrade) and
+// the admin/user skew of rule 4: an admin or hybrid cluster against the
+// user clusters it manages, a user cluster against its admin. The message
+// names the refusing rule, and Data["rule"] carries it for clients.
+func checkVersionRules(in Input) Result {
+	switch {
+	case in.Current.IsZero():
+		return missing("the cluster's current version is unknown")
+	case in.Target.IsZero():
+		return missing("no target version was given")
+	}
+	err := phases.CheckUpgrade(in.Current, in.Target)
+	if err == nil {
+		switch in.Cluster.Kind {
+		case phases.KindAdmin, phases.KindHybrid:
+			err = phases.CheckAdminUpgrade(in.Current, in.Target, in.UserClusters)
+		case phases.KindUser:
+			if in.AdminVersion.IsZero() {
+				return missing(fmt.Sprintf("the version of admin cluster %q is unknown, so the admin/user skew rule cannot be checked", in.Cluster.AdminCluster))
+			}
+			err = phases.CheckUserUpgrade(in.Target, in.AdminVersion)
+		}
+	}
+	data := map[string]string{"current": in.Current.String(), "target": in.Target.String()}
+	if err != nil {
+		rule := phases.RuleOf(err)
+		data["rule"] = rule
+		return fail(fmt.Sprintf("rule %s: %v", rule, err), data)
+	}
+	return pass(fmt.Sprintf("%s → %s obeys the version and skew rules", in.Current, in.Target), data)
+}
+
+// checkReleaseInCatalog requires the target's catalog entry with complete
+// artifacts: an entry without a kubelet URL or with a malformed sum would
+// only fail later, on a host, in the middle of the upgrade.
+func checkReleaseInCatalog(in Input) Result {
+	if in.Target.IsZero() {
+		return missing("no target version was given")
+	}
+	r := in.Release
+	if r == nil {
+		return fail(fmt.Sprintf("version %s is not in the release catalog", in.Target), nil)
+	}
+	if v, err := phases.ParseVersion(r.Version); err != nil || v != in.Target {
+		return fail(fmt.Sprintf("the catalog entry given is for %q, not %s", r.Version, in.Target), nil)
+	}
+	bad := map[string]string{}
+	for _, a := range releaseArtifacts(r) {
+		switch {
+		case a.URL == "":
+			bad[a.Name] = "no URL"
+		case !validSHA256(a.SHA256):
+			bad[a.Name] = "sha256 is not 64 hex digits"
+		}
+	}
+	if r.Components.Kubelet.URL == "" {
+		bad["kubelet"] = "no URL"
+	}
+	if r.Components.Containerd.URL == "" {
+		bad["containerd"] = "no URL"
+	}
+	if len(bad) > 0 {
+		return fail(fmt.Sprintf("release %s has incomplete artifacts: %s", in.Target, describe(bad)), bad)
+	}
+	return pass(fmt.Sprintf("release %s is in the catalog with %s", in.Target,
+		plural(len(releaseArtifacts(r)), "artifact", "artifacts")), nil)
+}
+
+func validSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// releaseArtifacts lists what hosts download for a release, named as
+// CheckArtifacts names them: "kubelet", "containerd", "image-0", ….
+// Entries without a URL are included so that checkReleaseInCatalog can
+// name them; HostOperations leaves them out.
+func releaseArtifacts(r *api.Release) []api.Artifact {
+	c := r.Components
+	out := []api.Artifact{}
+	if c.Kubelet.URL != "" || c.Kubelet.SHA256 != "" {
+		out = append(out, api.Artifact{Name: string(api.ComponentKubelet), URL: c.Kubelet.URL, SHA256: c.Kubelet.SHA256})
+	}
+	if c.Containerd.URL != "" || c.Containerd.SHA256 != "" {
+		out = append(out, api.Artifact{Name: string(api.ComponentContainerd), URL: c.Containerd.URL, SHA256: c.Containerd.SHA256})
+	}
+	for i, img := range c.Images {
+		out = append(out, api.Artifact{Name: fmt.Sprintf("image-%d", i), URL: img.URL, SHA256: img.SHA256})
+	}
+	return out
+}

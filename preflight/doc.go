@@ -1,0 +1,19 @@
+// Package preflight decides whether a cluster may start an upgrade (SPEC §5).
+//
+// A preflight run is a fixed list of checks (see Checks). Each check is a
+// pure function of an Input and yields one Result: pass, warn or fail, a
+// message and per-node data. A failed check of blocking severity blocks the
+// upgrade; a warning check never does. Aggregate folds the results into a
+// Report with a verdict.
+//
+// All I/O happens at the edges, in the coordinator: it gathers the Input
+// from its replicated state (versions, catalog, agents), from the cluster's
+// API server (GatherCluster over a ClusterReader, implemented over package
+// kube by KubeReader) and from the agents (HostOperations builds the typed
+// CheckArtifacts and ProbePeers operations; HostCheckFromResults reads their
+// results back). Run itself reads no clock and does no I/O, so the same
+// Input always gives the same Report and a stored run can be re-judged.
+//
+// Missing data never passes: a check whose data was not gathered fails and
+// says what is missing.
+package preflight

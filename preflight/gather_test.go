@@ -1,0 +1,49 @@
+package preflight_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/moltproject/molt/preflight"
+	"github.com/stretchr/testify/require"
+)
+
+// failingPDBs reads everything except budgets. Only the error path uses a
+// stand-in; the reader itself is tested against a real API server.
+type failingPDBs struct{}
+
+func (failingPDBs) Nodes(context.Context, []string) (map[string]preflight.NodeInfo, error) {
+	return map[string]preflight.NodeInfo{"cp-1": {Ready: true}, "w-1": {Ready: true}, "w-2": {Ready: true}}, nil
+}
+
+func (failingPDBs) ControlPlane(context.Context) (preflight.ControlPlaneHealth, error) {
+	return preflight.ParseReadyz(200, "[+]etcd ok\nreadyz check passed"), nil
+}
+
+func (failingPDBs) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) {
+	return nil, errors.New("policy/v1 forbidden")
+}
+
+func (failingPDBs) ProtectedPods(context.Context, []string, time.Time) ([]preflight.ProtectedPod, error) {
+	return nil, nil
+}
+
+func TestGatherClusterRecordsFailures(t *testing.T) {
+	in := goodInput()
+	in.Gathered, in.Nodes, in.BlockingPDBs, in.ProtectedPods = nil, nil, nil, nil
+	preflight.GatherCluster(t.Context(), failingPDBs{}, &in)
+	require.Equal(t, map[preflight.Source]string{
+		preflight.SourceNodes: "", preflight.SourceControlPlane: "",
+		preflight.SourcePDBs: "policy/v1 forbidden", preflight.SourceProtectedPods: "",
+	}, in.Gathered)
+
+	rep := preflight.Run(in)
+	require.Equal(t, preflight.PassedWithWarnings, rep.Verdict, "a warning check that cannot read its data fails without blocking")
+	r, _ := rep.Result(preflight.IDPDBsBlockingDrain)
+	require.Equal(t, preflight.Fail, r.Status)
+	require.Contains(t, r.Message, "policy/v1 forbidden")
+	r, _ = rep.Result(preflight.IDProtectedPods)
+	require.Equal(t, preflight.Pass, r.Status, "gathered and empty is a pass")
+}

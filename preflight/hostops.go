@@ -1,0 +1,192 @@
+package preflight
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/moltproject/molt/api"
+)
+
+// Keys of api.OperationResult.Details, as agent/preflight.go fills them.
+const (
+	// DetailArtifactPrefix + artifact name → "ok" or the download or
+	// checksum error (CheckArtifacts).
+	DetailArtifactPrefix = "artifact."
+	// DetailFreeBytesPrefix + filesystem path → free bytes in decimal
+	// (CheckArtifacts).
+	DetailFreeBytesPrefix = "freeBytes."
+	// DetailRequiredBytes → bytes the upgrade needs on the host, in
+	// decimal (CheckArtifacts). The agent does not fill it yet; until it
+	// does, disk-space applies Input.MinFreeBytes alone.
+	DetailRequiredBytes = "requiredBytes"
+	// DetailOK is the value of a check that passed. ProbePeers keys its
+	// details by the probed address itself, "ok" or the dial error.
+	DetailOK = "ok"
+)
+
+// Operation ID suffixes; see OperationID.
+const (
+	suffixArtifacts = "artifacts"
+	suffixPeers     = "peers"
+)
+
+// OperationID is the ID of the preflight operation of kind for node in
+// run runID: "preflight-<run>-<node>-artifacts" or "...-peers". It is
+// deterministic, so building the operations twice (a new leader resuming a
+// run) yields the same IDs and the agent runs each once. The agent uses the
+// ID as a directory name: runID must be made of [a-z0-9-].
+func OperationID(runID, node string, kind api.OperationKind) string {
+	suffix := suffixPeers
+	if kind == api.OpCheckArtifacts {
+		suffix = suffixArtifacts
+	}
+	return "preflight-" + runID + "-" + node + "-" + suffix
+}
+
+// HostOperations builds, for every node of in.Cluster, the typed host
+// operations of a preflight run:
+//   - CheckArtifacts with the release's artifacts (kubelet, containerd,
+//     image archives), when in.Release is set;
+//   - ProbePeers with every other node's agent address (sorted) and
+//     apiEndpoint (host:port of the cluster's API server).
+//
+// Nodes without an address in agentAddrs are not probed by the others:
+// agents-reporting already fails for them.
+func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[string]string) map[string][]api.Operation {
+	var artifacts []api.Artifact
+	if in.Release != nil {
+		for _, a := range releaseArtifacts(in.Release) {
+			if a.URL != "" {
+				artifacts = append(artifacts, a)
+			}
+		}
+	}
+	nodes := NodeNames(in.Cluster)
+	out := make(map[string][]api.Operation, len(nodes))
+	for _, n := range nodes {
+		var ops []api.Operation
+		if in.Release != nil {
+			ops = append(ops, api.Operation{
+				ID:             OperationID(runID, n, api.OpCheckArtifacts),
+				Kind:           api.OpCheckArtifacts,
+				CheckArtifacts: &api.CheckArtifacts{Artifacts: slices.Clone(artifacts)},
+			})
+		}
+		addrs := []string{}
+		for _, peer := range nodes {
+			if a := agentAddrs[peer]; peer != n && a != "" {
+				addrs = append(addrs, a)
+			}
+		}
+		slices.Sort(addrs)
+		if apiEndpoint != "" {
+			addrs = append(addrs, apiEndpoint)
+		}
+		ops = append(ops, api.Operation{
+			ID:         OperationID(runID, n, api.OpProbePeers),
+			Kind:       api.OpProbePeers,
+			ProbePeers: &api.ProbePeers{Addresses: slices.Compact(addrs)},
+		})
+		out[n] = ops
+	}
+	return out
+}
+
+// HostCheckFromResults reads one host's preflight operation results back.
+// Only finished results count (a "running" report is no answer yet); of
+// several of one kind the last finished one wins. A result's kind comes
+// from Kind, or from its ID's suffix when Kind is empty.
+func HostCheckFromResults(results []api.OperationResult) HostCheck {
+	var art, peers *api.OperationResult
+	for i := range results {
+		r := &results[i]
+		if r.State != api.OpSucceeded && r.State != api.OpFailed {
+			continue
+		}
+		switch kindOf(*r) {
+		case api.OpCheckArtifacts:
+			if art == nil || !r.FinishedAt.Before(art.FinishedAt) {
+				art = r
+			}
+		case api.OpProbePeers:
+			if peers == nil || !r.FinishedAt.Before(peers.FinishedAt) {
+				peers = r
+			}
+		}
+	}
+	var h HostCheck
+	if art != nil {
+		readArtifacts(&h, *art)
+	}
+	if peers != nil {
+		readPeers(&h, *peers)
+	}
+	return h
+}
+
+func kindOf(r api.OperationResult) api.OperationKind {
+	switch {
+	case r.Kind != "":
+		return r.Kind
+	case strings.HasSuffix(r.ID, "-"+suffixArtifacts):
+		return api.OpCheckArtifacts
+	case strings.HasSuffix(r.ID, "-"+suffixPeers):
+		return api.OpProbePeers
+	}
+	return ""
+}
+
+func readArtifacts(h *HostCheck, r api.OperationResult) {
+	h.ArtifactsChecked = true
+	for k, v := range r.Details {
+		switch {
+		case strings.HasPrefix(k, DetailArtifactPrefix):
+			if v != DetailOK {
+				if h.FailedArtifacts == nil {
+					h.FailedArtifacts = map[string]string{}
+				}
+				h.FailedArtifacts[strings.TrimPrefix(k, DetailArtifactPrefix)] = v
+			}
+		case strings.HasPrefix(k, DetailFreeBytesPrefix):
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				if h.FreeBytes == nil {
+					h.FreeBytes = map[string]uint64{}
+				}
+				h.FreeBytes[strings.TrimPrefix(k, DetailFreeBytesPrefix)] = n
+			}
+		case k == DetailRequiredBytes:
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				h.RequiredBytes = n
+			}
+		}
+	}
+	// A failed result is a failure even when no artifact detail says why
+	// (an invalid operation, a scratch directory that cannot be created).
+	h.ArtifactsOK = r.State == api.OpSucceeded && len(h.FailedArtifacts) == 0
+	if !h.ArtifactsOK {
+		h.ArtifactsMessage = r.Message
+		if h.ArtifactsMessage == "" {
+			h.ArtifactsMessage = "CheckArtifacts failed"
+		}
+	}
+}
+
+func readPeers(h *HostCheck, r api.OperationResult) {
+	h.PeersProbed = true
+	for addr, v := range r.Details {
+		if v == DetailOK {
+			continue
+		}
+		if h.Unreachable == nil {
+			h.Unreachable = map[string]string{}
+		}
+		h.Unreachable[addr] = v
+	}
+	if r.State != api.OpSucceeded {
+		h.ProbeMessage = r.Message
+		if h.ProbeMessage == "" {
+			h.ProbeMessage = "ProbePeers failed"
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package preflight
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Check IDs. They are stable: clients, metrics and stored runs use them.
+const (
+	IDVersionRules        = "version-rules"
+	IDReleaseInCatalog    = "release-in-catalog"
+	IDArtifacts           = "artifacts"
+	IDNodesReady          = "nodes-ready"
+	IDAgentsReporting     = "agents-reporting"
+	IDControlPlaneHealth  = "control-plane-health"
+	IDDiskSpace           = "disk-space"
+	IDNetworkReachability = "network-reachability"
+	IDPDBsBlockingDrain   = "pdbs-blocking-drain"
+	IDProtectedPods       = "protected-pods"
+)
+
+// ErrUnknownCheck is returned by RunOnly for an ID that is not registered.
+var ErrUnknownCheck = errors.New("unknown preflight check")
+
+// Check is one registered preflight check.
+type Check struct {
+	ID          string
+	Severity    Severity
+	Description string
+	// Run judges the input. It must be pure; Run (the package function)
+	// fills the result's Check, Severity and Blocks.
+	Run func(Input) Result
+}
+
+// Checks returns the registry, a fresh slice each call, ordered by ID.
+func Checks() []Check {
+	return []Check{
+		{IDAgentsReporting, Blocking, "every node's agent is registered, not missing, and seen within the heartbeat grace", checkAgentsReporting},
+		{IDArtifacts, Blocking, "every host downloaded the target release's artifacts and their sha256 matched", checkArtifacts},
+		{IDControlPlaneHealth, Blocking, "the API server's /readyz is ok, etcd included", checkControlPlaneHealth},
+		{IDDiskSpace, Blocking, "every host has the free space the new artifacts need", checkDiskSpace},
+		{IDNetworkReachability, Blocking, "every host reaches every other agent and the API endpoint", checkNetworkReachability},
+		{IDNodesReady, Blocking, "every node of the cluster exists in the API server and is Ready", checkNodesReady},
+		{IDPDBsBlockingDrain, Warning, "PodDisruptionBudgets that would refuse evictions during drains", checkPDBs},
+		{IDProtectedPods, Warning, "pods protected from eviction by safe-to-evict=false, with the date each frees up", checkProtectedPods},
+		{IDReleaseInCatalog, Blocking, "the target version is in the release catalog with complete artifacts", checkReleaseInCatalog},
+		{IDVersionRules, Blocking, "the upgrade obeys the version rules and admin/user skew (SPEC §3)", checkVersionRules},
+	}
+}
+
+// Run runs every registered check on in and aggregates the results.
+func Run(in Input) Report {
+	checks := Checks()
+	results := make([]Result, 0, len(checks))
+	for _, c := range checks {
+		results = append(results, runOne(c, in))
+	}
+	return Aggregate(results)
+}
+
+// RunOnly runs the checks with the given IDs alone (a dry run of part of
+// a preflight), in registry order.
+func RunOnly(in Input, ids ...string) (Report, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var results []Result
+	for _, c := range Checks() {
+		if want[c.ID] {
+			results = append(results, runOne(c, in))
+			delete(want, c.ID)
+		}
+	}
+	for _, id := range ids {
+		if want[id] {
+			return Report{}, fmt.Errorf("%w: %q", ErrUnknownCheck, id)
+		}
+	}
+	return Aggregate(results), nil
+}
+
+// runOne runs c and stamps its identity on the result. A panicking check
+// fails instead of taking the coordinator's leader down with it.
+func runOne(c Check, in Input) (r Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = Result{Status: Fail, Message: fmt.Sprintf("check panicked: %v", p)}
+		}
+		r.Check, r.Severity = c.ID, c.Severity
+		r.Blocks = blocks(r)
+	}()
+	return c.Run(in)
+}

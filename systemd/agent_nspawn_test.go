@@ -1,0 +1,261 @@
+package systemd_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/nspawn"
+	"github.com/moltproject/molt/internal/testenv"
+	"github.com/moltproject/molt/systemd"
+)
+
+// coordinator is a minimal stand-in for the coordinator's agent endpoints.
+type coordinator struct {
+	*httptest.Server
+	mu      sync.Mutex
+	pending []api.Operation
+	results []api.OperationResult
+}
+
+func newCoordinator(t *testing.T) *coordinator {
+	c := &coordinator{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/agents/register", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.RegisterResponse{})
+	})
+	mux.HandleFunc("POST /v1/agents/{c}/{n}/heartbeat", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("GET /v1/agents/{c}/{n}/operations", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		ops := append([]api.Operation(nil), c.pending...)
+		c.mu.Unlock()
+		if len(ops) == 0 { // a short long-poll keeps the test simple
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+		}
+		_ = json.NewEncoder(w).Encode(api.OperationsResponse{Operations: ops})
+	})
+	mux.HandleFunc("POST /v1/agents/{c}/{n}/results", func(w http.ResponseWriter, r *http.Request) {
+		var res api.OperationResult
+		_ = json.NewDecoder(r.Body).Decode(&res)
+		if res.State == api.OpRunning {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.results = append(c.results, res)
+		for i, op := range c.pending {
+			if op.ID == res.ID {
+				c.pending = append(c.pending[:i], c.pending[i+1:]...)
+				break
+			}
+		}
+	})
+	c.Server = httptest.NewServer(mux)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *coordinator) enqueue(op api.Operation) {
+	c.mu.Lock()
+	c.pending = append(c.pending, op)
+	c.mu.Unlock()
+}
+
+func (c *coordinator) resultsFor(id string) []api.OperationResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []api.OperationResult
+	for _, r := range c.results {
+		if r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (c *coordinator) waitResult(t *testing.T, id string, within time.Duration) api.OperationResult {
+	t.Helper()
+	var res api.OperationResult
+	require.Eventually(t, func() bool {
+		rs := c.resultsFor(id)
+		if len(rs) > 0 {
+			res = rs[0]
+		}
+		return len(rs) > 0
+	}, within, 50*time.Millisecond, "no result for %s", id)
+	return res
+}
+
+// goBuild builds a Go program to out.
+func goBuild(t *testing.T, dir, out string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, args...), ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func fileSum(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestAgentUnderSystemd runs molt-agent as molt-agent.service (installed by
+// install.sh) in a booted nspawn host with a stand-in kubelet.service.
+func TestAgentUnderSystemd(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
+		testenv.RequireBinary(t, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
+	require.NoError(t, err)
+
+	// Build the agent and three stand-in kubelets.
+	bin := t.TempDir()
+	goBuild(t, "../cmd/molt-agent", filepath.Join(bin, "molt-agent"), "-ldflags=-s -w")
+	kdir := t.TempDir()
+	src, err := os.ReadFile("testdata/fakekubelet.go.txt")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(kdir, "main.go"), src, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(kdir, "go.mod"), []byte("module fakekubelet\n\ngo 1.22\n"), 0o644))
+	coord := newCoordinator(t)
+	files := t.TempDir()
+	fsrv := httptest.NewServer(http.FileServer(http.Dir(files)))
+	t.Cleanup(fsrv.Close)
+	for _, v := range []string{"v1.33.0", "v1.34.0", "v1.35.0"} {
+		goBuild(t, kdir, filepath.Join(files, "kubelet-"+v), "-ldflags=-s -w -X main.version="+v)
+	}
+
+	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("molt-agent-%d", os.Getpid()), Rootfs: rootfs})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Stop() })
+	exec1 := func(argv ...string) string {
+		t.Helper()
+		out, err := h.Exec(ctx, argv...)
+		require.NoError(t, err)
+		return string(out)
+	}
+
+	// kubelet.service runs the stand-in on a free port (the host shares
+	// this machine's loopback).
+	port := freePort(t)
+	require.NoError(t, h.CopyFile(filepath.Join(files, "kubelet-v1.33.0"), "/usr/bin/kubelet", 0o755))
+	require.NoError(t, h.WriteFile("/etc/systemd/system/kubelet.service", []byte(fmt.Sprintf(
+		"[Service]\nExecStart=/usr/bin/kubelet --port=%d\nRestart=always\nRestartSec=1\n", port)), 0o644))
+
+	// Install the agent exactly as users do, from outside into the host's root.
+	out, err := exec.Command("sh", "install.sh", "--root", h.Root(), "--binary", filepath.Join(bin, "molt-agent"),
+		"coordinator="+coord.URL, "token=tok", "cluster=c1", "node=n1",
+		fmt.Sprintf("kubelet-healthz=http://127.0.0.1:%d/healthz", port),
+		"health-timeout=20s", "poll-wait=1s", "log-level=debug",
+		"test-hold-at=renamed", "test-hold-file=/run/molt-hold").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.FileExists(t, filepath.Join(h.Root(), "etc/systemd/system/multi-user.target.wants/molt-agent.service"))
+	exec1("systemctl", "daemon-reload")
+	exec1("systemctl", "start", "kubelet.service")
+
+	// Unit control from outside through the host's D-Bus socket.
+	units, err := systemd.Connect(ctx, "unix:path="+h.Root()+"/run/dbus/system_bus_socket")
+	require.NoError(t, err)
+	t.Cleanup(units.Close)
+
+	// READY: `systemctl start` of a Type=notify unit returns once READY=1
+	// arrived; the status line proves sd_notify reached this systemd.
+	require.NoError(t, units.StartUnit(ctx, "molt-agent.service"))
+	st, err := units.UnitState(ctx, "molt-agent.service")
+	require.NoError(t, err)
+	require.Equal(t, systemd.UnitState{Active: "active", Sub: "running"}, st)
+	require.Contains(t, exec1("systemctl", "show", "-p", "StatusText,Type", "molt-agent.service"), "StatusText=running; coordinator")
+	// The first watchdog ping is sent right after READY.
+	require.Eventually(t, func() bool {
+		o, _ := h.Exec(ctx, "systemctl", "show", "-p", "WatchdogTimestampMonotonic", "--value", "molt-agent.service")
+		return strings.TrimSpace(string(o)) != "0" && strings.TrimSpace(string(o)) != ""
+	}, 10*time.Second, 50*time.Millisecond, "no watchdog ping")
+	t.Cleanup(func() {
+		if t.Failed() {
+			o, _ := h.Exec(context.Background(), "journalctl", "--no-pager", "-n", "200", "-u", "molt-agent", "-u", "kubelet")
+			t.Log(string(o))
+		}
+	})
+
+	// Upgrade: the agent replaces /usr/bin/kubelet and restarts kubelet.service.
+	kubelet := filepath.Join(h.Root(), "usr/bin/kubelet")
+	v1 := fileSum(t, kubelet)
+	v2 := fileSum(t, filepath.Join(files, "kubelet-v1.34.0"))
+	coord.enqueue(api.Operation{ID: "up-1", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
+		Component: api.ComponentKubelet, Version: "v1.34.0", URL: fsrv.URL + "/kubelet-v1.34.0", SHA256: v2}})
+	res := coord.waitResult(t, "up-1", time.Minute)
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+	require.Equal(t, "v1.34.0", res.Details["runningVersion"])
+	require.Equal(t, v2, fileSum(t, kubelet))
+	require.Equal(t, v1, fileSum(t, kubelet+".molt-prev"))
+	require.NoError(t, units.WaitActive(ctx, "kubelet.service"))
+
+	// Kill the agent mid-operation: the hold hook pauses it right after
+	// the new binary was renamed into place, before the restart.
+	require.NoError(t, h.WriteFile("/run/molt-hold", nil, 0o644))
+	v3 := fileSum(t, filepath.Join(files, "kubelet-v1.35.0"))
+	coord.enqueue(api.Operation{ID: "up-2", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
+		Component: api.ComponentKubelet, Version: "v1.35.0", URL: fsrv.URL + "/kubelet-v1.35.0", SHA256: v3}})
+	journal := filepath.Join(h.Root(), "var/lib/molt-agent/journal.jsonl")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(journal)
+		return strings.Contains(string(b), `"id":"up-2","step":"renamed"`)
+	}, time.Minute, 50*time.Millisecond, "agent never reached the renamed step")
+	exec1("systemctl", "kill", "-s", "KILL", "molt-agent.service")
+	require.Equal(t, v3, fileSum(t, kubelet), "binary at the kill is the complete new one")
+	require.NoError(t, os.Remove(filepath.Join(h.Root(), "run/molt-hold")))
+
+	// Restart=on-failure brings the agent back; it resumes up-2.
+	res = coord.waitResult(t, "up-2", time.Minute)
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+	require.Equal(t, "v1.35.0", res.Details["runningVersion"])
+	require.Len(t, coord.resultsFor("up-2"), 1)
+	require.Equal(t, v3, fileSum(t, kubelet))
+	require.Equal(t, v2, fileSum(t, kubelet+".molt-prev"), "backup not repeated: still the binary up-2 replaced")
+	starts, err := os.ReadFile(filepath.Join(h.Root(), "var/lib/fake-kubelet/starts"))
+	require.NoError(t, err)
+	require.Equal(t, "v1.33.0\nv1.34.0\nv1.35.0\n", string(starts), "each version started exactly once")
+	require.Contains(t, exec1("systemctl", "show", "-p", "NRestarts", "molt-agent.service"), "NRestarts=1")
+
+	// Without READY the unit never becomes active: an agent whose config
+	// is invalid exits before notifying, and `systemctl start` fails.
+	env := filepath.Join(h.Root(), "etc/molt/agent.env")
+	b, err := os.ReadFile(env)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(env, []byte(strings.ReplaceAll(string(b), "MOLT_AGENT_CLUSTER=c1\n", "")), 0o600))
+	require.Error(t, units.RestartUnit(ctx, "molt-agent.service"))
+	st, err = units.UnitState(ctx, "molt-agent.service")
+	require.NoError(t, err)
+	require.NotEqual(t, "active", st.Active)
+}
