@@ -157,6 +157,10 @@ func failoverOnce(b *testing.B) time.Duration {
 	ctx := context.Background()
 	_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "lab", Node: "cplb-1"})
 	require.NoError(b, err)
+	agentsCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	startAgents(agentsCtx, tc, "lab", nodeNames(clusterSpec("lab", "1.33.6")), true)
+	waitAgents(b, tc, "lab", 7)
 	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(b, err)
 	// The first agent operation of cplb-1 is offered; the agent never runs

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
 )
 
 // ClusterOps is what the leader does to a cluster through its API server.
@@ -26,6 +27,8 @@ type ClusterOps interface {
 	// Health runs the final cluster checks on the named nodes: nil when
 	// all pass.
 	Health(ctx context.Context, version phases.Version, nodes []string) error
+	// PreflightReader reads what preflight checks need from the cluster.
+	PreflightReader() preflight.ClusterReader
 }
 
 // ProtectedInfo describes pods on a node protected from eviction.

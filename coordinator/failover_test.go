@@ -29,6 +29,7 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	agents := runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
 
 	var u phases.Upgrade
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)

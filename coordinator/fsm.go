@@ -38,7 +38,10 @@ func (f *fsm) Handlers() map[raftstore.CommandType]raftstore.ApplyFunc {
 		cmdAgentRegister:  apply(f, (*state).agentRegister),
 		cmdAgentHealth:    apply(f, (*state).agentHealth),
 		cmdSetProtection:  apply(f, (*state).setProtection),
-		cmdSetPolicy:      apply(f, (*state).setPolicy),
+		cmdSetPolicy:       apply(f, (*state).setPolicy),
+		cmdPreflightStart:  apply(f, (*state).preflightStart),
+		cmdPreflightResult: apply(f, (*state).preflightResult),
+		cmdPreflightFinish: apply(f, (*state).preflightFinish),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
 )
 
@@ -71,11 +73,12 @@ type member struct {
 	srv    *http.Server
 	cancel context.CancelFunc
 	done   chan struct{}
-	dead   bool
+	dead   atomic.Bool
 }
 
 type testCluster struct {
 	t       testing.TB
+	mu      sync.Mutex // guards members: agents read it while tests restart members
 	members []*member
 	ops     *fakeOps
 	clock   coordinator.Clock
@@ -137,10 +140,9 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 
 // stop ends the member: gracefully, or abruptly as a crash would.
 func (m *member) stop(crash bool) {
-	if m.dead {
+	if m.dead.Swap(true) {
 		return
 	}
-	m.dead = true
 	m.cancel()
 	<-m.done
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -163,7 +165,7 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps) *testCluster {
 	eventually(t, "first leader", first.c.IsLeader)
 	for i := 2; i <= n; i++ {
 		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "")
-		tc.members = append(tc.members, m)
+		tc.replace(append(tc.list(), m))
 		// Joining is idempotent; retry through elections on a loaded machine.
 		var err error
 		eventually(t, "join "+m.id, func() bool {
@@ -176,9 +178,23 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps) *testCluster {
 	return tc
 }
 
+// list returns the members (dead ones included).
+func (tc *testCluster) list() []*member {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return append([]*member(nil), tc.members...)
+}
+
+// replace swaps in a new set of members.
+func (tc *testCluster) replace(ms []*member) {
+	tc.mu.Lock()
+	tc.members = ms
+	tc.mu.Unlock()
+}
+
 func (tc *testCluster) leader() *member {
-	for _, m := range tc.members {
-		if !m.dead && m.c.IsLeader() {
+	for _, m := range tc.list() {
+		if !m.dead.Load() && m.c.IsLeader() {
 			return m
 		}
 	}
@@ -193,17 +209,21 @@ func (tc *testCluster) waitLeader() *member {
 
 func (tc *testCluster) alive() []*member {
 	var out []*member
-	for _, m := range tc.members {
-		if !m.dead {
+	for _, m := range tc.list() {
+		if !m.dead.Load() {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// anyClient returns a client of some live member (followers forward).
+// anyClient returns a client of some live member (followers forward); with
+// none alive (a restart in progress) one whose calls fail.
 func (tc *testCluster) anyClient(i int) *api.Client {
 	a := tc.alive()
+	if len(a) == 0 {
+		return api.NewClient("http://127.0.0.1:1", nil)
+	}
 	return a[i%len(a)].client()
 }
 
@@ -297,6 +317,27 @@ func (f *fakeOps) ApplyLifecycle(_ context.Context, v phases.Version) error {
 	f.record("lifecycle " + v.String())
 	return nil
 }
+// PreflightReader answers like a healthy cluster: every asked node Ready,
+// /readyz with etcd passing, no blocking PDB, no protected pod.
+func (f *fakeOps) PreflightReader() preflight.ClusterReader { return healthyReader{} }
+
+type healthyReader struct{}
+
+func (healthyReader) Nodes(_ context.Context, nodes []string) (map[string]preflight.NodeInfo, error) {
+	out := map[string]preflight.NodeInfo{}
+	for _, n := range nodes {
+		out[n] = preflight.NodeInfo{Ready: true}
+	}
+	return out, nil
+}
+func (healthyReader) ControlPlane(context.Context) (preflight.ControlPlaneHealth, error) {
+	return preflight.ParseReadyz(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed"), nil
+}
+func (healthyReader) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) { return nil, nil }
+func (healthyReader) ProtectedPods(context.Context, []string, time.Time) ([]preflight.ProtectedPod, error) {
+	return nil, nil
+}
+
 func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -314,15 +355,21 @@ func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error 
 // executing it again.
 type simAgent struct {
 	cluster, node string
+	// preflightOnly agents answer preflight host checks and nothing else.
+	preflightOnly bool
 	mu            sync.Mutex
 	executed      map[string]int
 	results       map[string]api.OperationResult
 }
 
 func runAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string) map[string]*simAgent {
+	return startAgents(ctx, tc, cluster, nodes, false)
+}
+
+func startAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string, preflightOnly bool) map[string]*simAgent {
 	agents := map[string]*simAgent{}
 	for i, n := range nodes {
-		a := &simAgent{cluster: cluster, node: n, executed: map[string]int{}, results: map[string]api.OperationResult{}}
+		a := &simAgent{cluster: cluster, node: n, preflightOnly: preflightOnly, executed: map[string]int{}, results: map[string]api.OperationResult{}}
 		agents[n] = a
 		go a.run(ctx, tc, i)
 	}
@@ -334,11 +381,12 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 	for i := seed; ctx.Err() == nil; i++ {
 		cl := tc.anyClient(i)
 		if !registered {
-			if _, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: a.cluster, Node: a.node}); err != nil {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: a.cluster, Node: a.node, Address: a.node + ":7443"}); err != nil {
 				continue
 			}
 			registered = true
 		}
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, Kubelet: api.ComponentHealth{Healthy: true}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		ops, err := cl.PollOperations(pctx, a.cluster, a.node, time.Second)
 		cancel()
@@ -349,17 +397,41 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			if op.Validate() != nil {
 				continue
 			}
+			if a.preflightOnly && op.CheckArtifacts == nil && op.ProbePeers == nil {
+				continue
+			}
 			a.mu.Lock()
 			res, done := a.results[op.ID]
 			if !done {
-				a.executed[op.ID]++
-				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated"}
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: simDetails(op)}
+				if op.CheckArtifacts == nil && op.ProbePeers == nil {
+					a.executed[op.ID]++ // count host changes only
+				}
 				a.results[op.ID] = res
 			}
 			a.mu.Unlock()
 			_ = cl.ReportResult(ctx, a.cluster, a.node, res)
 		}
 	}
+}
+
+// simDetails fills the result details the agent reports for host checks.
+func simDetails(op api.Operation) map[string]string {
+	d := map[string]string{}
+	switch {
+	case op.CheckArtifacts != nil:
+		for _, art := range op.CheckArtifacts.Artifacts {
+			d[preflight.DetailArtifactPrefix+art.Name] = preflight.DetailOK
+		}
+		d[preflight.DetailFreeBytesPrefix+"/var/lib"] = "100000000000"
+	case op.ProbePeers != nil:
+		for _, addr := range op.ProbePeers.Addresses {
+			d[addr] = preflight.DetailOK
+		}
+	default:
+		return nil
+	}
+	return d
 }
 
 func (a *simAgent) executions() map[string]int {
@@ -415,3 +487,26 @@ func put(t testing.TB, cl *api.Client, path string, body any) {
 }
 
 var _ = raftstore.ErrNotLeader
+
+// waitAgents waits until n agents of cluster are registered, healthy and
+// seen by the leader, as an operator would before running a preflight.
+func waitAgents(t testing.TB, tc *testCluster, cluster string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d agents of %s reporting", n, cluster), func() bool {
+		l := tc.leader()
+		if l == nil {
+			return false
+		}
+		c, err := l.c.Cluster(cluster)
+		if err != nil {
+			return false
+		}
+		ok := 0
+		for _, a := range c.Status.Agents {
+			if a.Registered && a.Healthy && !a.Missing && !a.LastSeen.IsZero() {
+				ok++
+			}
+		}
+		return ok >= n
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
 )
 
 // kubeOps is ClusterOps over a cluster's real API server (package kube).
@@ -87,4 +88,10 @@ func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PreflightReader reads nodes, PDBs and protected pods through kube, and
+// the API server's /readyz.
+func (o *kubeOps) PreflightReader() preflight.ClusterReader {
+	return preflight.NewKubeReader(o.k, o.k)
 }

@@ -55,6 +55,7 @@ func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 	require.Equal(t, time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC), check.NextOpportunity.UTC())
 
 	runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
 	release2 := ops.holdCordon("worker-1")
 	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.33.7", Automatic: true}, nil)
 	require.NoError(t, err)
@@ -127,6 +128,7 @@ func TestManualUpgradeIgnoresWindowAndEmergencyNeedsReason(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
 	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.33.7"}, nil)
 	require.NoError(t, err)
 	eventually(t, "manual upgrade done outside the window", func() bool {

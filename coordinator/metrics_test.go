@@ -48,6 +48,7 @@ func TestMetricsFollowUpgrade(t *testing.T) {
 	defer cancel()
 	hold := ops.holdCordon("cp-2")
 	runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
 	eventually(t, "cp-2 held at cordon", func() bool { return ops.called("cordon cp-2") })

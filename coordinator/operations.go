@@ -82,6 +82,9 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if r.State != api.OpSucceeded && r.State != api.OpFailed {
 		return &RuleError{Rule: "operation-state", Detail: fmt.Sprintf("state %q is not running, succeeded or failed", r.State), Err: ErrInvalid}
 	}
+	if strings.HasPrefix(r.ID, "preflight-") {
+		return c.reportPreflightResult(ctx, cluster, node, r)
+	}
 	upgrade, opNode, cursor, attempt, ok := parseOperationID(r.ID)
 	if !ok || opNode != node {
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}

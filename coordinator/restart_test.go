@@ -22,31 +22,36 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
 	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startAgents(ctx, tc, "lab", nodeNames(clusterSpec("lab", "1.33.6")), true)
+	waitAgents(t, tc, "lab", 7)
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
-	// No agents run: the upgrade stops at the first agent operation.
+	// Agents answer only preflight checks: the upgrade stops at the first
+	// agent operation.
 	eventually(t, "first node at an agent operation", func() bool {
 		u, err := tc.leader().c.Upgrade("lab")
 		return err == nil && u.Nodes[0].Cursor == 3 // static pods: needs an agent
 	})
 	before := snapshot(t, cl)
-	for _, m := range tc.members {
+	for _, m := range tc.list() {
 		require.NoError(t, m.c.Store().Snapshot())
 	}
 	type addrs struct{ id, dir, http, raft string }
 	var saved []addrs
-	for _, m := range tc.members {
+	for _, m := range tc.list() {
 		saved = append(saved, addrs{m.id, m.dir, m.addr, m.c.Store().RaftAddr()})
 		m.stop(false)
 	}
-	tc.members = nil
+	var restarted []*member
 	for _, a := range saved {
-		tc.members = append(tc.members, startMemberAt(t, a.id, a.dir, false, ops, a.http, a.raft, nil))
+		restarted = append(restarted, startMemberAt(t, a.id, a.dir, false, ops, a.http, a.raft, nil))
 	}
+	tc.replace(restarted)
 	leader := tc.waitLeader()
 	var follower *member
-	for _, m := range tc.members {
+	for _, m := range tc.list() {
 		if m != leader {
 			follower = m
 		}

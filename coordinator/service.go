@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
@@ -121,6 +122,10 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 		if r, err = st.checkUpgrade(cluster, to); err != nil {
 			return
 		}
+		if req.Emergency != nil && to.Minor != r.StatusVersion.Minor {
+			err = &RuleError{Rule: "emergency-patch-only", Detail: fmt.Sprintf("an emergency override forces patches only; %s → %s is a minor upgrade", r.StatusVersion, to), Err: ErrInvalid}
+			return
+		}
 		spec := r.Spec
 		spec.Version = r.StatusVersion
 		plan = phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now())
@@ -148,6 +153,17 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 	}
 	if _, err := c.Plan(cluster, req); err != nil {
 		return nil, err
+	}
+	// A preflight runs first; a blocking failure refuses the upgrade with
+	// nothing changed but the stored preflight run itself.
+	pctx, cancel := context.WithTimeout(ctx, PreflightTimeout+30*time.Second)
+	run, err := c.RunPreflight(pctx, cluster, req.Version)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if run.Report.Blocked() {
+		return nil, &PreflightError{ID: run.ID, Failed: run.Report.Failed}
 	}
 	to, _ := phases.ParseVersion(req.Version)
 	if _, err := c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now()}); err != nil {

@@ -37,6 +37,9 @@ type clusterRecord struct {
 	Agents map[string]*agentRecord `json:"agents,omitempty"`
 	// Policy gates automatic upgrades (nil: always open).
 	Policy *maintenance.Policy `json:"policy,omitempty"`
+	// Preflights are the cluster's latest preflight runs, oldest first.
+	Preflights   []*PreflightRun `json:"preflights,omitempty"`
+	PreflightSeq int             `json:"preflightSeq"`
 }
 
 // agentRecord is the replicated part of an agent's liveness: only changes

@@ -41,13 +41,18 @@ func (c *Coordinator) tick(ctx context.Context) bool {
 		}
 	})
 	committed := false
+	allOffers := map[string]map[string][]api.Operation{}
+	c.preflightWork(ctx, now, allOffers)
 	for _, p := range plans {
+		offers := allOffers[p.cluster]
+		if offers == nil {
+			offers = map[string][]api.Operation{}
+		}
 		if p.upgrade == nil {
-			c.dispatch.setCluster(p.cluster, nil)
+			c.dispatch.setCluster(p.cluster, offers)
 			continue
 		}
 		var commits []phases.Action
-		offers := map[string][]api.Operation{}
 		for _, a := range p.decision.Actions {
 			switch {
 			case a.Commits():

@@ -1,7 +1,7 @@
 // Command molt-lab runs molt's local lab: a real Kubernetes cluster on
 // systemd-nspawn hosts on this machine (see docs/lab.md).
 //
-//	molt-lab up [--small] [--version 1.34.4]
+//	molt-lab up [--small] [--version 1.34.4] [--agent BIN --coordinator URL]
 //	molt-lab status
 //	molt-lab down
 //	molt-lab render [--out vagrant/.lab]   (host files for the Vagrant lab)
@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -38,7 +39,17 @@ func main() {
 	fs.DurationVar(&cfg.ReadyTimeout, "timeout", cfg.ReadyTimeout, "how long to wait for the API and Nodes")
 	verbose := fs.Bool("v", false, "debug logs")
 	renderDir := fs.String("out", "vagrant/.lab", "render: where to write each host's files")
+	agentBin := fs.String("agent", "", "up: install this molt-agent binary into every host with systemd/install.sh")
+	coordinator := fs.String("coordinator", "http://"+lab.GatewayIP+":7080", "up --agent: coordinator URL the agents use")
+	token := fs.String("token", "lab", "up --agent: agent join token")
 	_ = fs.Parse(args)
+	if *agentBin != "" {
+		script := filepath.Join(cfg.ModuleDir, "systemd", "install.sh")
+		cfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
+			return lab.InstallAgent(ctx, h, script, *agentBin,
+				"coordinator="+*coordinator, "token="+*token, "cluster=molt-lab", "node="+spec.Name)
+		}
+	}
 	if *small {
 		cfg.Topology = lab.SmallTopology()
 	}

@@ -42,6 +42,9 @@ type Service interface {
 	Join(ctx context.Context, r api.JoinRequest) error
 	RemoveMember(ctx context.Context, id string) error
 
+	StartPreflight(ctx context.Context, cluster, version string) (string, error)
+	Preflight(cluster, id string) (coordinator.PreflightRun, error)
+
 	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
 	Policy(cluster string) (maintenance.Policy, error)
 	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
@@ -106,6 +109,8 @@ func New(svc Service, cfg Config) http.Handler {
 		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/upgrade/{cmd}", h.poolCommand)
 		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/{verb}", h.poolVerb)
 		r.With(h.leaderOnly).Post("/clusters/{name}/nodes/{node}/retry", h.retryNode)
+		r.With(h.leaderOnly).Post("/clusters/{name}/preflight", h.startPreflight)
+		r.Get("/clusters/{name}/preflight/{id}", h.preflight)
 		r.Get("/clusters/{name}/maintenance-policy", h.policy)
 		r.With(h.leaderOnly).Put("/clusters/{name}/maintenance-policy", h.putPolicy)
 		r.Get("/clusters/{name}/maintenance-policy/check", h.checkPolicy)
@@ -471,4 +476,38 @@ func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, res)
+}
+
+// PreflightRequest starts a preflight run for an upgrade to Version.
+type PreflightRequest struct {
+	Version string `json:"version"`
+}
+
+func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
+	var req PreflightRequest
+	if err := decode(w, r, &req); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	name := chi.URLParam(r, "name")
+	id, err := h.svc.StartPreflight(r.Context(), name, req.Version)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	run, err := h.svc.Preflight(name, id)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, run)
+}
+
+func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {
+	run, err := h.svc.Preflight(chi.URLParam(r, "name"), chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, run)
 }

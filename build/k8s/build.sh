@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# build.sh VERSION [COMPONENTS...]
+#
+# Builds real Kubernetes binaries from the Go module proxy (no git, no
+# kubernetes checkout) into ${MOLT_CACHE:-/var/cache/molt}/k8s/vVERSION/bin/
+# and prints that directory on the last line of stdout.
+#
+# COMPONENTS default to kube-apiserver kube-controller-manager kube-scheduler
+# kubelet. Work is skipped when every requested binary already exists, so
+# callers (kubetest, the lab, e2e) may run this unconditionally. Concurrent
+# runs for the same version serialise on a lock file.
+#
+# Why a scratch module: k8s.io/kubernetes pins its staging modules
+# (k8s.io/api, k8s.io/client-go, ...) to v0.0.0 and resolves them with
+# filesystem replaces that do not apply to a dependency. The scratch module
+# repeats those replaces pointing at the published v0.MINOR.PATCH, and a
+# tools.go blank-imports every cmd package so `go mod tidy` records all
+# go.sum entries (kube-controller-manager otherwise misses k8s.io/metrics).
+set -euo pipefail
+
+# The whole script is one function, parsed before it runs: editing or
+# replacing this file while a long build is running cannot derail it.
+main() {
+
+  usage() { echo "usage: $0 VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet ...]" >&2; exit 2; }
+  [[ $# -ge 1 ]] || usage
+
+  version="${1#v}"; shift
+  [[ "$version" =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || { echo "build.sh: version must be X.Y.Z, got $version" >&2; exit 2; }
+  major="${BASH_REMATCH[1]}"; minor="${BASH_REMATCH[2]}"; patch="${BASH_REMATCH[3]}"
+  staging="v0.${minor}.${patch}"
+
+  all=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+  if [[ $# -eq 0 ]]; then comps=("${all[@]}"); else comps=("$@"); fi
+  for c in "${comps[@]}"; do
+    case "$c" in kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) ;; *) echo "build.sh: unknown component $c" >&2; usage ;; esac
+  done
+
+  cache="${MOLT_CACHE:-/var/cache/molt}"
+  root="$cache/k8s/v$version"
+  bin="$root/bin"
+  mod="$root/src"
+  log() { echo "build.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }
+
+  have_all() {
+    local c
+    for c in "${comps[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
+  }
+
+  if have_all; then log "cached: ${comps[*]}"; echo "$bin"; exit 0; fi
+
+  mkdir -p "$root" "$bin"
+  exec 9>"$root/.lock"
+  log "waiting for build lock $root/.lock"
+  flock 9
+  if have_all; then log "cached (built by a concurrent run): ${comps[*]}"; echo "$bin"; exit 0; fi
+
+  export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
+
+  if [[ ! -f "$mod/go.sum" || ! -f "$mod/.tidy-ok" ]]; then
+    log "resolving k8s.io/kubernetes v$version from the module proxy"
+    rm -rf "$mod"; mkdir -p "$mod"
+    gomod="$(cd "$mod" && go mod download -json "k8s.io/kubernetes@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+    [[ -f "$gomod" ]] || { echo "build.sh: could not download k8s.io/kubernetes@v$version" >&2; exit 1; }
+    # Every k8s.io module that kubernetes' go.mod replaces with ./staging/...
+    mapfile -t stage < <(sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9./-]*\) => \./staging/.*#\1#p' "$gomod" | sort -u)
+    [[ ${#stage[@]} -gt 0 ]] || { echo "build.sh: no staging replaces found in $gomod" >&2; exit 1; }
+    log "${#stage[@]} staging modules -> $staging"
+    {
+      echo "module molt.local/k8sbuild"
+      echo
+      echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
+      echo
+      echo "require k8s.io/kubernetes v$version"
+      echo
+      echo "replace ("
+      for m in "${stage[@]}"; do echo "	$m => $m $staging"; done
+      echo ")"
+    } >"$mod/go.mod"
+    {
+      echo "//go:build tools"
+      echo
+      echo "// Package tools pins the Kubernetes commands this module builds."
+      echo "package tools"
+      echo
+      echo "import ("
+      for c in "${all[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
+      echo ")"
+    } >"$mod/tools.go"
+    log "go mod tidy (downloads ~550 MB on a cold module cache)"
+    (cd "$mod" && go mod tidy)
+    touch "$mod/.tidy-ok"
+  fi
+
+  pkgs=()
+  for c in "${comps[@]}"; do [[ -x "$bin/$c" ]] || pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+
+  ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=v$version -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+
+  tmp="$root/.out.$$"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  trap 'rm -rf "$tmp"' EXIT
+  log "go build ${pkgs[*]} (cold: 6 min on 2 idle cores, far longer when shared; ~2 GB RSS)"
+  start=$SECONDS
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}")
+  for f in "$tmp"/*; do mv -f "$f" "$bin/"; done
+  log "built ${pkgs[*]} in $((SECONDS - start))s"
+  have_all || { echo "build.sh: binaries missing after build" >&2; exit 1; }
+  echo "$bin"
+}
+
+main "$@"

@@ -1,0 +1,53 @@
+package kubetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// DefaultVersion is the Kubernetes release the harness runs unless
+// MOLT_K8S_BIN points elsewhere.
+const DefaultVersion = "v1.34.4"
+
+// etcdVersion is the etcd build/k8s/etcd.sh produces; kube-apiserver 1.34
+// needs 3.6 (RequestWatchProgress).
+const etcdVersion = "v3.6.4"
+
+// binaries are the absolute paths of the processes the harness starts.
+type binaries struct {
+	etcd, apiserver, controllerManager string
+}
+
+// cacheDir mirrors build/k8s: ${MOLT_CACHE:-/var/cache/molt}.
+func cacheDir() string {
+	if d := os.Getenv("MOLT_CACHE"); d != "" {
+		return d
+	}
+	return "/var/cache/molt"
+}
+
+// findBinaries locates the binaries, returning a description of what is
+// missing (and how to build it) instead of an error, for testenv.Missing.
+func findBinaries() (binaries, string) {
+	k8s := os.Getenv("MOLT_K8S_BIN")
+	if k8s == "" {
+		k8s = filepath.Join(cacheDir(), "k8s", DefaultVersion, "bin")
+	}
+	etcd := os.Getenv("MOLT_ETCD_BIN")
+	if etcd == "" {
+		etcd = filepath.Join(cacheDir(), "etcd", etcdVersion, "bin")
+	}
+	b := binaries{
+		etcd:              filepath.Join(etcd, "etcd"),
+		apiserver:         filepath.Join(k8s, "kube-apiserver"),
+		controllerManager: filepath.Join(k8s, "kube-controller-manager"),
+	}
+	for _, p := range []string{b.apiserver, b.controllerManager, b.etcd} {
+		if _, err := os.Stat(p); err != nil {
+			return b, fmt.Sprintf("%s (build with build/k8s/build.sh %s kube-apiserver kube-controller-manager && build/k8s/etcd.sh, or set MOLT_K8S_BIN/MOLT_ETCD_BIN): %v",
+				filepath.Base(p), DefaultVersion[1:], err)
+		}
+	}
+	return b, ""
+}

@@ -1,0 +1,20 @@
+// Package kubetest runs a real Kubernetes control plane for tests: etcd,
+// kube-apiserver and kube-controller-manager (disruption and service-account
+// controllers only) as plain processes on free loopback ports, with
+// self-generated certificates and a static admin token.
+//
+// There is no kubelet and no scheduler. Tests create Node objects and set
+// their status directly, bind pods with spec.nodeName and set pod status
+// themselves (RunPod). Without a kubelet an evicted pod stays Terminating;
+// ReapTerminating plays the kubelet that finishes deletions.
+//
+// Binaries come from build/k8s (build.sh 1.34.4, etcd.sh) under
+// ${MOLT_CACHE:-/var/cache/molt}, or from the directory in MOLT_K8S_BIN
+// (MOLT_ETCD_BIN for etcd). When they are missing the test calls
+// testenv.Missing: it fails under CI=true and skips elsewhere.
+//
+// Share one control plane per test package:
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.RunMain(m)) }
+//	func TestX(t *testing.T) { cp := kubetest.Shared(t); ns := cp.Namespace(t); ... }
+package kubetest

@@ -1,0 +1,74 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeState is what the coordinator needs to know about a node.
+type NodeState struct {
+	// Ready is the node's Ready condition being True.
+	Ready bool
+	// KubeletVersion is status.nodeInfo.kubeletVersion as the kubelet
+	// reports it, e.g. "v1.34.4".
+	KubeletVersion string
+	// Unschedulable is spec.unschedulable (cordoned).
+	Unschedulable bool
+}
+
+// NodeState reads the node's readiness, kubelet version and cordon state.
+func (c *Client) NodeState(ctx context.Context, node string) (NodeState, error) {
+	n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return NodeState{}, fmt.Errorf("%w: %s", ErrNodeNotFound, node)
+	}
+	if err != nil {
+		return NodeState{}, apiErr("get node "+node, err)
+	}
+	return nodeState(n), nil
+}
+
+func nodeState(n *corev1.Node) NodeState {
+	s := NodeState{
+		KubeletVersion: n.Status.NodeInfo.KubeletVersion,
+		Unschedulable:  n.Spec.Unschedulable,
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			s.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return s
+}
+
+// sameVersion compares kubelet versions with or without the leading "v".
+func sameVersion(a, b string) bool {
+	return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v")
+}
+
+// WaitNodeReady polls every PollInterval (on the injected clock) until the
+// node is Ready and reports kubeletVersion; an empty kubeletVersion accepts
+// any. It has no timeout of its own: the caller bounds it with ctx. A node
+// that does not exist yet (re-registering after a reinstall) is waited for.
+func (c *Client) WaitNodeReady(ctx context.Context, node, kubeletVersion string) error {
+	log := c.cfg.Logger.With("node", node, "kubeletVersion", kubeletVersion)
+	for {
+		s, err := c.NodeState(ctx, node)
+		switch {
+		case err == nil && s.Ready && (kubeletVersion == "" || sameVersion(s.KubeletVersion, kubeletVersion)):
+			log.Info("node ready")
+			return nil
+		case err != nil && !errors.Is(err, ErrNodeNotFound):
+			return err
+		}
+		if err := c.sleep(ctx, c.cfg.PollInterval); err != nil {
+			return err
+		}
+	}
+}

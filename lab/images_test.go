@@ -1,0 +1,42 @@
+package lab
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuildImageTarballLoads(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "thing")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755))
+	dst := filepath.Join(dir, "img.tar")
+	ref := ComponentImage("kube-apiserver", "1.34.4")
+	require.Equal(t, "registry.k8s.io/kube-apiserver:v1.34.4", ref)
+	require.NoError(t, BuildImage(dst, ImageSpec{
+		Ref:        ref,
+		Files:      []ImageFile{{Src: bin, Path: "/usr/local/bin/kube-apiserver"}},
+		Entrypoint: []string{"/usr/local/bin/kube-apiserver"},
+	}))
+
+	tag, err := name.NewTag(ref)
+	require.NoError(t, err)
+	img, err := tarball.ImageFromPath(dst, &tag)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, []string{"/usr/local/bin/kube-apiserver"}, cf.Config.Entrypoint)
+	require.Equal(t, "amd64", cf.Architecture)
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(dst) })
+	require.NoError(t, err)
+	require.Equal(t, []string{"registry.k8s.io/kube-apiserver:v1.34.4"}, m[0].RepoTags)
+}

@@ -1,0 +1,341 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moltproject/molt/internal/nspawn"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config is the lab's configuration. Flags and environment variables are
+// read by cmd/molt-lab and turned into one of these.
+type Config struct {
+	// StateDir holds state.json, the PKI, kubeconfigs and console logs.
+	StateDir string
+	// Cache is ${MOLT_CACHE}: k8s/vX/bin, etcd/v3.6.4/bin, rootfs/, lab/.
+	Cache string
+	// ModuleDir is this repository's root, for building the lab's tools.
+	ModuleDir string
+	// Version is the Kubernetes version every host starts at ("1.34.4").
+	Version string
+	// EtcdVersion names the etcd build under Cache/etcd.
+	EtcdVersion string
+	// Topology is the set of hosts.
+	Topology Topology
+	// Prefix starts every network namespace name (and so every name the
+	// lab creates on this machine).
+	Prefix string
+	// ReadyTimeout bounds the wait for the API and for every Node Ready.
+	ReadyTimeout time.Duration
+	// Parallel is how many hosts are prepared at once.
+	Parallel int
+	// AfterHost, if set, runs once per host after the lab prepared it and
+	// before waiting for the cluster: the hook for installing molt-agent
+	// (systemd/install.sh) or anything else a test needs on every host.
+	AfterHost func(ctx context.Context, h *Host, spec HostSpec) error
+	// Log receives structured detail; Out receives one progress line per step.
+	Log *slog.Logger
+	Out io.Writer
+}
+
+// DefaultConfig is the full topology at 1.34.4 with state under
+// /var/lib/molt/lab and the cache at /var/cache/molt.
+func DefaultConfig() Config {
+	return Config{
+		StateDir:     "/var/lib/molt/lab",
+		Cache:        "/var/cache/molt",
+		ModuleDir:    ".",
+		Version:      "1.34.4",
+		EtcdVersion:  "3.6.4",
+		Topology:     FullTopology(),
+		Prefix:       "mlab-",
+		ReadyTimeout: 5 * time.Minute,
+		Parallel:     2,
+		Log:          slog.New(slog.DiscardHandler),
+		Out:          io.Discard,
+	}
+}
+
+// State is what `up` records so that `down` and `status`, in another
+// process, know what exists.
+type State struct {
+	Topology Topology  `json:"topology"`
+	Version  string    `json:"version"`
+	Prefix   string    `json:"prefix"`
+	Started  time.Time `json:"started"`
+}
+
+// Lab drives one lab.
+type Lab struct {
+	cfg Config
+	net Network
+}
+
+// New returns a lab for cfg. If a state file exists its topology, version
+// and prefix win over cfg's, so `down` removes what `up` made.
+func New(cfg Config) (*Lab, error) {
+	if st, err := readState(cfg.StateDir); err == nil {
+		cfg.Topology, cfg.Version, cfg.Prefix = st.Topology, st.Version, st.Prefix
+	}
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Version = strings.TrimPrefix(cfg.Version, "v")
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Parallel < 1 {
+		cfg.Parallel = 1
+	}
+	return &Lab{cfg: cfg, net: Network{Prefix: cfg.Prefix, Hosts: cfg.Topology.Hosts}}, nil
+}
+
+// Network returns the lab's network (for DialContext).
+func (l *Lab) Network() Network { return l.net }
+
+// Config returns the effective configuration.
+func (l *Lab) Config() Config { return l.cfg }
+
+// Kubeconfig is the admin kubeconfig's path. Its server address is only
+// reachable from the lab namespace: use RESTConfig, or
+// `ip netns exec <prefix>lab kubectl --kubeconfig ...`.
+func (l *Lab) Kubeconfig() string {
+	return filepath.Join(l.cfg.StateDir, "kubeconfig", "admin.conf")
+}
+
+// RESTConfig is the admin client config, dialling through the lab namespace.
+func (l *Lab) RESTConfig() (*rest.Config, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
+	}
+	rc.Dial = l.net.DialContext
+	rc.Timeout = 15 * time.Second
+	return rc, nil
+}
+
+// Clientset is a typed client for the lab cluster.
+func (l *Lab) Clientset() (*kubernetes.Clientset, error) {
+	rc, err := l.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+func (l *Lab) step(format string, args ...any) {
+	fmt.Fprintf(l.cfg.Out, "==> "+format+"\n", args...)
+}
+
+// Up brings the lab to the running state: tools and images built, PKI
+// written, network and hosts up, control plane answering through the LB,
+// every Node Ready at the version, sample workloads running. Anything
+// already in place is kept, so Up after Up (or after a partial Up) is safe.
+func (l *Lab) Up(ctx context.Context) error {
+	start := time.Now()
+	c := l.cfg
+	k8sBin := filepath.Join(c.Cache, "k8s", "v"+c.Version, "bin")
+	etcd := filepath.Join(c.Cache, "etcd", "v"+c.EtcdVersion, "bin", "etcd")
+	for _, b := range []string{filepath.Join(k8sBin, "kubelet"), filepath.Join(k8sBin, "kube-apiserver"),
+		filepath.Join(k8sBin, "kube-controller-manager"), filepath.Join(k8sBin, "kube-scheduler")} {
+		if !exists(b) {
+			return fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s)", ErrMissing, b, c.Version)
+		}
+	}
+	if !exists(etcd) {
+		return fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh)", ErrMissing, etcd)
+	}
+	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
+		return fmt.Errorf("%w: %v", ErrHost, err)
+	}
+	if err := writeState(c.StateDir, State{Topology: c.Topology, Version: c.Version, Prefix: c.Prefix, Started: start}); err != nil {
+		return err
+	}
+
+	l.step("building lab tools (pause, cplb, echo)")
+	tools := filepath.Join(c.Cache, "lab", "tools")
+	if err := BuildTools(ctx, c.Log, c.ModuleDir, tools); err != nil {
+		return err
+	}
+	l.step("building images under %s", filepath.Join(c.Cache, imagesSubdir))
+	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: k8sBin, Version: c.Version, EtcdBinary: etcd, ToolsDir: tools})
+	if err != nil {
+		return err
+	}
+	l.step("host rootfs")
+	rootfs, err := nspawn.EnsureRootfs(ctx, c.Cache)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrHost, err)
+	}
+	l.step("PKI and kubeconfigs in %s", c.StateDir)
+	pki, err := EnsurePKI(c.StateDir, l.pkiSpec())
+	if err != nil {
+		return err
+	}
+	l.step("network %s (bridge %s in namespace %s)", Subnet, bridgeName, l.net.LabNS())
+	if err := l.net.Up(ctx); err != nil {
+		return err
+	}
+	if err := l.upHosts(ctx, rootfs, hostInputs{
+		topo: c.Topology, version: c.Version, k8sBin: k8sBin, pki: pki, images: images,
+		consoles: filepath.Join(c.StateDir, "console"),
+	}); err != nil {
+		return err
+	}
+	cs, err := l.Clientset()
+	if err != nil {
+		return err
+	}
+	l.step("waiting for the API through the LB at %s", c.Topology.APIEndpoint())
+	if err := waitAPI(ctx, cs, c.ReadyTimeout); err != nil {
+		return err
+	}
+	l.step("waiting for %d Nodes Ready at v%s", len(c.Topology.Hosts), c.Version)
+	if err := waitNodesReady(ctx, cs, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out); err != nil {
+		return err
+	}
+	if err := labelNodes(ctx, cs, c.Topology); err != nil {
+		return err
+	}
+	l.step("sample workloads in namespace %s", DemoNamespace)
+	if err := applyWorkloads(ctx, cs); err != nil {
+		return err
+	}
+	if err := waitWorkloads(ctx, cs, c.ReadyTimeout); err != nil {
+		return err
+	}
+	l.step("lab up in %s; kubeconfig %s (reach it with: ip netns exec %s kubectl --kubeconfig %s get nodes)",
+		time.Since(start).Round(time.Second), l.Kubeconfig(), l.net.LabNS(), l.Kubeconfig())
+	return nil
+}
+
+// upHosts boots and prepares every host that is not running yet.
+func (l *Lab) upHosts(ctx context.Context, rootfs string, base hostInputs) error {
+	sem := make(chan struct{}, l.cfg.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, spec := range l.cfg.Topology.Hosts {
+		ns := l.net.HostNS(spec.Name)
+		if _, ok := findHost(spec.Name, ns); ok {
+			l.step("host %s: already running", spec.Name)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			in := base
+			in.spec = spec
+			t0 := time.Now()
+			h, err := bootHost(ctx, rootfs, ns, in)
+			if err == nil {
+				l.step("host %s (%s, %s): booted in %s", spec.Name, spec.Role, spec.IP, time.Since(t0).Round(time.Millisecond))
+				err = prepareHost(ctx, h, in)
+			}
+			if err == nil && l.cfg.AfterHost != nil {
+				err = l.cfg.AfterHost(ctx, h, spec)
+			}
+			if err == nil {
+				l.step("host %s: containerd, images, kubelet up in %s", spec.Name, time.Since(t0).Round(time.Millisecond))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("host %s: %w", spec.Name, err))
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *Lab) pkiSpec() PKISpec {
+	t := l.cfg.Topology
+	var apiSANs, etcdSANs, nodes []string
+	for _, h := range t.Hosts {
+		nodes = append(nodes, h.Name)
+		switch h.Role {
+		case RoleControlPlaneLB:
+			apiSANs = append(apiSANs, h.IP, h.Name)
+		case RoleControlPlane:
+			apiSANs = append(apiSANs, h.IP, h.Name)
+			etcdSANs = append(etcdSANs, h.IP, h.Name)
+		}
+	}
+	return PKISpec{ClusterName: "molt-lab", APIEndpoint: t.APIEndpoint(), APIServerSANs: apiSANs, EtcdSANs: etcdSANs, Nodes: nodes}
+}
+
+// Down stops every host, deletes every namespace (and with them the bridge
+// and veths) and removes the state directory. It finds hosts by scanning
+// /proc, so it also cleans up after an `up` that crashed before recording
+// anything. Down on a lab that is not there does nothing.
+func (l *Lab) Down(ctx context.Context) error {
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, h := range l.cfg.Topology.Hosts {
+		rh, ok := findHost(h.Name, l.net.HostNS(h.Name))
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.step("stopping host %s (nspawn pid %d)", h.Name, rh.nspawnPID)
+			if err := stopHost(ctx, rh, 30*time.Second); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	l.step("removing namespaces %s*", l.cfg.Prefix)
+	if err := killNamespacePIDs(ctx, l.net.Namespaces()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := l.net.Down(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(l.cfg.StateDir); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %v", ErrHost, err))
+	}
+	return errors.Join(errs...)
+}
+
+func readState(dir string) (State, error) {
+	var st State
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(b, &st)
+}
+
+func writeState(dir string, st State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrHost, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), b, 0o600); err != nil {
+		return fmt.Errorf("%w: %v", ErrHost, err)
+	}
+	return nil
+}

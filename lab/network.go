@@ -1,0 +1,192 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// bridgeName is the lab bridge inside the lab namespace. Nothing of the lab
+// network exists in the machine's own namespace: the bridge, every veth end
+// and every 10.77/10.244 address live in namespaces the lab creates.
+const bridgeName = "br0"
+
+// Network is the lab's layer-2 network: one namespace holding a bridge
+// (10.77.0.1/24), and one namespace per host joined to it by a veth pair
+// whose host end is eth0. Each host routes the other hosts' pod CIDRs to
+// them, so pods talk across hosts without an overlay.
+type Network struct {
+	// Prefix starts every namespace name: Prefix+"lab" is the bridge's,
+	// Prefix+host the hosts'.
+	Prefix string
+	// Hosts are joined to the bridge.
+	Hosts []HostSpec
+}
+
+// LabNS is the name of the bridge's namespace.
+func (n Network) LabNS() string { return n.Prefix + "lab" }
+
+// HostNS is the name of a host's namespace.
+func (n Network) HostNS(host string) string { return n.Prefix + host }
+
+// Namespaces lists every namespace the network owns, bridge's first.
+func (n Network) Namespaces() []string {
+	out := []string{n.LabNS()}
+	for _, h := range n.Hosts {
+		out = append(out, n.HostNS(h.Name))
+	}
+	return out
+}
+
+// Up creates whatever of the network is missing. It is idempotent: a
+// namespace that exists is assumed configured (Down then Up repairs one
+// that is not).
+func (n Network) Up(ctx context.Context) error {
+	lab := n.LabNS()
+	if !nsExists(lab) {
+		steps := [][]string{
+			{"netns", "add", lab},
+			{"-n", lab, "link", "set", "lo", "up"},
+			{"-n", lab, "link", "add", bridgeName, "type", "bridge"},
+			{"-n", lab, "addr", "add", GatewayIP + "/24", "dev", bridgeName},
+			{"-n", lab, "link", "set", bridgeName, "up"},
+		}
+		for _, h := range n.Hosts {
+			steps = append(steps, []string{"-n", lab, "route", "add", PodCIDR(h), "via", h.IP})
+		}
+		if err := ipAll(ctx, steps); err != nil {
+			return err
+		}
+	}
+	for _, h := range n.Hosts {
+		ns := n.HostNS(h.Name)
+		if nsExists(ns) {
+			continue
+		}
+		veth := "vh-" + h.Name
+		if len(veth) > 15 {
+			return fmt.Errorf("%w: host name %q too long for an interface name", ErrNetwork, h.Name)
+		}
+		steps := [][]string{
+			{"netns", "add", ns},
+			{"-n", ns, "link", "set", "lo", "up"},
+			{"-n", lab, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
+			{"-n", lab, "link", "set", veth, "master", bridgeName},
+			{"-n", lab, "link", "set", veth, "up"},
+			{"-n", ns, "addr", "add", h.IP + "/24", "dev", "eth0"},
+			{"-n", ns, "link", "set", "eth0", "up"},
+			// The default route ends in the lab namespace, which routes
+			// nowhere else: nothing can leave the lab.
+			{"-n", ns, "route", "add", "default", "via", GatewayIP},
+		}
+		for _, o := range n.Hosts {
+			if o.Name != h.Name {
+				steps = append(steps, []string{"-n", ns, "route", "add", PodCIDR(o), "via", o.IP})
+			}
+		}
+		if err := ipAll(ctx, steps); err != nil {
+			return err
+		}
+		// Hosts forward between eth0 and their pod bridge.
+		if err := run(ctx, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
+			return fmt.Errorf("%w: %v", ErrNetwork, err)
+		}
+	}
+	return nil
+}
+
+// Down deletes every namespace of the network; deleting a namespace
+// deletes the veths and bridge inside it. Missing namespaces are fine.
+func (n Network) Down(ctx context.Context) error {
+	var errs []string
+	for _, ns := range n.Namespaces() {
+		if !nsExists(ns) {
+			continue
+		}
+		if err := run(ctx, "ip", "netns", "del", ns); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrNetwork, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// DialContext dials addr from inside the lab namespace, so code on this
+// machine (tests, `molt-lab status`) reaches the lab's 10.77.0.0/24 and pod
+// addresses without any route in the machine's own namespace. Use it as
+// rest.Config.Dial or http.Transport.DialContext.
+func (n Network) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return DialInNamespace(ctx, nsPath(n.LabNS()), network, addr)
+}
+
+// DialInNamespace dials from the network namespace at nsPath. A socket
+// stays in the namespace it was created in, so only the dial needs a thread
+// switched into it; the thread is switched back, or retired if it cannot be.
+func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("%w: %v", ErrNetwork, err)}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("%w: setns: %v", ErrNetwork, err)}
+			return
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else: the goroutine exits locked and the runtime discards the thread.
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+func nsPath(name string) string { return filepath.Join("/run/netns", name) }
+
+func nsExists(name string) bool { return exists(nsPath(name)) }
+
+func ipAll(ctx context.Context, steps [][]string) error {
+	for _, s := range steps {
+		if err := run(ctx, "ip", s...); err != nil {
+			return fmt.Errorf("%w: %v", ErrNetwork, err)
+		}
+	}
+	return nil
+}
+
+// run executes a command on this machine, returning its output in the error.
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

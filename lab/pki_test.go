@@ -1,0 +1,122 @@
+package lab
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func readCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	blk, _ := pem.Decode(b)
+	require.NotNil(t, blk, path)
+	c, err := x509.ParseCertificate(blk.Bytes)
+	require.NoError(t, err)
+	return c
+}
+
+func testPKISpec() PKISpec {
+	topo := FullTopology()
+	return PKISpec{
+		ClusterName:   "molt-lab",
+		APIEndpoint:   topo.APIEndpoint(),
+		APIServerSANs: []string{"10.77.0.10", "10.77.0.11", "10.77.0.12", "10.77.0.13"},
+		EtcdSANs:      []string{"10.77.0.11", "10.77.0.12", "10.77.0.13"},
+		Nodes:         []string{"cp-1", "worker-1"},
+	}
+}
+
+func TestEnsurePKICertsVerifyAgainstTheirCA(t *testing.T) {
+	dir := t.TempDir()
+	p, err := EnsurePKI(dir, testPKISpec())
+	require.NoError(t, err)
+
+	pool := func(name string) *x509.CertPool {
+		cp := x509.NewCertPool()
+		cp.AddCert(readCert(t, filepath.Join(p.Dir, name+".crt")))
+		return cp
+	}
+	cases := []struct {
+		cert, ca string
+		usage    x509.ExtKeyUsage
+	}{
+		{"apiserver", "ca", x509.ExtKeyUsageServerAuth},
+		{"apiserver-kubelet-client", "ca", x509.ExtKeyUsageClientAuth},
+		{"front-proxy-client", "front-proxy-ca", x509.ExtKeyUsageClientAuth},
+		{"etcd/server", "etcd/ca", x509.ExtKeyUsageServerAuth},
+		{"etcd/peer", "etcd/ca", x509.ExtKeyUsageClientAuth},
+		{"apiserver-etcd-client", "etcd/ca", x509.ExtKeyUsageClientAuth},
+	}
+	for _, c := range cases {
+		t.Run(c.cert, func(t *testing.T) {
+			cert := readCert(t, filepath.Join(p.Dir, c.cert+".crt"))
+			_, err := cert.Verify(x509.VerifyOptions{Roots: pool(c.ca), KeyUsages: []x509.ExtKeyUsage{c.usage}})
+			require.NoError(t, err)
+		})
+	}
+
+	api := readCert(t, filepath.Join(p.Dir, "apiserver.crt"))
+	for _, host := range []string{"10.77.0.10", "10.77.0.13", ServiceClusterIP, "127.0.0.1", "localhost", "kubernetes.default.svc"} {
+		require.NoError(t, api.VerifyHostname(host), host)
+	}
+	etcd := readCert(t, filepath.Join(p.Dir, "etcd/server.crt"))
+	require.NoError(t, etcd.VerifyHostname("10.77.0.12"))
+	require.FileExists(t, filepath.Join(p.Dir, "sa.key"))
+	require.FileExists(t, filepath.Join(p.Dir, "sa.pub"))
+}
+
+func TestEnsurePKIKubeconfigs(t *testing.T) {
+	p, err := EnsurePKI(t.TempDir(), testPKISpec())
+	require.NoError(t, err)
+	ca := x509.NewCertPool()
+	ca.AddCert(readCert(t, filepath.Join(p.Dir, "ca.crt")))
+
+	for file, want := range map[string][2]string{
+		"admin.conf":              {"kubernetes-admin", "system:masters"},
+		"controller-manager.conf": {"system:kube-controller-manager", ""},
+		"scheduler.conf":          {"system:kube-scheduler", ""},
+		"kubelet-worker-1.conf":   {"system:node:worker-1", "system:nodes"},
+	} {
+		t.Run(file, func(t *testing.T) {
+			cfg, err := clientcmd.LoadFromFile(filepath.Join(p.KubeconfigDir, file))
+			require.NoError(t, err)
+			ctx := cfg.Contexts[cfg.CurrentContext]
+			require.Equal(t, "https://10.77.0.10:6443", cfg.Clusters[ctx.Cluster].Server)
+			blk, _ := pem.Decode(cfg.AuthInfos[ctx.AuthInfo].ClientCertificateData)
+			cert, err := x509.ParseCertificate(blk.Bytes)
+			require.NoError(t, err)
+			require.Equal(t, want[0], cert.Subject.CommonName)
+			if want[1] != "" {
+				require.Contains(t, cert.Subject.Organization, want[1])
+			}
+			_, err = cert.Verify(x509.VerifyOptions{Roots: ca, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+			require.NoError(t, err)
+		})
+	}
+}
+
+func TestEnsurePKIIsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	p, err := EnsurePKI(dir, testPKISpec())
+	require.NoError(t, err)
+	before := readCert(t, filepath.Join(p.Dir, "ca.crt"))
+	admin, err := os.ReadFile(p.AdminKubeconfig())
+	require.NoError(t, err)
+
+	spec := testPKISpec()
+	spec.Nodes = append(spec.Nodes, "worker-2")
+	p, err = EnsurePKI(dir, spec)
+	require.NoError(t, err)
+	require.Equal(t, before.Raw, readCert(t, filepath.Join(p.Dir, "ca.crt")).Raw)
+	again, err := os.ReadFile(p.AdminKubeconfig())
+	require.NoError(t, err)
+	require.Equal(t, admin, again)
+	require.FileExists(t, p.KubeletKubeconfig("worker-2"))
+}
