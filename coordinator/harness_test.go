@@ -317,6 +317,7 @@ func (f *fakeOps) ApplyLifecycle(_ context.Context, v phases.Version) error {
 	f.record("lifecycle " + v.String())
 	return nil
 }
+
 // PreflightReader answers like a healthy cluster: every asked node Ready,
 // /readyz with etcd passing, no blocking PDB, no protected pod.
 func (f *fakeOps) PreflightReader() preflight.ClusterReader { return healthyReader{} }
@@ -333,7 +334,9 @@ func (healthyReader) Nodes(_ context.Context, nodes []string) (map[string]prefli
 func (healthyReader) ControlPlane(context.Context) (preflight.ControlPlaneHealth, error) {
 	return preflight.ParseReadyz(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed"), nil
 }
-func (healthyReader) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) { return nil, nil }
+func (healthyReader) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) {
+	return nil, nil
+}
 func (healthyReader) ProtectedPods(context.Context, []string, time.Time) ([]preflight.ProtectedPod, error) {
 	return nil, nil
 }
