@@ -6,7 +6,7 @@ STATICCHECK_VERSION := v0.8.2
 LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 
-.PHONY: all build check test bench deps test-all demo clean
+.PHONY: all build check test test-lab validate-vagrant bench deps test-all demo clean
 
 all: build
 
@@ -29,6 +29,14 @@ $(STATICCHECK):
 test:
 	$(GO) test -race -timeout 30m ./...
 
+## test-lab: the lab brings a real Kubernetes cluster up on systemd hosts and down again
+test-lab:
+	$(GO) test -tags lab -count=1 -timeout 30m ./lab/
+
+## validate-vagrant: the Vagrantfile of the multi-VM lab is valid (vagrant up needs hardware virtualisation)
+validate-vagrant:
+	cd vagrant && vagrant validate
+
 ## bench: the benchmarks whose numbers the docs report
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/
@@ -37,8 +45,8 @@ bench:
 deps:
 	bash scripts/install-deps.sh
 
-## test-all: the README's test command — deps, build, check, test
-test-all: deps build check test
+## test-all: the README's test command — deps, build, check, every test
+test-all: deps build check test test-lab validate-vagrant
 
 ## demo: molt's main job (see README)
 demo: build

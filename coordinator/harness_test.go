@@ -81,7 +81,6 @@ type testCluster struct {
 	mu      sync.Mutex // guards members: agents read it while tests restart members
 	members []*member
 	ops     *fakeOps
-	clock   coordinator.Clock
 }
 
 func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bool, ops *fakeOps, clock coordinator.Clock) coordinator.Config {

@@ -14,8 +14,6 @@ type tickPlan struct {
 	decision   phases.Decision
 	release    *api.Release
 	kubeconfig string
-	// protect lists nodes whose protected-pod deadline is not known yet.
-	protect []string
 }
 
 // tick decides for every cluster with an active upgrade, commits the
@@ -80,6 +78,11 @@ func (c *Coordinator) tick(ctx context.Context) bool {
 				continue
 			}
 			committed = true
+			for _, a := range commits {
+				if a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic {
+					c.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
+				}
+			}
 		}
 	}
 	c.live.sweep(ctx, c, now)

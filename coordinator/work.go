@@ -173,3 +173,44 @@ func upgradeNodes(u *phases.Upgrade) []string {
 	}
 	return out
 }
+
+// recordProtection asks the cluster, when an automatic upgrade starts a
+// pool, which of its nodes hold pods protected from eviction and until when
+// (SPEC §8), and commits it: such nodes then go last, and not before.
+func (c *Coordinator) recordProtection(ctx context.Context, p tickPlan, stepID string) {
+	var st phases.Step
+	ok := false
+	c.fsm.read(func(*state) {
+		if s, found := p.upgrade.Step(stepID); found {
+			st, ok = *s, true
+		}
+	})
+	if !ok || st.Kind != phases.StepPool {
+		return
+	}
+	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+	if err != nil {
+		return
+	}
+	var nodes []string
+	c.fsm.read(func(*state) {
+		pool, _ := p.upgrade.Pool(st.Pool)
+		for _, n := range p.upgrade.PoolNodes(pool) {
+			nodes = append(nodes, n.Node)
+		}
+	})
+	for _, node := range nodes {
+		n := phases.NodeTask{Node: node}
+		info, err := ops.ProtectedUntil(ctx, n.Node)
+		if err != nil {
+			c.log.Warn("read protected pods", "cluster", p.cluster, "node", n.Node, "err", err)
+			continue
+		}
+		if info.Pods == 0 {
+			continue
+		}
+		if _, err := c.apply(ctx, cmdSetProtection, setProtectionCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Node: n.Node, Until: info.Until}); err != nil && !isStale(err) {
+			c.log.Warn("commit protection", "cluster", p.cluster, "node", n.Node, "err", err)
+		}
+	}
+}

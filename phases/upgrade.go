@@ -60,12 +60,12 @@ type Upgrade struct {
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// PauseReason says why nothing new starts (a maintenance window closed,
 	// an exclusion began); in-flight nodes finish regardless.
-	PauseReason string      `json:"pauseReason,omitempty"`
-	PausedAt    time.Time   `json:"pausedAt,omitzero"`
+	PauseReason string    `json:"pauseReason,omitempty"`
+	PausedAt    time.Time `json:"pausedAt,omitzero"`
 	// ResumedAt is when the upgrade last left a pause.
-	ResumedAt time.Time `json:"resumedAt,omitzero"`
-	Steps       []Step      `json:"steps"`
-	Pools       []PoolTrack `json:"pools"`
+	ResumedAt time.Time   `json:"resumedAt,omitzero"`
+	Steps     []Step      `json:"steps"`
+	Pools     []PoolTrack `json:"pools"`
 	// Nodes are grouped by pool in the order of Pools; inside a pool in the
 	// order the cluster lists them.
 	Nodes []NodeTask `json:"nodes"`

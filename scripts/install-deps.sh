@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# Installs everything molt's tests need on a fresh Debian machine, idempotently.
-# Heavy builds are cached under $MOLT_CACHE (default /var/cache/molt).
+# Installs everything molt's tests need on a fresh Debian 12 machine, as
+# root, idempotently. Heavy builds are cached under $MOLT_CACHE (default
+# /var/cache/molt): the Kubernetes and etcd binaries built from Go modules
+# (build/k8s) and, built by the tests themselves, the lab's Debian rootfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MOLT_CACHE=${MOLT_CACHE:-/var/cache/molt}
 mkdir -p "$MOLT_CACHE"
 log() { printf '[deps %(%H:%M:%S)T] %s\n' -1 "$*"; }
+t0=$(date +%s)
 
+[ "$(id -u)" = 0 ] || { echo "run as root: the tests boot systemd hosts, mount and make network namespaces"; exit 1; }
 command -v go >/dev/null || { echo "Go 1.26 is required on PATH (/usr/local/go/bin)"; exit 1; }
 
-APT_PACKAGES=(containerd runc)
+# Debian packages: containerd and runc (agent tests, lab hosts), debootstrap
+# and systemd-nspawn (hosts with a real systemd), iproute2 and the CNI
+# plugins (lab network), prometheus for promtool (alert rule tests),
+# vagrant (validating the Vagrantfile), curl (the demo).
+APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 containernetworking-plugins prometheus vagrant curl)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
 	log "apt: installing ${missing[*]}"
-	# Packages must not start services on the build machine.
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+	# Packages must not start services (prometheus, containerd) on this machine.
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	rm -f /usr/sbin/policy-rc.d
 fi
 
-log "go: module download"
+log "go: modules"
 go mod download
 log "go: staticcheck"
 make -s "$(go env GOPATH)/bin/staticcheck" >/dev/null
-log "done"
+
+log "kubernetes: etcd and v1.34.4 from Go modules (cached; cold: minutes)"
+build/k8s/etcd.sh >/dev/null
+build/k8s/build.sh 1.34.4 >/dev/null
+log "done in $(( $(date +%s) - t0 ))s"

@@ -23,7 +23,9 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/clusters/"+args[0]+"/maintenance-policy", p, &p); err != nil {
 			return err
 		}
-		return c.print(p, func() { fmt.Fprintf(c.out, "maintenance policy of %s stored (%d exclusion(s))\n", args[0], len(p.Exclusions)) })
+		return c.print(p, func() {
+			fmt.Fprintf(c.out, "maintenance policy of %s stored (%d exclusion(s))\n", args[0], len(p.Exclusions))
+		})
 	}}
 	set.Flags().StringP("file", "f", "-", "policy file, JSON or YAML (- for stdin)")
 	cmd.AddCommand(set)
