@@ -114,7 +114,7 @@ func startMember(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, add
 	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0", nil)
 }
 
-func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string, clock coordinator.Clock) *member {
+func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string, clock coordinator.Clock, mutate ...func(*coordinator.Config)) *member {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -123,6 +123,9 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	require.NoError(t, err)
 	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
 	cfg := memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock)
+	for _, f := range mutate {
+		f(&cfg)
+	}
 	reg := prometheus.NewRegistry()
 	cfg.Recorder = metrics.NewRecorder(reg)
 	m.c, err = coordinator.New(cfg)
@@ -357,6 +360,9 @@ func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error 
 // executing it again.
 type simAgent struct {
 	cluster, node string
+	// onExecute, when set, plays the host's side of an operation (a
+	// kubelet restarted at a new version reports it to the API server).
+	onExecute func(node string, op api.Operation)
 	// preflightOnly agents answer preflight host checks and nothing else.
 	preflightOnly bool
 	mu            sync.Mutex
@@ -369,9 +375,13 @@ func runAgents(ctx context.Context, tc *testCluster, cluster string, nodes []str
 }
 
 func startAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string, preflightOnly bool) map[string]*simAgent {
+	return startAgentsWith(ctx, tc, cluster, nodes, preflightOnly, nil)
+}
+
+func startAgentsWith(ctx context.Context, tc *testCluster, cluster string, nodes []string, preflightOnly bool, onExecute func(string, api.Operation)) map[string]*simAgent {
 	agents := map[string]*simAgent{}
 	for i, n := range nodes {
-		a := &simAgent{cluster: cluster, node: n, preflightOnly: preflightOnly, executed: map[string]int{}, results: map[string]api.OperationResult{}}
+		a := &simAgent{cluster: cluster, node: n, preflightOnly: preflightOnly, onExecute: onExecute, executed: map[string]int{}, results: map[string]api.OperationResult{}}
 		agents[n] = a
 		go a.run(ctx, tc, i)
 	}
@@ -408,6 +418,9 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: simDetails(op)}
 				if op.CheckArtifacts == nil && op.ProbePeers == nil {
 					a.executed[op.ID]++ // count host changes only
+					if a.onExecute != nil {
+						a.onExecute(a.node, op)
+					}
 				}
 				a.results[op.ID] = res
 			}
