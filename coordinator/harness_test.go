@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -43,26 +43,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-type logWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testlog.New(t) }
 
 // member is one in-process coordinator with its HTTP server.
 type member struct {

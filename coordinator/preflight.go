@@ -86,14 +86,23 @@ func (s *state) preflightStart(c preflightStartCmd) (any, error) {
 	return nil, nil
 }
 
-func (s *state) preflightResult(c preflightResultCmd) (any, error) {
-	r, err := s.cluster(c.Cluster)
+// runningPreflight finds a run that still takes results.
+func (s *state) runningPreflight(cluster, id string) (*PreflightRun, error) {
+	r, err := s.cluster(cluster)
 	if err != nil {
 		return nil, err
 	}
-	run := r.preflight(c.Run)
+	run := r.preflight(id)
 	if run == nil || run.State != "running" {
-		return nil, fmt.Errorf("preflight %s is not running: %w", c.Run, phases.ErrStale)
+		return nil, fmt.Errorf("preflight %s is not running: %w", id, phases.ErrStale)
+	}
+	return run, nil
+}
+
+func (s *state) preflightResult(c preflightResultCmd) (any, error) {
+	run, err := s.runningPreflight(c.Cluster, c.Run)
+	if err != nil {
+		return nil, err
 	}
 	owned := false
 	for _, op := range run.Operations[c.Node] {
@@ -113,13 +122,9 @@ func (s *state) preflightResult(c preflightResultCmd) (any, error) {
 }
 
 func (s *state) preflightFinish(c preflightFinishCmd) (any, error) {
-	r, err := s.cluster(c.Cluster)
+	run, err := s.runningPreflight(c.Cluster, c.Run)
 	if err != nil {
 		return nil, err
-	}
-	run := r.preflight(c.Run)
-	if run == nil || run.State != "running" {
-		return nil, fmt.Errorf("preflight %s is not running: %w", c.Run, phases.ErrStale)
 	}
 	rep := c.Report
 	run.Report, run.State, run.FinishedAt = &rep, "done", c.Now

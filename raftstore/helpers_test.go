@@ -4,57 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/internal/testlog"
 )
 
 // waitTimeout bounds every poll in these tests; generous because the tests
 // run under -race on a small shared machine.
 const waitTimeout = 30 * time.Second
 
-// testWriter sends log lines to t.Log until the test ends. Raft's transport
-// goroutines are not joined on shutdown and may log a line late; t.Log after
-// the test returns would panic.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// testLogger logs to t.Log at Info (Debug with RAFTSTORE_DEBUG=1).
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	level := slog.LevelInfo
-	if os.Getenv("RAFTSTORE_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	var out io.Writer = w
-	if os.Getenv("RAFTSTORE_LOG_STDERR") != "" { // survives a test timeout panic
-		out = os.Stderr
-	}
-	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
-}
+// testLogger logs to t.Log (see internal/testlog for the switches).
+func testLogger(t testing.TB) *slog.Logger { return testlog.New(t) }
 
 // testConfig is a member on a free loopback port with short Raft timeouts.
 func testConfig(t testing.TB, id string) Config {
