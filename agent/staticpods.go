@@ -67,9 +67,32 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 	backup := a.dataPath("backups", r.op.ID)
 	details := map[string]string{"version": u.Version, "backup": backup}
 
+	manifests := u.Manifests
+	if len(u.Images) > 0 {
+		// Rewrite this host's own manifests. Before the backup the directory
+		// still holds the originals; after it, the backup does, so a resumed
+		// operation computes exactly the same files.
+		src := dir
+		if r.done(StepBackedUp) {
+			src = backup
+		}
+		rewritten, err := imageManifests(src, u.Images)
+		if err != nil {
+			return details, fmt.Errorf("%w: %w", ErrUnknownOperation, err)
+		}
+		for name, content := range u.Manifests {
+			rewritten[name] = content // explicit manifests win
+		}
+		manifests = rewritten
+		if len(manifests) == 0 {
+			details["manifests"] = ""
+			details["note"] = "no static pod on this host runs any of the containers"
+			return details, r.mark(ctx, StepHealthy, nil)
+		}
+	}
 	var want []expectedPod
-	names := make([]string, 0, len(u.Manifests))
-	for name, content := range u.Manifests {
+	names := make([]string, 0, len(manifests))
+	for name, content := range manifests {
 		if !validManifestName(name) {
 			return details, fmt.Errorf("%w: manifest name %q", ErrUnknownOperation, name)
 		}
@@ -97,7 +120,7 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 			return details, err
 		}
 		for _, name := range names {
-			if err := writeFileAtomic(filepath.Join(dir, name), []byte(u.Manifests[name]), 0o600); err != nil {
+			if err := writeFileAtomic(filepath.Join(dir, name), []byte(manifests[name]), 0o600); err != nil {
 				return details, r.failAndRestoreManifests(ctx, dir, backup, fmt.Errorf("write %s: %w", name, err))
 			}
 		}
