@@ -14,6 +14,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/kube/kubetest"
 	"github.com/moltproject/molt/phases"
 )
@@ -21,7 +22,7 @@ import (
 type kubeConnector struct{ log *slog.Logger }
 
 func (k kubeConnector) Connect(cluster string, kubeconfig []byte) (coordinator.ClusterOps, error) {
-	return coordinator.ConnectKube(cluster, kubeconfig, k.log)
+	return coordinator.ConnectKube(cluster, kubeconfig, kube.DefaultConfig(), k.log)
 }
 
 // TestUpgradeAgainstRealAPIServer runs an upgrade whose node steps go

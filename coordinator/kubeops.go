@@ -18,11 +18,11 @@ type kubeOps struct {
 	log *slog.Logger
 }
 
-// ConnectKube builds the ClusterOps of a cluster from its kubeconfig, with
-// kube's defaults: 20-minute best-effort drains, grace capped at 1 hour,
-// 7-day protection of safe-to-evict=false pods on automatic upgrades.
-func ConnectKube(cluster string, kubeconfig []byte, log *slog.Logger) (ClusterOps, error) {
-	cfg := kube.DefaultConfig()
+// ConnectKube builds the ClusterOps of a cluster from its kubeconfig.
+// cfg carries the drain settings (kube.DefaultConfig: 20-minute best-effort
+// drains, grace capped at 1 hour, 7-day protection of safe-to-evict=false
+// pods on automatic upgrades).
+func ConnectKube(cluster string, kubeconfig []byte, cfg kube.Config, log *slog.Logger) (ClusterOps, error) {
 	if log != nil {
 		cfg.Logger = log.With("cluster", cluster)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/systemd"
 )
@@ -56,6 +57,10 @@ func run() error {
 	token := flag.String("agent-token", env("MOLT_AGENT_TOKEN", ""), "join token agents must present (empty: any)")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	logLevel := flag.String("log-level", env("MOLT_LOG_LEVEL", "info"), "debug, info, warn or error")
+	kcfg := kube.DefaultConfig()
+	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain: go on after this long even with pods left behind")
+	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain")
+	flag.DurationVar(&kcfg.ProtectionAge, "protection-age", kcfg.ProtectionAge, "automatic upgrades do not evict safe-to-evict=false pods younger than this")
 	flag.Parse()
 
 	var level slog.Level
@@ -86,7 +91,7 @@ func run() error {
 	cfg.AgentToken = *token
 	cfg.TickInterval = *tick
 	cfg.Logger = log
-	cfg.Connector = kubeConnector{log: log}
+	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)
