@@ -30,6 +30,7 @@ type Agent struct {
 	runtime Runtime
 	pods    PodObserver
 	hooks   Hooks
+	metrics Metrics
 
 	kick chan struct{} // asks the heartbeat loop to send now
 
@@ -57,6 +58,7 @@ func New(cfg Config) (*Agent, error) {
 		runtime:   cfg.Runtime,
 		pods:      cfg.Pods,
 		hooks:     cfg.Hooks,
+		metrics:   cfg.Metrics,
 		kick:      make(chan struct{}, 1),
 		heartbeat: cfg.HeartbeatInterval,
 		http:      &http.Client{},
@@ -67,6 +69,9 @@ func New(cfg Config) (*Agent, error) {
 	a.log = a.log.With("cluster", cfg.Cluster, "node", cfg.Node)
 	if a.clock == nil {
 		a.clock = wallClock{}
+	}
+	if a.metrics == nil {
+		a.metrics = nopMetrics{}
 	}
 	if a.runtime == nil {
 		a.runtime = newContainerdRuntime(a.path(cfg.ContainerdSocket), cfg.Snapshotter)
@@ -243,9 +248,11 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
+				a.metrics.HeartbeatFailed()
 				a.log.Warn("heartbeat failed", "err", err)
 			} else {
 				lastSent, lastBody = a.clock.Now(), body
+				a.metrics.HeartbeatSucceeded(lastSent)
 			}
 		}
 		wait := min(a.cfg.HealthCheckInterval, every)

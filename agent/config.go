@@ -70,6 +70,9 @@ type Config struct {
 	Hooks Hooks
 	// Clock supplies time; nil means the wall clock.
 	Clock Clock
+	// Metrics records finished operations and heartbeats; nil records
+	// nothing. *metrics.AgentMetrics implements it.
+	Metrics Metrics
 }
 
 // DefaultConfig returns the production defaults. Coordinator, Token,
@@ -116,6 +119,26 @@ type HookFunc func(ctx context.Context, opID, step string) error
 
 // At calls f.
 func (f HookFunc) At(ctx context.Context, opID, step string) error { return f(ctx, opID, step) }
+
+// Metrics records what the agent did. It is defined here so the agent
+// does not depend on a metrics library; *metrics.AgentMetrics implements it.
+// Its methods must be safe for concurrent use.
+type Metrics interface {
+	// Operation records one finished operation: its kind, result
+	// ("succeeded" or "failed") and the time from its start to its finish.
+	Operation(kind, result string, d time.Duration)
+	// HeartbeatSucceeded records a heartbeat the coordinator accepted at at.
+	HeartbeatSucceeded(at time.Time)
+	// HeartbeatFailed records a heartbeat that did not reach the coordinator.
+	HeartbeatFailed()
+}
+
+// nopMetrics stands in for a nil Config.Metrics.
+type nopMetrics struct{}
+
+func (nopMetrics) Operation(string, string, time.Duration) {}
+func (nopMetrics) HeartbeatSucceeded(time.Time)            {}
+func (nopMetrics) HeartbeatFailed()                        {}
 
 // Clock supplies time so backoff and heartbeats can be driven in tests.
 type Clock interface {

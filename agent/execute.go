@@ -129,11 +129,15 @@ func (a *Agent) execute(ctx context.Context, op api.Operation) (api.OperationRes
 }
 
 // finish journals the result; from now on the ID is never executed again.
+// It is also where the operation is counted, once: a re-reported result
+// does not pass here. The duration of a resumed operation includes the
+// restart, since StartedAt is the journaled start.
 func (a *Agent) finish(res api.OperationResult) (api.OperationResult, error) {
 	res.FinishedAt = a.clock.Now()
 	if err := a.journal.append(record{ID: res.ID, Step: StepFinished, Result: &res}); err != nil {
 		return api.OperationResult{}, err
 	}
+	a.metrics.Operation(string(res.Kind), string(res.State), res.FinishedAt.Sub(res.StartedAt))
 	if a.hooks != nil {
 		if err := a.hooks.At(context.Background(), res.ID, StepFinished); err != nil {
 			return api.OperationResult{}, fmt.Errorf("%w at %s of %s: %w", ErrAborted, StepFinished, res.ID, err)

@@ -56,6 +56,8 @@ func run() error {
 	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "wait for a restarted component to be healthy")
 	fs.DurationVar(&cfg.StaticPodTimeout, "static-pod-timeout", cfg.StaticPodTimeout, "default wait for new static pods")
 	fs.DurationVar(&cfg.PollWait, "poll-wait", cfg.PollWait, "long-poll duration")
+	listenAddr := fs.String("listen", ":7443", "host:port serving GET /metrics and /healthz; empty disables it. "+
+		"It is also the port peers probe in preflight's network check (they dial --address, so give --address this port)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	bus := fs.String("dbus-address", "", "D-Bus address of systemd (default: the system bus)")
 	holdAt := fs.String("test-hold-at", "", "TESTING ONLY: pause every operation at this step while --test-hold-file exists")
@@ -92,6 +94,17 @@ func run() error {
 	}
 	if *holdAt != "" && *holdFile != "" {
 		cfg.Hooks = holdHook(*holdAt, *holdFile, log)
+	}
+
+	if *listenAddr != "" {
+		reg, m := newRegistry()
+		cfg.Metrics = m
+		l, err := listen(*listenAddr, newHandler(reg), log)
+		if err != nil {
+			return err
+		}
+		defer l.close() // runs after a.Close: the listener outlives the agent by no more than that
+		log.Info("serving /metrics and /healthz", "addr", l.addr.String())
 	}
 
 	a, err := agent.New(cfg)

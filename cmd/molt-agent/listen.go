@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/moltproject/molt/metrics"
+)
+
+// newRegistry returns a fresh registry with the Go and process collectors
+// and the agent's own metrics, which it returns for agent.Config.Metrics.
+func newRegistry() (*prometheus.Registry, *metrics.AgentMetrics) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg, metrics.NewAgentMetrics(reg)
+}
+
+// newHandler serves GET /metrics from g and GET /healthz ("ok", 200 while
+// the process serves at all).
+func newHandler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	// No gzip: the page is ~10 KB, and each compressed scrape allocates a
+	// ~1 MB flate state, which measurably raised the agent's RSS (budget
+	// 20 MiB; see docs/agent.md, Footprint).
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{DisableCompression: true}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// listener is the agent's HTTP endpoint.
+type listener struct {
+	addr net.Addr
+	srv  *http.Server
+	done chan struct{}
+}
+
+// listen binds addr at once, so a taken port fails startup instead of
+// being logged later, and serves h in the background until close.
+func listen(addr string, h http.Handler, log *slog.Logger) (*listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	s := &listener{
+		addr: l.Addr(),
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("listener stopped", "addr", s.addr.String(), "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// close stops accepting, waits briefly for requests in flight and returns
+// when the server goroutine has ended.
+func (s *listener) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close()
+	}
+	<-s.done
+}
