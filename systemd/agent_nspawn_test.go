@@ -197,7 +197,8 @@ func TestAgentUnderSystemd(t *testing.T) {
 	require.Equal(t, systemd.UnitState{Active: "active", Sub: "running"}, st)
 	// STATUS= may follow READY=1 in a separate message: poll for it.
 	require.Eventually(t, func() bool {
-		return strings.Contains(exec1("systemctl", "show", "-p", "StatusText,Type", "molt-agent.service"), "StatusText=running; coordinator")
+		o, _ := h.Exec(ctx, "systemctl", "show", "-p", "StatusText,Type", "molt-agent.service")
+		return strings.Contains(string(o), "StatusText=running; coordinator")
 	}, time.Minute, 50*time.Millisecond, "no status line")
 	// The first watchdog ping is sent right after READY.
 	require.Eventually(t, func() bool {
