@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,6 +102,23 @@ func waitNodesReady(ctx context.Context, cs kubernetes.Interface, topo Topology,
 		}
 		return len(missing) == 0, "not Ready at " + want + ": " + strings.Join(missing, ","), nil
 	})
+}
+
+// bindClusterAdmins grants the group kubeadm:cluster-admins cluster-admin,
+// as kubeadm init does. The apiserver's kubelet-client certificate is in
+// that group (kubeadm's layout, lab/pki.go); without the binding the
+// kubelets' webhook authorizer refuses the apiserver, so `kubectl logs`,
+// `exec` and `port-forward` fail with "Forbidden (user=kube-apiserver-kubelet-client ...)".
+func bindClusterAdmins(ctx context.Context, cs kubernetes.Interface) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:cluster-admins"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "kubeadm:cluster-admins"}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%w: cluster role binding %s: %v", ErrNotReady, crb.Name, err)
+	}
+	return nil
 }
 
 // labelNodes adds node-role labels; NodeRestriction forbids kubelets to set

@@ -205,6 +205,9 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := waitAPI(ctx, cs, c.ReadyTimeout); err != nil {
 		return err
 	}
+	if err := bindClusterAdmins(ctx, cs); err != nil {
+		return err
+	}
 	l.step("waiting for %d Nodes Ready at v%s", len(c.Topology.Hosts), c.Version)
 	if err := waitNodesReady(ctx, cs, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out); err != nil {
 		return err

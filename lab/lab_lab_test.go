@@ -27,15 +27,37 @@ import (
 // is Ready at the version and a pod on a worker answers a request made
 // from the control-plane host, then tears down and checks nothing is left.
 // Run: go test -tags lab -run TestSmallLab -v ./lab/ (root; ~1 minute).
-func TestSmallLabUpServeDown(t *testing.T) { upServeDown(t, SmallTopology()) }
+// MOLT_LAB_VERSION picks the version (default 1.34.4, the one CI builds).
+func TestSmallLabUpServeDown(t *testing.T) { upServeDown(t, SmallTopology(), testVersion()) }
 
 // TestFullLabUpServeDown does the same with the full topology (3 etcd
 // members behind the LB, 7 hosts; ~2-3 minutes).
-func TestFullLabUpServeDown(t *testing.T) { upServeDown(t, FullTopology()) }
+func TestFullLabUpServeDown(t *testing.T) { upServeDown(t, FullTopology(), testVersion()) }
 
-func upServeDown(t *testing.T, topo Topology) {
+// upgradeFromVersion is the release upgrade tests will start the lab at,
+// one minor below the lab's default.
+const upgradeFromVersion = "1.33.13"
+
+// TestSmallLabUpAtUpgradeFromVersion runs the small-topology checks at
+// 1.33.13: kubelets report it, the apiserver reports it and the
+// control-plane static pods run its images. It guards what an upgrade test
+// will start from (the lab's flags, kubelet config and etcd 3.6.4 must
+// suit the older minor too).
+//
+// Like every lab test it fails under CI=true when the binaries are not in
+// the cache (scripts/install-deps.sh builds 1.33.13 and 1.34.4).
+func TestSmallLabUpAtUpgradeFromVersion(t *testing.T) {
 	requireLabTools(t)
-	l := newTestLab(t, topo, nil)
+	bin := filepath.Join(nspawn.DefaultCacheDir(), "k8s", "v"+upgradeFromVersion, "bin")
+	for _, c := range []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+upgradeFromVersion+" (build/k8s/build.sh "+upgradeFromVersion+")")
+	}
+	upServeDown(t, SmallTopology(), upgradeFromVersion)
+}
+
+func upServeDown(t *testing.T, topo Topology, version string) {
+	requireLabTools(t)
+	l := newTestLabAt(t, topo, version, nil)
 	cfg := l.Config()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -52,6 +74,32 @@ func upServeDown(t *testing.T, topo Topology) {
 	for _, n := range nodes.Items {
 		require.True(t, NodeReady(&n), n.Name)
 		require.Equal(t, "v"+cfg.Version, n.Status.NodeInfo.KubeletVersion, n.Name)
+	}
+	sv, err := cs.Discovery().ServerVersion()
+	require.NoError(t, err)
+	require.Equal(t, "v"+cfg.Version, sv.GitVersion, "apiserver version")
+
+	// Every control-plane host runs the version's component images. The
+	// mirror pods are the kubelets' report of what they run; poll because
+	// Up waits for Nodes and workloads, not for every mirror pod.
+	wantCP := 3 * len(cfg.Topology.WithRole(RoleControlPlane))
+	var cpPods []corev1.Pod
+	require.Eventually(t, func() bool {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
+		if err != nil {
+			return false
+		}
+		cpPods = cpPods[:0]
+		for _, p := range pods.Items {
+			switch p.Labels["component"] {
+			case "kube-apiserver", "kube-controller-manager", "kube-scheduler":
+				cpPods = append(cpPods, p)
+			}
+		}
+		return len(cpPods) == wantCP
+	}, time.Minute, time.Second, "want %d control-plane mirror pods", wantCP)
+	for _, p := range cpPods {
+		require.Equal(t, ComponentImage(p.Labels["component"], cfg.Version), p.Spec.Containers[0].Image, p.Name)
 	}
 
 	// A Deployment pod on a worker, asked from inside cp-1's network
@@ -71,6 +119,11 @@ func upServeDown(t *testing.T, topo Topology) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, fmt.Sprintf("pod=%s node=%s\n", pod.Name, pod.Spec.NodeName), string(body))
+
+	// Logs go apiserver → kubelet: the kubelet's webhook authorizer must
+	// accept the apiserver's kubelet-client identity (bindClusterAdmins).
+	_, err = cs.CoreV1().Pods(DemoNamespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	require.NoError(t, err, "kubectl logs through the apiserver")
 
 	out, err := l.Exec(ctx, "worker-1", "systemctl", "is-active", "kubelet.service", "containerd.service")
 	require.NoError(t, err)
@@ -134,10 +187,20 @@ func (w tlog) Write(p []byte) (int, error) {
 // prefix; cleanup tears it down and checks nothing is left.
 func newTestLab(t *testing.T, topo Topology, tweak func(*Config)) *Lab {
 	t.Helper()
-	version := os.Getenv("MOLT_LAB_VERSION")
-	if version == "" {
-		version = "1.34.4"
+	return newTestLabAt(t, topo, testVersion(), tweak)
+}
+
+// testVersion is $MOLT_LAB_VERSION, else 1.34.4: the version CI builds.
+func testVersion() string {
+	if v := os.Getenv("MOLT_LAB_VERSION"); v != "" {
+		return v
 	}
+	return "1.34.4"
+}
+
+// newTestLabAt is newTestLab at a given Kubernetes version.
+func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Config)) *Lab {
+	t.Helper()
 	cache := nspawn.DefaultCacheDir()
 	testenv.RequireFile(t, filepath.Join(cache, "k8s", "v"+version, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+version+")")
 	testenv.RequireFile(t, filepath.Join(cache, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
