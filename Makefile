@@ -6,7 +6,7 @@ STATICCHECK_VERSION := v0.8.2
 LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 
-.PHONY: all build check test test-lab validate-vagrant bench deps test-all demo clean
+.PHONY: all build check test test-demo test-lab validate-vagrant bench deps test-all demo clean
 
 all: build
 
@@ -33,6 +33,12 @@ test:
 test-lab:
 	$(GO) test -tags lab -count=1 -timeout 30m ./lab/
 
+## test-demo: the main job runs to its end (on ports of its own)
+test-demo: build
+	MOLT_DEMO_ADDR=127.0.0.1:17080 MOLT_DEMO_RAFT=127.0.0.1:17081 bash scripts/demo.sh > $(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
+	grep -q 'version-skip-minor' $(BIN)/demo.log && grep -q 'version-downgrade' $(BIN)/demo.log && grep -q '== done' $(BIN)/demo.log
+	@echo "demo: ok"
+
 ## validate-vagrant: the Vagrantfile of the multi-VM lab is valid (vagrant up needs hardware virtualisation)
 validate-vagrant:
 	cd vagrant && vagrant validate
@@ -46,7 +52,7 @@ deps:
 	bash scripts/install-deps.sh
 
 ## test-all: the README's test command — deps, build, check, every test
-test-all: deps build check test test-lab validate-vagrant
+test-all: deps build check test test-demo test-lab validate-vagrant
 
 ## demo: molt's main job (see README)
 demo: build

@@ -33,8 +33,8 @@ say "register the lab cluster"
 "$BIN/moltctl" cluster apply -f examples/cluster-lab.yaml
 "$BIN/moltctl" cluster get lab
 say "version rules refuse bad upgrades (nothing changes)"
-"$BIN/moltctl" upgrade start lab 1.35.0 --dry-run  # skips minor 1.34 || true
-"$BIN/moltctl" upgrade start lab 1.32.9 --dry-run  # a downgrade || true
+"$BIN/moltctl" upgrade start lab 1.35.0 --dry-run || true # skips minor 1.34
+"$BIN/moltctl" upgrade start lab 1.32.9 --dry-run || true # a downgrade
 say "plan of the upgrade to 1.34.4 (dry run)"
 "$BIN/moltctl" upgrade start lab 1.34.4 --dry-run
 say "maintenance policy: weekend nights, no minor upgrades in the sales season"
