@@ -57,6 +57,7 @@ func run() error {
 	token := flag.String("agent-token", env("MOLT_AGENT_TOKEN", ""), "join token agents must present (empty: any)")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	logLevel := flag.String("log-level", env("MOLT_LOG_LEVEL", "info"), "debug, info, warn or error")
+	artifactDir := flag.String("artifact-dir", env("MOLT_ARTIFACT_DIR", ""), "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	kcfg := kube.DefaultConfig()
 	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain: go on after this long even with pods left behind")
 	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain")
@@ -72,6 +73,12 @@ func run() error {
 		*nodeID = "molt-" + strings.NewReplacer(":", "-", ".", "-").Replace(*raftAddr)
 	}
 	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return err
+	}
+	if *artifactDir == "" {
+		*artifactDir = filepath.Join(*dataDir, "artifacts")
+	}
+	if err := os.MkdirAll(*artifactDir, 0o755); err != nil {
 		return err
 	}
 	fresh := !exists(filepath.Join(*dataDir, "raft.db"))
@@ -106,7 +113,7 @@ func run() error {
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
 	srv := &http.Server{
-		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg}),
+		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -61,8 +63,8 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// MaxPoll caps an agent's long poll.
 	MaxPoll time.Duration
-	// Extra mounts further routes (maintenance policy, preflight) on /v1.
-	Extra func(r chi.Router)
+	// ArtifactDir, when set, is served read-only at /artifacts/.
+	ArtifactDir string
 }
 
 // forwardedHeader marks a request a follower forwarded, so that two members
@@ -90,6 +92,9 @@ func New(svc Service, cfg Config) http.Handler {
 	r.Get("/readyz", h.readyz)
 	if cfg.Gatherer != nil {
 		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if cfg.ArtifactDir != "" {
+		r.Get("/artifacts/*", Artifacts(cfg.ArtifactDir).ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/members", h.members)
@@ -119,9 +124,6 @@ func New(svc Service, cfg Config) http.Handler {
 		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/heartbeat", h.heartbeat)
 		r.With(h.leaderOnly).Get("/agents/{cluster}/{node}/operations", h.poll)
 		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/results", h.result)
-		if cfg.Extra != nil {
-			cfg.Extra(r)
-		}
 	})
 	return r
 }
@@ -510,4 +512,31 @@ func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, run)
+}
+
+// Artifacts serves the regular files under dir read-only at
+// /artifacts/<name>: kubelet and containerd binaries and image archives a
+// release catalog points at, for sites whose hosts cannot reach the
+// internet. No directory is listed and nothing outside dir is reachable.
+func Artifacts(dir string) http.Handler {
+	root, err := os.OpenRoot(dir)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/artifacts/")
+		if err != nil || name == "" || strings.HasSuffix(name, "/") {
+			writeProblem(w, r, fmt.Errorf("artifact %q: %w", name, coordinator.ErrNotFound))
+			return
+		}
+		f, ferr := root.Open(name)
+		if ferr != nil {
+			writeProblem(w, r, fmt.Errorf("artifact %q: %w", name, coordinator.ErrNotFound))
+			return
+		}
+		defer f.Close()
+		st, serr := f.Stat()
+		if serr != nil || !st.Mode().IsRegular() {
+			writeProblem(w, r, fmt.Errorf("artifact %q: %w", name, coordinator.ErrNotFound))
+			return
+		}
+		http.ServeContent(w, r, name, st.ModTime(), f)
+	})
 }
