@@ -34,25 +34,31 @@ func TestSmallLabUpServeDown(t *testing.T) { upServeDown(t, SmallTopology(), tes
 // members behind the LB, 7 hosts; ~2-3 minutes).
 func TestFullLabUpServeDown(t *testing.T) { upServeDown(t, FullTopology(), testVersion()) }
 
-// upgradeFromVersion is the release upgrade tests will start the lab at,
-// one minor below the lab's default.
-const upgradeFromVersion = "1.33.13"
+// upgradeVersions are the releases upgrade tests walk the lab through
+// besides its default (1.34.4): the older minor they start from and the
+// patch of the newer minor they go to first, so that a minor upgrade
+// (1.33.13 → 1.34.3) and then a patch upgrade (1.34.3 → 1.34.4) can follow.
+var upgradeVersions = []string{"1.33.13", "1.34.3"}
 
-// TestSmallLabUpAtUpgradeFromVersion runs the small-topology checks at
-// 1.33.13: kubelets report it, the apiserver reports it and the
-// control-plane static pods run its images. It guards what an upgrade test
-// will start from (the lab's flags, kubelet config and etcd 3.6.4 must
-// suit the older minor too).
+// TestSmallLabUpAtUpgradeVersions runs the small-topology checks at each of
+// upgradeVersions: kubelets report it, the apiserver reports it and the
+// control-plane static pods run its images. It guards what upgrade tests
+// will start from and pass through (the lab's flags, kubelet config and
+// etcd 3.6.4 must suit every one).
 //
 // Like every lab test it fails under CI=true when the binaries are not in
-// the cache (scripts/install-deps.sh builds 1.33.13 and 1.34.4).
-func TestSmallLabUpAtUpgradeFromVersion(t *testing.T) {
+// the cache (scripts/install-deps.sh builds all three releases).
+func TestSmallLabUpAtUpgradeVersions(t *testing.T) {
 	requireLabTools(t)
-	bin := filepath.Join(nspawn.DefaultCacheDir(), "k8s", "v"+upgradeFromVersion, "bin")
-	for _, c := range []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+upgradeFromVersion+" (build/k8s/build.sh "+upgradeFromVersion+")")
+	for _, v := range upgradeVersions {
+		t.Run("v"+v, func(t *testing.T) {
+			bin := filepath.Join(nspawn.DefaultCacheDir(), "k8s", "v"+v, "bin")
+			for _, c := range []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+				testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+v+" (build/k8s/build.sh "+v+")")
+			}
+			upServeDown(t, SmallTopology(), v)
+		})
 	}
-	upServeDown(t, SmallTopology(), upgradeFromVersion)
 }
 
 func upServeDown(t *testing.T, topo Topology, version string) {
