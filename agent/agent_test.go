@@ -38,18 +38,16 @@ func TestRegistersOnceCoordinatorComesUp(t *testing.T) {
 
 	// Heartbeats describe the host, including the last operation.
 	require.Eventually(t, func() bool {
-		coord.mu.Lock()
-		defer coord.mu.Unlock()
-		if len(coord.heartbeats) == 0 {
+		hbs := coord.Heartbeats()
+		if len(hbs) == 0 {
 			return false
 		}
-		hb := coord.heartbeats[len(coord.heartbeats)-1]
+		hb := hbs[len(hbs)-1]
 		return hb.LastOperation != nil && hb.LastOperation.ID == "probe"
 	}, 10*time.Second, 10*time.Millisecond)
-	coord.mu.Lock()
-	hb := coord.heartbeats[len(coord.heartbeats)-1]
-	require.GreaterOrEqual(t, coord.registered, 1)
-	coord.mu.Unlock()
+	hbs := coord.Heartbeats()
+	hb := hbs[len(hbs)-1]
+	require.GreaterOrEqual(t, coord.Registered(), 1)
 	require.Equal(t, "c1", hb.Cluster)
 	require.True(t, hb.Kubelet.Healthy)
 	require.Equal(t, "v1.33.0", hb.Kubelet.Version)

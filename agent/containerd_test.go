@@ -147,9 +147,8 @@ func TestImportImagesOperationWithContainerd(t *testing.T) {
 
 	// Heartbeats carry containerd's version read through its API.
 	require.Eventually(t, func() bool {
-		coord.mu.Lock()
-		defer coord.mu.Unlock()
-		n := len(coord.heartbeats)
-		return n > 0 && coord.heartbeats[n-1].Containerd.Healthy && coord.heartbeats[n-1].Containerd.Version != ""
+		hbs := coord.Heartbeats()
+		n := len(hbs)
+		return n > 0 && hbs[n-1].Containerd.Healthy && hbs[n-1].Containerd.Version != ""
 	}, 10*time.Second, 20*time.Millisecond)
 }

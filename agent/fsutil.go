@@ -14,15 +14,24 @@ import (
 // it, renames it over path and fsyncs the directory: after a crash path
 // holds either the old or the new content, never a mix.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return replaceFile(path, mode, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// replaceFile fills a hidden temp file beside path with fill, sets mode,
+// fsyncs it, renames it over path and fsyncs the directory. A leading dot:
+// the kubelet ignores hidden files in the manifest dir, so it never sees
+// the partial temp file.
+func replaceFile(path string, mode os.FileMode, fill func(*os.File) error) error {
 	dir := filepath.Dir(path)
-	// A leading dot: the kubelet ignores hidden files in the manifest dir,
-	// so it never sees the partial temp file.
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".molt-tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	werr := fill(f)
 	if werr == nil {
 		werr = f.Chmod(mode)
 	}
@@ -84,28 +93,8 @@ func copyFileAtomic(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".molt-tmp-*")
-	if err != nil {
+	return replaceFile(dst, fi.Mode().Perm(), func(f *os.File) error {
+		_, err := io.Copy(f, in)
 		return err
-	}
-	tmp := f.Name()
-	_, werr := io.Copy(f, in)
-	if werr == nil {
-		werr = f.Chmod(fi.Mode().Perm())
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return werr
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(dst))
+	})
 }

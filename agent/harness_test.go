@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,125 +19,24 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/agenttest"
 )
 
-// fakeCoordinator implements the four agent endpoints of the coordinator.
-// Operations stay pending until a final result arrives, as the real
-// coordinator re-delivers them.
-type fakeCoordinator struct {
-	*httptest.Server
-	mu         sync.Mutex
-	pending    []api.Operation
-	results    []api.OperationResult // final results, in arrival order
-	heartbeats []api.AgentHealth
-	registered int
-	wake       chan struct{}
-}
+// fakeCoordinator is the shared stand-in for the coordinator's agent
+// endpoints, with the short names these tests use.
+type fakeCoordinator struct{ *agenttest.Coordinator }
 
 func newFakeCoordinator(t *testing.T) *fakeCoordinator {
-	f := &fakeCoordinator{wake: make(chan struct{}, 1)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/agents/register", func(w http.ResponseWriter, r *http.Request) {
-		var req api.RegisterRequest
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		if req.Token != "tok" {
-			http.Error(w, `{"type":"https://molt.dev/problems/unauthorized","status":401}`, http.StatusUnauthorized)
-			return
-		}
-		f.mu.Lock()
-		f.registered++
-		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Cluster: req.Cluster, Node: req.Node})
-	})
-	mux.HandleFunc("POST /v1/agents/{c}/{n}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
-		var h api.AgentHealth
-		_ = json.NewDecoder(r.Body).Decode(&h)
-		f.mu.Lock()
-		f.heartbeats = append(f.heartbeats, h)
-		f.mu.Unlock()
-	})
-	mux.HandleFunc("GET /v1/agents/{c}/{n}/operations", func(w http.ResponseWriter, r *http.Request) {
-		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
-		deadline := time.After(wait)
-		for {
-			f.mu.Lock()
-			ops := append([]api.Operation(nil), f.pending...)
-			f.mu.Unlock()
-			if len(ops) > 0 {
-				_ = json.NewEncoder(w).Encode(api.OperationsResponse{Operations: ops})
-				return
-			}
-			select {
-			case <-f.wake:
-			case <-deadline:
-				_ = json.NewEncoder(w).Encode(api.OperationsResponse{})
-				return
-			case <-r.Context().Done():
-				return
-			}
-		}
-	})
-	mux.HandleFunc("POST /v1/agents/{c}/{n}/results", func(w http.ResponseWriter, r *http.Request) {
-		var res api.OperationResult
-		_ = json.NewDecoder(r.Body).Decode(&res)
-		if res.State == api.OpRunning {
-			return
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.results = append(f.results, res)
-		for i, op := range f.pending {
-			if op.ID == res.ID {
-				f.pending = append(f.pending[:i], f.pending[i+1:]...)
-				break
-			}
-		}
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		t.Logf("fake coordinator: no route for %s %s", r.Method, r.URL.Path)
-		http.NotFound(w, r)
-	})
-	f.Server = httptest.NewServer(mux)
-	t.Cleanup(f.Close)
-	return f
+	return &fakeCoordinator{agenttest.New(t, "tok")}
 }
 
-func (f *fakeCoordinator) enqueue(ops ...api.Operation) {
-	f.mu.Lock()
-	f.pending = append(f.pending, ops...)
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
+func (f *fakeCoordinator) enqueue(ops ...api.Operation) { f.Enqueue(ops...) }
 
-// resultsFor returns the final results received for id.
-func (f *fakeCoordinator) resultsFor(id string) []api.OperationResult {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []api.OperationResult
-	for _, r := range f.results {
-		if r.ID == id {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (f *fakeCoordinator) resultsFor(id string) []api.OperationResult { return f.ResultsFor(id) }
 
-// waitResult polls until a final result for id arrived.
 func (f *fakeCoordinator) waitResult(t *testing.T, id string) api.OperationResult {
 	t.Helper()
-	var res api.OperationResult
-	require.Eventually(t, func() bool {
-		rs := f.resultsFor(id)
-		if len(rs) == 0 {
-			return false
-		}
-		res = rs[len(rs)-1]
-		return true
-	}, 30*time.Second, 10*time.Millisecond, "no result for %s", id)
-	return res
+	return f.WaitResult(t, id, 30*time.Second)
 }
 
 // fakeHost is a temp host tree with a simulated kubelet: binaries are

@@ -172,6 +172,8 @@ func failoverOnce(b *testing.B) time.Duration {
 	old := tc.leader()
 	killed := time.Now()
 	old.stop(true)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		for _, m := range tc.alive() {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -184,6 +186,6 @@ func failoverOnce(b *testing.B) time.Duration {
 		if time.Since(killed) > waitTimeout {
 			b.Fatal("no operation offered after the leader was killed")
 		}
-		time.Sleep(10 * time.Millisecond) // polling interval
+		<-tick.C
 	}
 }

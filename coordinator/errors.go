@@ -1,6 +1,9 @@
 package coordinator
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Sentinel errors. The HTTP layer maps each to a status and problem type in
 // one place; everything else wraps them with %w.
@@ -38,19 +41,8 @@ type PreflightError struct {
 }
 
 func (e *PreflightError) Error() string {
-	return "preflight " + e.ID + " failed: " + joinComma(e.Failed)
+	return "preflight " + e.ID + " failed: " + strings.Join(e.Failed, ", ")
 }
 
 // Unwrap ties the refusal to ErrPreflightFailed.
 func (e *PreflightError) Unwrap() error { return ErrPreflightFailed }
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
-}

@@ -61,6 +61,8 @@ func TestUpgradeAgainstRealAPIServer(t *testing.T) {
 	defer cancel()
 	// The evicted pod has no kubelet to stop it: play the kubelet.
 	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
 		for ctx.Err() == nil {
 			p, err := cp.Clientset.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err == nil && p.DeletionTimestamp != nil {
@@ -68,7 +70,10 @@ func TestUpgradeAgainstRealAPIServer(t *testing.T) {
 				_ = cp.Clientset.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 				return
 			}
-			time.Sleep(20 * time.Millisecond) // polling interval
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
 		}
 	}()
 	var mu sync.Mutex

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,98 +12,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/internal/nspawn"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/systemd"
 )
 
-// coordinator is a minimal stand-in for the coordinator's agent endpoints.
-type coordinator struct {
-	*httptest.Server
-	mu      sync.Mutex
-	pending []api.Operation
-	results []api.OperationResult
-}
-
-func newCoordinator(t *testing.T) *coordinator {
-	c := &coordinator{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/agents/register", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(api.RegisterResponse{})
-	})
-	mux.HandleFunc("POST /v1/agents/{c}/{n}/heartbeat", func(http.ResponseWriter, *http.Request) {})
-	mux.HandleFunc("GET /v1/agents/{c}/{n}/operations", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		ops := append([]api.Operation(nil), c.pending...)
-		c.mu.Unlock()
-		if len(ops) == 0 { // a short long-poll keeps the test simple
-			select {
-			case <-time.After(200 * time.Millisecond):
-			case <-r.Context().Done():
-			}
-		}
-		_ = json.NewEncoder(w).Encode(api.OperationsResponse{Operations: ops})
-	})
-	mux.HandleFunc("POST /v1/agents/{c}/{n}/results", func(w http.ResponseWriter, r *http.Request) {
-		var res api.OperationResult
-		_ = json.NewDecoder(r.Body).Decode(&res)
-		if res.State == api.OpRunning {
-			return
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.results = append(c.results, res)
-		for i, op := range c.pending {
-			if op.ID == res.ID {
-				c.pending = append(c.pending[:i], c.pending[i+1:]...)
-				break
-			}
-		}
-	})
-	c.Server = httptest.NewServer(mux)
-	t.Cleanup(c.Close)
-	return c
-}
-
-func (c *coordinator) enqueue(op api.Operation) {
-	c.mu.Lock()
-	c.pending = append(c.pending, op)
-	c.mu.Unlock()
-}
-
-func (c *coordinator) resultsFor(id string) []api.OperationResult {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []api.OperationResult
-	for _, r := range c.results {
-		if r.ID == id {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (c *coordinator) waitResult(t *testing.T, id string, within time.Duration) api.OperationResult {
-	t.Helper()
-	var res api.OperationResult
-	require.Eventually(t, func() bool {
-		rs := c.resultsFor(id)
-		if len(rs) > 0 {
-			res = rs[0]
-		}
-		return len(rs) > 0
-	}, within, 50*time.Millisecond, "no result for %s", id)
-	return res
-}
-
-// goBuild builds a Go program to out.
 func goBuild(t *testing.T, dir, out string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, args...), ".")...)
@@ -148,7 +67,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(kdir, "main.go"), src, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(kdir, "go.mod"), []byte("module fakekubelet\n\ngo 1.22\n"), 0o644))
-	coord := newCoordinator(t)
+	coord := agenttest.New(t, "")
 	files := t.TempDir()
 	fsrv := httptest.NewServer(http.FileServer(http.Dir(files)))
 	t.Cleanup(fsrv.Close)
@@ -216,9 +135,9 @@ func TestAgentUnderSystemd(t *testing.T) {
 	kubelet := filepath.Join(h.Root(), "usr/bin/kubelet")
 	v1 := fileSum(t, kubelet)
 	v2 := fileSum(t, filepath.Join(files, "kubelet-v1.34.0"))
-	coord.enqueue(api.Operation{ID: "up-1", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
+	coord.Enqueue(api.Operation{ID: "up-1", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
 		Component: api.ComponentKubelet, Version: "v1.34.0", URL: fsrv.URL + "/kubelet-v1.34.0", SHA256: v2}})
-	res := coord.waitResult(t, "up-1", time.Minute)
+	res := coord.WaitResult(t, "up-1", time.Minute)
 	require.Equal(t, api.OpSucceeded, res.State, res.Message)
 	require.Equal(t, "v1.34.0", res.Details["runningVersion"])
 	require.Equal(t, v2, fileSum(t, kubelet))
@@ -229,7 +148,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 	// the new binary was renamed into place, before the restart.
 	require.NoError(t, h.WriteFile("/run/molt-hold", nil, 0o644))
 	v3 := fileSum(t, filepath.Join(files, "kubelet-v1.35.0"))
-	coord.enqueue(api.Operation{ID: "up-2", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
+	coord.Enqueue(api.Operation{ID: "up-2", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
 		Component: api.ComponentKubelet, Version: "v1.35.0", URL: fsrv.URL + "/kubelet-v1.35.0", SHA256: v3}})
 	journal := filepath.Join(h.Root(), "var/lib/molt-agent/journal.jsonl")
 	require.Eventually(t, func() bool {
@@ -241,10 +160,10 @@ func TestAgentUnderSystemd(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(h.Root(), "run/molt-hold")))
 
 	// Restart=on-failure brings the agent back; it resumes up-2.
-	res = coord.waitResult(t, "up-2", time.Minute)
+	res = coord.WaitResult(t, "up-2", time.Minute)
 	require.Equal(t, api.OpSucceeded, res.State, res.Message)
 	require.Equal(t, "v1.35.0", res.Details["runningVersion"])
-	require.Len(t, coord.resultsFor("up-2"), 1)
+	require.Len(t, coord.ResultsFor("up-2"), 1)
 	require.Equal(t, v3, fileSum(t, kubelet))
 	require.Equal(t, v2, fileSum(t, kubelet+".molt-prev"), "backup not repeated: still the binary up-2 replaced")
 	starts, err := os.ReadFile(filepath.Join(h.Root(), "var/lib/fake-kubelet/starts"))
