@@ -50,6 +50,9 @@ var (
 	ErrAPI = errors.New("kube: api call failed")
 	// ErrConfig means a Config or kubeconfig is unusable.
 	ErrConfig = errors.New("kube: invalid config")
+	// ErrManifest means a manifest does not decode into a known kind, or
+	// has fields its kind does not have.
+	ErrManifest = errors.New("kube: invalid manifest")
 )
 
 // Config holds the settings of a Client. Start from DefaultConfig.

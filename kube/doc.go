@@ -2,6 +2,9 @@
 // uncordons nodes, drains them best effort through the Eviction API, reads
 // node readiness and kubelet versions, and answers the preflight questions
 // "which pods are protected" and "which PodDisruptionBudgets block".
+// For tools such as the lab it also creates objects from manifest text
+// (objects.go), lists nodes and pods as plain Go values (node.go, pods.go)
+// and reads pod logs (logs.go), so no other package needs Kubernetes types.
 //
 // Everything else in molt sees small interfaces defined where they are used;
 // only this package imports client-go. All time comes from the injected

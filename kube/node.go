@@ -2,13 +2,16 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // NodeState is what the coordinator needs to know about a node.
@@ -32,6 +35,44 @@ func (c *Client) NodeState(ctx context.Context, node string) (NodeState, error) 
 		return NodeState{}, apiErr("get node "+node, err)
 	}
 	return nodeState(n), nil
+}
+
+// NodeInfo is one Node as ListNodes reports it.
+type NodeInfo struct {
+	Name string
+	NodeState
+}
+
+// ListNodes reads every Node's readiness, kubelet version and cordon
+// state, sorted by name.
+func (c *Client) ListNodes(ctx context.Context) ([]NodeInfo, error) {
+	list, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, apiErr("list nodes", err)
+	}
+	out := make([]NodeInfo, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, NodeInfo{Name: list.Items[i].Name, NodeState: nodeState(&list.Items[i])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// LabelNode sets labels on the node (a merge patch: other labels stay). An
+// empty value is a label with an empty value, as node-role labels have.
+func (c *Client) LabelNode(ctx context.Context, node string, labels map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return fmt.Errorf("%w: labels: %w", ErrConfig, err)
+	}
+	_, err = c.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: %s", ErrNodeNotFound, node)
+	}
+	if err != nil {
+		return apiErr("label node "+node, err)
+	}
+	return nil
 }
 
 func nodeState(n *corev1.Node) NodeState {

@@ -8,6 +8,7 @@ import (
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/kube/kubetest"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestWaitNodeReady(t *testing.T) {
@@ -63,4 +64,37 @@ func TestWaitNodeReadyCancel(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("WaitNodeReady ignored cancellation")
 	}
+}
+
+func TestListNodesAndLabelNode(t *testing.T) {
+	cp := kubetest.Shared(t)
+	cfg, _ := testConfig(t, t0)
+	c := kube.New(cfg, cp.Clientset)
+	ctx := context.Background()
+	a, b := kubetest.UniqueName("list"), kubetest.UniqueName("list")
+	cp.CreateNode(t, b, kubetest.NodeStatus{Ready: false, KubeletVersion: "v1.33.13"})
+	cp.CreateNode(t, a, kubetest.NodeStatus{Ready: true, KubeletVersion: "v1.34.4"})
+	require.NoError(t, c.Cordon(ctx, b))
+
+	nodes, err := c.ListNodes(ctx)
+	require.NoError(t, err)
+	byName := map[string]kube.NodeInfo{}
+	for i, n := range nodes {
+		byName[n.Name] = n
+		if i > 0 {
+			require.Less(t, nodes[i-1].Name, n.Name, "sorted by name")
+		}
+	}
+	require.Equal(t, kube.NodeInfo{Name: a, NodeState: kube.NodeState{Ready: true, KubeletVersion: "v1.34.4"}}, byName[a])
+	require.Equal(t, kube.NodeInfo{Name: b, NodeState: kube.NodeState{KubeletVersion: "v1.33.13", Unschedulable: true}}, byName[b])
+
+	require.NoError(t, c.LabelNode(ctx, a, map[string]string{"node-role.kubernetes.io/worker": "", "x": "y"}))
+	n, err := cp.Clientset.CoreV1().Nodes().Get(ctx, a, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "", n.Labels["node-role.kubernetes.io/worker"])
+	require.Contains(t, n.Labels, "node-role.kubernetes.io/worker")
+	require.Equal(t, "y", n.Labels["x"])
+	require.Equal(t, a, n.Labels["kubernetes.io/hostname"], "other labels stay")
+
+	require.ErrorIs(t, c.LabelNode(ctx, kubetest.UniqueName("absent"), map[string]string{"x": "y"}), kube.ErrNodeNotFound)
 }

@@ -1,22 +1,17 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
+	"github.com/moltproject/molt/kube"
+	"sigs.k8s.io/yaml"
 )
 
 // Sample workload names: what molt's drain has to respect on the workers.
@@ -53,44 +48,34 @@ func poll(ctx context.Context, timeout, interval time.Duration, f func(context.C
 	}
 }
 
-func waitAPI(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+func waitAPI(ctx context.Context, kc *kube.Client, timeout time.Duration) error {
 	return poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
-		b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		code, body, err := kc.Readyz(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return strings.TrimSpace(string(b)) == "ok", string(b), nil
+		return code == http.StatusOK, fmt.Sprintf("readyz %d: %s", code, body), nil
 	})
-}
-
-// NodeReady reports whether n has condition Ready=True.
-func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitNodesReady waits until every host of topo is a Ready Node whose
 // kubelet reports version, printing a line whenever the count changes.
-func waitNodesReady(ctx context.Context, cs kubernetes.Interface, topo Topology, version string, timeout time.Duration, out io.Writer) error {
+func waitNodesReady(ctx context.Context, kc *kube.Client, topo Topology, version string, timeout time.Duration, out io.Writer) error {
 	want := "v" + strings.TrimPrefix(version, "v")
 	lastReady := -1
 	return poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		nodes, err := kc.ListNodes(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		byName := map[string]*corev1.Node{}
-		for i := range nodes.Items {
-			byName[nodes.Items[i].Name] = &nodes.Items[i]
+		byName := map[string]kube.NodeInfo{}
+		for _, n := range nodes {
+			byName[n.Name] = n
 		}
 		ready, missing := 0, []string{}
 		for _, h := range topo.Hosts {
-			n := byName[h.Name]
-			if n != nil && NodeReady(n) && n.Status.NodeInfo.KubeletVersion == want {
+			n, ok := byName[h.Name]
+			if ok && n.Ready && n.KubeletVersion == want {
 				ready++
 			} else {
 				missing = append(missing, h.Name)
@@ -104,147 +89,175 @@ func waitNodesReady(ctx context.Context, cs kubernetes.Interface, topo Topology,
 	})
 }
 
-// bindClusterAdmins grants the group kubeadm:cluster-admins cluster-admin,
-// as kubeadm init does. The apiserver's kubelet-client certificate is in
-// that group (kubeadm's layout, lab/pki.go); without the binding the
-// kubelets' webhook authorizer refuses the apiserver, so `kubectl logs`,
-// `exec` and `port-forward` fail with "Forbidden (user=kube-apiserver-kubelet-client ...)".
-func bindClusterAdmins(ctx context.Context, cs kubernetes.Interface) error {
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:cluster-admins"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "kubeadm:cluster-admins"}},
+// clusterAdminsGroup is the group kubeadm binds to cluster-admin; the
+// apiserver's kubelet-client certificate and admin.conf are in it (pki.go).
+const clusterAdminsGroup = "kubeadm:cluster-admins"
+
+// clusterAdminsBinding grants the group kubeadm:cluster-admins
+// cluster-admin, as kubeadm init does.
+func clusterAdminsBinding() ([]byte, error) {
+	rbac := "rbac.authorization.k8s.io"
+	return manifests(map[string]any{
+		"apiVersion": rbac + "/v1",
+		"kind":       "ClusterRoleBinding",
+		"metadata":   map[string]any{"name": clusterAdminsGroup},
+		"roleRef":    map[string]any{"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects":   []any{map[string]any{"apiGroup": rbac, "kind": "Group", "name": clusterAdminsGroup}},
+	})
+}
+
+// bindClusterAdmins creates clusterAdminsBinding. The apiserver's
+// kubelet-client certificate is in that group (kubeadm's layout,
+// lab/pki.go); without the binding the kubelets' webhook authorizer refuses
+// the apiserver, so `kubectl logs`, `exec` and `port-forward` fail with
+// "Forbidden (user=kube-apiserver-kubelet-client ...)".
+func bindClusterAdmins(ctx context.Context, kc *kube.Client) error {
+	m, err := clusterAdminsBinding()
+	if err == nil {
+		err = kc.CreateObjects(ctx, m)
 	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("%w: cluster role binding %s: %v", ErrNotReady, crb.Name, err)
+	if err != nil {
+		return fmt.Errorf("%w: cluster role binding %s: %v", ErrNotReady, clusterAdminsGroup, err)
 	}
 	return nil
 }
 
 // labelNodes adds node-role labels; NodeRestriction forbids kubelets to set
 // node-role.kubernetes.io/* on themselves, so the admin does it as kubeadm does.
-func labelNodes(ctx context.Context, cs kubernetes.Interface, topo Topology) error {
+func labelNodes(ctx context.Context, kc *kube.Client, topo Topology) error {
 	for _, h := range topo.Hosts {
 		role := map[Role]string{RoleControlPlane: "control-plane", RoleControlPlaneLB: "control-plane-lb",
 			RoleLoadBalancer: "load-balancer", RoleWorker: "worker"}[h.Role]
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"node-role.kubernetes.io/%s":""}}}`, role)
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, h.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if err := kc.LabelNode(ctx, h.Name, map[string]string{"node-role.kubernetes.io/" + role: ""}); err != nil {
 			return fmt.Errorf("%w: label node %s: %v", ErrNotReady, h.Name, err)
 		}
 	}
 	return nil
 }
 
-func echoPodSpec() corev1.PodSpec {
-	fromField := func(path string) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+// manifests renders objects as one YAML stream, a document each.
+func manifests(objects ...map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, o := range objects {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("%w: manifest: %v", ErrHost, err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
 	}
-	return corev1.PodSpec{
-		NodeSelector:                  map[string]string{roleLabel: string(RoleWorker)},
-		AutomountServiceAccountToken:  ptr.To(false),
-		TerminationGracePeriodSeconds: ptr.To[int64](5),
-		Containers: []corev1.Container{{
-			Name:            "echo",
-			Image:           EchoImage,
-			ImagePullPolicy: corev1.PullNever,
-			Command:         []string{"/usr/local/bin/echo", fmt.Sprintf("-listen=:%d", EchoPort)},
-			Env: []corev1.EnvVar{
-				{Name: "POD_NAME", ValueFrom: fromField("metadata.name")},
-				{Name: "NODE_NAME", ValueFrom: fromField("spec.nodeName")},
+	return buf.Bytes(), nil
+}
+
+// echoPodSpec is the spec of every sample pod: the echo server on a
+// worker, answering "pod=NAME node=NODE" on EchoPort.
+func echoPodSpec() map[string]any {
+	fromField := func(path string) map[string]any {
+		return map[string]any{"fieldRef": map[string]any{"fieldPath": path}}
+	}
+	return map[string]any{
+		"nodeSelector":                  map[string]any{roleLabel: string(RoleWorker)},
+		"automountServiceAccountToken":  false,
+		"terminationGracePeriodSeconds": 5,
+		"containers": []any{map[string]any{
+			"name":            "echo",
+			"image":           EchoImage,
+			"imagePullPolicy": "Never",
+			"command":         []string{"/usr/local/bin/echo", fmt.Sprintf("-listen=:%d", EchoPort)},
+			"env": []any{
+				map[string]any{"name": "POD_NAME", "valueFrom": fromField("metadata.name")},
+				map[string]any{"name": "NODE_NAME", "valueFrom": fromField("spec.nodeName")},
 			},
-			Ports: []corev1.ContainerPort{{ContainerPort: EchoPort}},
-			ReadinessProbe: &corev1.Probe{
-				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(EchoPort)}},
-				PeriodSeconds: 2,
+			"ports": []any{map[string]any{"containerPort": EchoPort}},
+			"readinessProbe": map[string]any{
+				"httpGet":       map[string]any{"path": "/", "port": EchoPort},
+				"periodSeconds": 2,
 			},
 		}},
 	}
 }
 
+// demoNamespace is the sample workloads' namespace.
+func demoNamespace() ([]byte, error) {
+	return manifests(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": DemoNamespace}})
+}
+
+// demoWorkloads are what molt's drain has to respect on the workers: a
+// Deployment of 2 with a PDB minAvailable 1, a DaemonSet, and a bare pod
+// annotated safe-to-evict=false.
+func demoWorkloads() ([]byte, error) {
+	meta := func(name string) map[string]any {
+		return map[string]any{"name": name, "namespace": DemoNamespace}
+	}
+	labels := func(app string) map[string]any { return map[string]any{"app": app} }
+	selector := func(app string) map[string]any { return map[string]any{"matchLabels": labels(app)} }
+	template := func(app string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": labels(app)}, "spec": echoPodSpec()}
+	}
+	precious := meta(DemoPrecious)
+	precious["labels"] = labels(DemoPrecious)
+	precious["annotations"] = map[string]any{SafeToEvict: "false"}
+	return manifests(
+		map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(DemoDeploy),
+			"spec": map[string]any{"replicas": 2, "selector": selector(DemoDeploy), "template": template(DemoDeploy)},
+		},
+		map[string]any{
+			"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(DemoDeploy),
+			"spec": map[string]any{"minAvailable": 1, "selector": selector(DemoDeploy)},
+		},
+		map[string]any{
+			"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta(DemoDaemonSet),
+			"spec": map[string]any{"selector": selector(DemoDaemonSet), "template": template(DemoDaemonSet)},
+		},
+		map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": precious, "spec": echoPodSpec()},
+	)
+}
+
 // applyWorkloads creates the sample workloads, leaving existing ones alone.
-func applyWorkloads(ctx context.Context, cs kubernetes.Interface) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DemoNamespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+func applyWorkloads(ctx context.Context, kc *kube.Client) error {
+	ns, err := demoNamespace()
+	if err == nil {
+		err = kc.CreateObjects(ctx, ns)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: namespace: %v", ErrNotReady, err)
 	}
 	// The ServiceAccount admission plugin refuses pods until the
 	// controller-manager has created the namespace's default account.
 	if err := poll(ctx, 2*time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		_, err := cs.CoreV1().ServiceAccounts(DemoNamespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err), nil
+		ok, err := kc.Exists(ctx, "v1", "ServiceAccount", DemoNamespace, "default")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return ok, "no ServiceAccount " + DemoNamespace + "/default", nil
 	}); err != nil {
 		return err
 	}
-	labels := func(app string) map[string]string { return map[string]string{"app": app} }
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: DemoDeploy, Namespace: DemoNamespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels(DemoDeploy)},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels(DemoDeploy)}, Spec: echoPodSpec()},
-		},
+	w, err := demoWorkloads()
+	if err == nil {
+		err = kc.CreateObjects(ctx, w)
 	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: DemoDeploy, Namespace: DemoNamespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: labels(DemoDeploy)},
-		},
-	}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: DemoDaemonSet, Namespace: DemoNamespace},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels(DemoDaemonSet)},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels(DemoDaemonSet)}, Spec: echoPodSpec()},
-		},
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: DemoPrecious, Namespace: DemoNamespace, Labels: labels(DemoPrecious),
-			Annotations: map[string]string{SafeToEvict: "false"},
-		},
-		Spec: echoPodSpec(),
-	}
-	create := []func() error{
-		func() error {
-			_, err := cs.AppsV1().Deployments(DemoNamespace).Create(ctx, deploy, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := cs.PolicyV1().PodDisruptionBudgets(DemoNamespace).Create(ctx, pdb, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := cs.AppsV1().DaemonSets(DemoNamespace).Create(ctx, ds, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := cs.CoreV1().Pods(DemoNamespace).Create(ctx, pod, metav1.CreateOptions{})
-			return err
-		},
-	}
-	for _, f := range create {
-		if err := f(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%w: sample workload: %v", ErrNotReady, err)
-		}
+	if err != nil {
+		return fmt.Errorf("%w: sample workload: %v", ErrNotReady, err)
 	}
 	return nil
 }
 
 // waitWorkloads waits until every sample pod is Ready.
-func waitWorkloads(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+func waitWorkloads(ctx context.Context, kc *kube.Client, timeout time.Duration) error {
 	return poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
-		pods, err := cs.CoreV1().Pods(DemoNamespace).List(ctx, metav1.ListOptions{})
+		pods, err := kc.ListPods(ctx, DemoNamespace, "")
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		var notReady []string
 		byApp := map[string]int{}
-		for _, p := range pods.Items {
-			if PodReady(&p) {
+		for _, p := range pods {
+			if p.Ready {
 				byApp[p.Labels["app"]]++
 			} else {
-				notReady = append(notReady, p.Name+"="+string(p.Status.Phase))
+				notReady = append(notReady, p.Name+"="+p.Phase)
 			}
 		}
 		ok := byApp[DemoDeploy] >= 2 && byApp[DemoDaemonSet] >= 1 && byApp[DemoPrecious] == 1 && len(notReady) == 0
@@ -252,12 +265,71 @@ func waitWorkloads(ctx context.Context, cs kubernetes.Interface, timeout time.Du
 	})
 }
 
-// PodReady reports whether p has condition Ready=True.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
+// CheckServing asks every Ready pod of the sample Deployment for its name
+// and node over HTTP, from inside the first control-plane host's network
+// namespace, so each request crosses hosts over the lab bridge. It fails
+// (ErrNotReady) when no Deployment pod is Ready, when one runs on a host
+// that is not a worker, or when a pod does not answer or answers wrongly.
+func (l *Lab) CheckServing(ctx context.Context) error {
+	kc, err := l.Kube()
+	if err != nil {
+		return err
 	}
-	return false
+	pods, err := kc.ListPods(ctx, DemoNamespace, "app="+DemoDeploy)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotReady, err)
+	}
+	cps := l.cfg.Topology.WithRole(RoleControlPlane)
+	if len(cps) == 0 {
+		return fmt.Errorf("%w: no control-plane host to ask from", ErrTopology)
+	}
+	from := l.net.HostNS(cps[0].Name)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return DialInNamespace(ctx, nsPath(from), network, addr)
+		},
+	}}
+	defer client.CloseIdleConnections()
+	workers := map[string]bool{}
+	for _, h := range l.cfg.Topology.WithRole(RoleWorker) {
+		workers[h.Name] = true
+	}
+	asked := 0
+	for _, p := range pods {
+		if !p.Ready {
+			continue
+		}
+		if !workers[p.NodeName] {
+			return fmt.Errorf("%w: pod %s runs on %q, not on a worker", ErrNotReady, p.Name, p.NodeName)
+		}
+		if err := askEcho(ctx, client, p); err != nil {
+			return fmt.Errorf("%w: pod %s on %s asked from %s: %v", ErrNotReady, p.Name, p.NodeName, cps[0].Name, err)
+		}
+		asked++
+	}
+	if asked == 0 {
+		return fmt.Errorf("%w: no Ready pod of Deployment %s/%s", ErrNotReady, DemoNamespace, DemoDeploy)
+	}
+	return nil
+}
+
+// askEcho GETs the echo server of p and checks it names p and its node.
+func askEcho(ctx context.Context, client *http.Client, p kube.PodInfo) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/", net.JoinHostPort(p.IP, fmt.Sprint(EchoPort))), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if want := fmt.Sprintf("pod=%s node=%s\n", p.Name, p.NodeName); string(body) != want {
+		return fmt.Errorf("answered %d %q, want %q", resp.StatusCode, body, want)
+	}
+	return nil
 }

@@ -1,32 +1,109 @@
 package lab
 
 import (
-	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/moltproject/molt/kube"
 	"github.com/stretchr/testify/require"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
 )
 
 // The apiserver's kubelet-client certificate must be in the group the
-// binding names, or kubelets refuse `kubectl logs` and `exec`.
-func TestBindClusterAdminsCoversKubeletClientAndIsIdempotent(t *testing.T) {
-	ctx := context.Background()
-	cs := fake.NewClientset()
-	require.NoError(t, bindClusterAdmins(ctx, cs))
-	require.NoError(t, bindClusterAdmins(ctx, cs), "a second Up must not fail on AlreadyExists")
-
-	crb, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "kubeadm:cluster-admins", metav1.GetOptions{})
+// binding names, or kubelets refuse `kubectl logs` and `exec`. (That a
+// second Up does not fail on the existing binding is kube.CreateObjects'
+// contract, tested in kube.)
+func TestClusterAdminsBindingCoversKubeletClient(t *testing.T) {
+	b, err := clusterAdminsBinding()
 	require.NoError(t, err)
-	require.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, crb.RoleRef)
-	require.Equal(t, []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "kubeadm:cluster-admins"}}, crb.Subjects)
+	require.NoError(t, kube.CheckManifests(b))
+	var crb struct {
+		Kind     string
+		Metadata struct{ Name string }
+		RoleRef  struct{ APIGroup, Kind, Name string } `json:"roleRef"`
+		Subjects []struct{ APIGroup, Kind, Name string }
+	}
+	require.NoError(t, yaml.Unmarshal(b, &crb))
+	require.Equal(t, "ClusterRoleBinding", crb.Kind)
+	require.Equal(t, "rbac.authorization.k8s.io", crb.RoleRef.APIGroup)
+	require.Equal(t, "ClusterRole", crb.RoleRef.Kind)
+	require.Equal(t, "cluster-admin", crb.RoleRef.Name)
+	require.Len(t, crb.Subjects, 1)
+	require.Equal(t, "Group", crb.Subjects[0].Kind)
+	require.Equal(t, "rbac.authorization.k8s.io", crb.Subjects[0].APIGroup)
 
-	dir := t.TempDir()
-	p, err := EnsurePKI(dir, testPKISpec())
+	p, err := EnsurePKI(t.TempDir(), testPKISpec())
 	require.NoError(t, err)
 	cert := readCert(t, filepath.Join(p.Dir, "apiserver-kubelet-client.crt"))
 	require.Contains(t, cert.Subject.Organization, crb.Subjects[0].Name)
+}
+
+// The sample workloads are valid objects of their kinds, in the order they
+// must be created, and every pod template is the echo server on a worker.
+func TestDemoManifests(t *testing.T) {
+	ns, err := demoNamespace()
+	require.NoError(t, err)
+	require.NoError(t, kube.CheckManifests(ns))
+	w, err := demoWorkloads()
+	require.NoError(t, err)
+	require.NoError(t, kube.CheckManifests(w))
+
+	type podSpec struct {
+		NodeSelector map[string]string `json:"nodeSelector"`
+		Containers   []struct {
+			Image string
+			Ports []struct {
+				ContainerPort int `json:"containerPort"`
+			}
+		}
+	}
+	type object struct {
+		Kind     string
+		Metadata struct {
+			Name, Namespace string
+			Annotations     map[string]string
+		}
+		Spec struct {
+			Replicas     int
+			MinAvailable int `json:"minAvailable"`
+			Template     struct{ Spec podSpec }
+			podSpec
+		}
+	}
+	var got []string
+	for _, doc := range splitYAML(t, w) {
+		var o object
+		require.NoError(t, yaml.Unmarshal(doc, &o))
+		require.Equal(t, DemoNamespace, o.Metadata.Namespace)
+		got = append(got, o.Kind+"/"+o.Metadata.Name)
+		spec := o.Spec.Template.Spec
+		switch o.Kind {
+		case "Deployment":
+			require.Equal(t, 2, o.Spec.Replicas)
+		case "PodDisruptionBudget":
+			require.Equal(t, 1, o.Spec.MinAvailable)
+			continue
+		case "Pod":
+			spec = o.Spec.podSpec
+			require.Equal(t, "false", o.Metadata.Annotations[SafeToEvict])
+		}
+		require.Equal(t, map[string]string{roleLabel: string(RoleWorker)}, spec.NodeSelector, o.Kind)
+		require.Equal(t, EchoImage, spec.Containers[0].Image, o.Kind)
+		require.Equal(t, EchoPort, spec.Containers[0].Ports[0].ContainerPort, o.Kind)
+	}
+	require.Equal(t, []string{"Deployment/" + DemoDeploy, "PodDisruptionBudget/" + DemoDeploy,
+		"DaemonSet/" + DemoDaemonSet, "Pod/" + DemoPrecious}, got)
+}
+
+// splitYAML splits a stream rendered by manifests into its documents.
+func splitYAML(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, d := range strings.Split(string(b), "---\n") {
+		if d != "" {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
 }

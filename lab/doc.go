@@ -10,7 +10,9 @@
 // (kubelet, containerd and CNI config), network.go (namespaces, bridge,
 // veths, dialling into the lab), host.go (booting and preparing one host),
 // exec.go (running commands in a host), cluster.go (waiting for the API and
-// Nodes, sample workloads), lab.go (the up/down driver), status.go and
-// render.go (host files for the Vagrant lab). docs/lab.md explains the
+// Nodes, sample workload manifests, CheckServing), lab.go (the up/down
+// driver), status.go (hosts, Nodes, static-pod images) and render.go (host
+// files for the Vagrant lab). Every Kubernetes API call goes through package
+// kube: the lab renders manifests as text and kube creates them. docs/lab.md explains the
 // choices; lab/tools holds the static binaries the lab packs into images.
 package lab

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/internal/nspawn"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/moltproject/molt/kube"
 )
 
 // Config is the lab's configuration. Flags and environment variables are
@@ -112,30 +110,41 @@ func (l *Lab) Network() Network { return l.net }
 func (l *Lab) Config() Config { return l.cfg }
 
 // Kubeconfig is the admin kubeconfig's path. Its server address is only
-// reachable from the lab namespace: use RESTConfig, or
+// reachable from the lab namespace: use Kube, or
 // `ip netns exec <prefix>lab kubectl --kubeconfig ...`.
 func (l *Lab) Kubeconfig() string {
 	return filepath.Join(l.cfg.StateDir, "kubeconfig", "admin.conf")
 }
 
-// RESTConfig is the admin client config, dialling through the lab namespace.
-func (l *Lab) RESTConfig() (*rest.Config, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig())
+// AdminKubeconfig returns the admin kubeconfig (cluster-admin, embedded
+// client certificate). Its server is the control-plane LB's address in the
+// lab subnet: it works as is for a process inside the lab's network
+// namespace, such as a coordinator started there.
+func (l *Lab) AdminKubeconfig() ([]byte, error) {
+	b, err := os.ReadFile(l.Kubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
 	}
-	rc.Dial = l.net.DialContext
-	rc.Timeout = 15 * time.Second
-	return rc, nil
+	return b, nil
 }
 
-// Clientset is a typed client for the lab cluster.
-func (l *Lab) Clientset() (*kubernetes.Clientset, error) {
-	rc, err := l.RESTConfig()
+// apiTimeout bounds each request of Kube's client.
+const apiTimeout = 15 * time.Second
+
+// Kube is an admin client for the lab cluster that dials through the lab
+// namespace, so it works from this machine's own namespace.
+func (l *Lab) Kube() (*kube.Client, error) {
+	b, err := l.AdminKubeconfig()
 	if err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(rc)
+	cfg := kube.DefaultConfig()
+	cfg.Logger = l.cfg.Log
+	kc, err := kube.NewFromKubeconfig(cfg, b, kube.WithDial(l.net.DialContext), kube.WithTimeout(apiTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
+	}
+	return kc, nil
 }
 
 func (l *Lab) step(format string, args ...any) {
@@ -197,29 +206,29 @@ func (l *Lab) Up(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	cs, err := l.Clientset()
+	kc, err := l.Kube()
 	if err != nil {
 		return err
 	}
 	l.step("waiting for the API through the LB at %s", c.Topology.APIEndpoint())
-	if err := waitAPI(ctx, cs, c.ReadyTimeout); err != nil {
+	if err := waitAPI(ctx, kc, c.ReadyTimeout); err != nil {
 		return err
 	}
-	if err := bindClusterAdmins(ctx, cs); err != nil {
+	if err := bindClusterAdmins(ctx, kc); err != nil {
 		return err
 	}
 	l.step("waiting for %d Nodes Ready at v%s", len(c.Topology.Hosts), c.Version)
-	if err := waitNodesReady(ctx, cs, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out); err != nil {
+	if err := waitNodesReady(ctx, kc, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out); err != nil {
 		return err
 	}
-	if err := labelNodes(ctx, cs, c.Topology); err != nil {
+	if err := labelNodes(ctx, kc, c.Topology); err != nil {
 		return err
 	}
 	l.step("sample workloads in namespace %s", DemoNamespace)
-	if err := applyWorkloads(ctx, cs); err != nil {
+	if err := applyWorkloads(ctx, kc); err != nil {
 		return err
 	}
-	if err := waitWorkloads(ctx, cs, c.ReadyTimeout); err != nil {
+	if err := waitWorkloads(ctx, kc, c.ReadyTimeout); err != nil {
 		return err
 	}
 	l.step("lab up in %s; kubeconfig %s (reach it with: ip netns exec %s kubectl --kubeconfig %s get nodes)",

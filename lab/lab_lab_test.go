@@ -4,11 +4,7 @@ package lab
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +15,6 @@ import (
 	"github.com/moltproject/molt/internal/nspawn"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSmallLabUpServeDown brings up the small topology, checks every Node
@@ -72,64 +66,58 @@ func upServeDown(t *testing.T, topo Topology, version string) {
 	require.NoError(t, l.Up(ctx))
 	t.Logf("up in %s", time.Since(t0).Round(time.Millisecond))
 
-	cs, err := l.Clientset()
+	nodes, err := l.Nodes(ctx)
 	require.NoError(t, err)
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	require.Len(t, nodes.Items, len(cfg.Topology.Hosts))
-	for _, n := range nodes.Items {
-		require.True(t, NodeReady(&n), n.Name)
-		require.Equal(t, "v"+cfg.Version, n.Status.NodeInfo.KubeletVersion, n.Name)
+	require.Len(t, nodes, len(cfg.Topology.Hosts))
+	for _, n := range nodes {
+		require.True(t, n.Ready, n.Name)
+		require.False(t, n.Unschedulable, n.Name)
+		require.Equal(t, "v"+cfg.Version, n.KubeletVersion, n.Name)
 	}
-	sv, err := cs.Discovery().ServerVersion()
+	kc, err := l.Kube()
 	require.NoError(t, err)
-	require.Equal(t, "v"+cfg.Version, sv.GitVersion, "apiserver version")
+	sv, err := kc.ServerVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "v"+cfg.Version, sv, "apiserver version")
 
 	// Every control-plane host runs the version's component images. The
 	// mirror pods are the kubelets' report of what they run; poll because
 	// Up waits for Nodes and workloads, not for every mirror pod.
 	wantCP := 3 * len(cfg.Topology.WithRole(RoleControlPlane))
-	var cpPods []corev1.Pod
+	cpImages := map[string]string{} // "pod/container" → image
 	require.Eventually(t, func() bool {
-		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
+		images, err := l.StaticPodImages(ctx)
 		if err != nil {
 			return false
 		}
-		cpPods = cpPods[:0]
-		for _, p := range pods.Items {
-			switch p.Labels["component"] {
+		clear(cpImages)
+		for key, img := range images {
+			switch key[strings.LastIndex(key, "/")+1:] {
 			case "kube-apiserver", "kube-controller-manager", "kube-scheduler":
-				cpPods = append(cpPods, p)
+				cpImages[key] = img
 			}
 		}
-		return len(cpPods) == wantCP
+		return len(cpImages) == wantCP
 	}, time.Minute, time.Second, "want %d control-plane mirror pods", wantCP)
-	for _, p := range cpPods {
-		require.Equal(t, ComponentImage(p.Labels["component"], cfg.Version), p.Spec.Containers[0].Image, p.Name)
+	for key, img := range cpImages {
+		require.Equal(t, ComponentImage(key[strings.LastIndex(key, "/")+1:], cfg.Version), img, key)
 	}
 
-	// A Deployment pod on a worker, asked from inside cp-1's network
-	// namespace: the request crosses hosts over the lab bridge.
-	pods, err := cs.CoreV1().Pods(DemoNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + DemoDeploy})
-	require.NoError(t, err)
-	require.NotEmpty(t, pods.Items)
-	var pod corev1.Pod = pods.Items[0]
-	require.Contains(t, []string{"worker-1", "worker-2"}, pod.Spec.NodeName)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return DialInNamespace(ctx, nsPath(l.Network().HostNS("cp-1")), network, addr)
-		},
-	}}
-	resp, err := client.Get(fmt.Sprintf("http://%s:%d/", pod.Status.PodIP, EchoPort))
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, fmt.Sprintf("pod=%s node=%s\n", pod.Name, pod.Spec.NodeName), string(body))
+	// Deployment pods on workers, asked from inside cp-1's network
+	// namespace: the requests cross hosts over the lab bridge.
+	require.NoError(t, l.CheckServing(ctx))
 
 	// Logs go apiserver → kubelet: the kubelet's webhook authorizer must
 	// accept the apiserver's kubelet-client identity (bindClusterAdmins).
-	_, err = cs.CoreV1().Pods(DemoNamespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	pods, err := kc.ListPods(ctx, DemoNamespace, "app="+DemoDeploy)
+	require.NoError(t, err)
+	require.NotEmpty(t, pods)
+	_, err = kc.PodLogs(ctx, DemoNamespace, pods[0].Name, "")
 	require.NoError(t, err, "kubectl logs through the apiserver")
+
+	kubeconfig, err := l.AdminKubeconfig()
+	require.NoError(t, err)
+	require.Contains(t, string(kubeconfig), "server: https://"+cfg.Topology.APIEndpoint())
 
 	out, err := l.Exec(ctx, "worker-1", "systemctl", "is-active", "kubelet.service", "containerd.service")
 	require.NoError(t, err)

@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,29 +27,117 @@ type ControlPlane struct {
 	LBAddress string
 }
 
+// StaticPod is one lab static pod: a single container in kube-system on
+// the host network, never pulled, system-node-critical. Manifest renders
+// it as the Pod a kubelet reads from ManifestDir.
+type StaticPod struct {
+	// Name is the pod's and its container's name, and its component label.
+	Name    string
+	Image   string
+	Command []string
+	// Readiness, if set, is the container's readiness probe.
+	Readiness *HTTPProbe
+	// Mounts are hostPath volumes, each mounted at its own path.
+	Mounts      []HostPathMount
+	Annotations map[string]string
+}
+
+// HTTPProbe is an HTTP(S) GET probe polled every 2 s with a 5 s timeout,
+// failing after 3 misses.
+type HTTPProbe struct {
+	// Host is the address to ask; empty means the pod IP (here the host's).
+	Host string
+	Path string
+	Port int
+	// Scheme is "HTTP" or "HTTPS".
+	Scheme string
+}
+
+// HostPathMount is a hostPath volume mounted at the same path.
+type HostPathMount struct {
+	Name, Path string
+	ReadOnly   bool
+	// Type is the hostPath type: "DirectoryOrCreate" or "FileOrCreate".
+	Type string
+}
+
 // StaticPods returns file name → manifest YAML for the static pods a host
 // of the given role runs. Workers and data-plane LB hosts run none.
 func StaticPods(h HostSpec, cp ControlPlane) (map[string][]byte, error) {
-	var pods []*corev1.Pod
+	var pods []StaticPod
 	switch h.Role {
 	case RoleControlPlane:
-		pods = []*corev1.Pod{EtcdPod(h, cp), APIServerPod(h, cp), ControllerManagerPod(cp), SchedulerPod(cp)}
+		pods = []StaticPod{EtcdPod(h, cp), APIServerPod(h, cp), ControllerManagerPod(cp), SchedulerPod(cp)}
 	case RoleControlPlaneLB:
-		pods = []*corev1.Pod{CPLBPod(cp)}
+		pods = []StaticPod{CPLBPod(cp)}
 	}
 	out := map[string][]byte{}
 	for _, p := range pods {
-		b, err := yaml.Marshal(p)
+		b, err := p.Manifest()
 		if err != nil {
-			return nil, fmt.Errorf("%w: marshal %s: %v", ErrHost, p.Name, err)
+			return nil, err
 		}
 		out[p.Name+".yaml"] = b
 	}
 	return out, nil
 }
 
+// Manifest renders p as Pod YAML.
+func (p StaticPod) Manifest() ([]byte, error) {
+	ctr := map[string]any{
+		"name":            p.Name,
+		"image":           p.Image,
+		"imagePullPolicy": "Never",
+		"command":         p.Command,
+		"resources":       map[string]any{"requests": map[string]any{"cpu": "10m"}},
+	}
+	if pr := p.Readiness; pr != nil {
+		get := map[string]any{"path": pr.Path, "port": pr.Port, "scheme": pr.Scheme}
+		if pr.Host != "" {
+			get["host"] = pr.Host
+		}
+		ctr["readinessProbe"] = map[string]any{
+			"httpGet":          get,
+			"periodSeconds":    2,
+			"timeoutSeconds":   5,
+			"failureThreshold": 3,
+		}
+	}
+	spec := map[string]any{
+		"hostNetwork":       true,
+		"priorityClassName": "system-node-critical",
+		"containers":        []any{ctr},
+	}
+	if len(p.Mounts) > 0 {
+		var volumes, mounts []any
+		for _, m := range p.Mounts {
+			volumes = append(volumes, map[string]any{"name": m.Name, "hostPath": map[string]any{"path": m.Path, "type": m.Type}})
+			vm := map[string]any{"name": m.Name, "mountPath": m.Path}
+			if m.ReadOnly {
+				vm["readOnly"] = true
+			}
+			mounts = append(mounts, vm)
+		}
+		spec["volumes"] = volumes
+		ctr["volumeMounts"] = mounts
+	}
+	meta := map[string]any{
+		"name":      p.Name,
+		"namespace": "kube-system",
+		"labels":    map[string]any{"component": p.Name, "tier": "control-plane"},
+	}
+	if len(p.Annotations) > 0 {
+		meta["annotations"] = p.Annotations
+	}
+	b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+	if err != nil {
+		return nil, fmt.Errorf("%w: marshal %s: %v", ErrHost, p.Name, err)
+	}
+	return b, nil
+}
+
 // EtcdPod is the stacked etcd member on control-plane host h.
-func EtcdPod(h HostSpec, cp ControlPlane) *corev1.Pod {
+func EtcdPod(h HostSpec, cp ControlPlane) StaticPod {
 	var initial []string
 	for _, m := range cp.Members {
 		initial = append(initial, fmt.Sprintf("%s=https://%s:2380", m.Name, m.IP))
@@ -80,17 +164,20 @@ func EtcdPod(h HostSpec, cp ControlPlane) *corev1.Pod {
 		"--peer-client-cert-auth=true",
 		"--snapshot-count=10000",
 	}
-	probe := httpProbe("/health", 2381, corev1.URISchemeHTTP)
-	probe.HTTPGet.Host = "127.0.0.1" // metrics listen on loopback only
-	p := staticPod("etcd", EtcdImage, append([]string{"etcd"}, args...), probe)
-	mount(p, "etcd-certs", pki, true, corev1.HostPathDirectoryOrCreate)
-	mount(p, "etcd-data", etcdDataDir, false, corev1.HostPathDirectoryOrCreate)
-	return p
+	return StaticPod{
+		Name: "etcd", Image: EtcdImage, Command: append([]string{"etcd"}, args...),
+		// metrics listen on loopback only
+		Readiness: &HTTPProbe{Host: "127.0.0.1", Path: "/health", Port: 2381, Scheme: "HTTP"},
+		Mounts: []HostPathMount{
+			{Name: "etcd-certs", Path: pki, ReadOnly: true, Type: "DirectoryOrCreate"},
+			{Name: "etcd-data", Path: etcdDataDir, Type: "DirectoryOrCreate"},
+		},
+	}
 }
 
 // APIServerPod is kube-apiserver on control-plane host h, talking to its
 // local etcd member as kubeadm's stacked topology does.
-func APIServerPod(h HostSpec, cp ControlPlane) *corev1.Pod {
+func APIServerPod(h HostSpec, cp ControlPlane) StaticPod {
 	pki := HostPKIDir
 	args := []string{
 		"--advertise-address=" + h.IP,
@@ -120,18 +207,18 @@ func APIServerPod(h HostSpec, cp ControlPlane) *corev1.Pod {
 		"--tls-cert-file=" + pki + "/apiserver.crt",
 		"--tls-private-key-file=" + pki + "/apiserver.key",
 	}
-	img := ComponentImage("kube-apiserver", cp.Version)
-	probe := httpProbe("/readyz", APIPort, corev1.URISchemeHTTPS)
-	probe.HTTPGet.Host = h.IP
-	p := staticPod("kube-apiserver", img, append([]string{"kube-apiserver"}, args...), probe)
-	p.Annotations = map[string]string{"kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint": fmt.Sprintf("%s:%d", h.IP, APIPort)}
-	mount(p, "k8s-certs", pki, true, corev1.HostPathDirectoryOrCreate)
-	return p
+	return StaticPod{
+		Name: "kube-apiserver", Image: ComponentImage("kube-apiserver", cp.Version),
+		Command:     append([]string{"kube-apiserver"}, args...),
+		Readiness:   &HTTPProbe{Host: h.IP, Path: "/readyz", Port: APIPort, Scheme: "HTTPS"},
+		Mounts:      []HostPathMount{{Name: "k8s-certs", Path: pki, ReadOnly: true, Type: "DirectoryOrCreate"}},
+		Annotations: map[string]string{"kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint": fmt.Sprintf("%s:%d", h.IP, APIPort)},
+	}
 }
 
 // ControllerManagerPod is kube-controller-manager with the controllers a
 // real cluster runs (PDB status, DaemonSets, Deployments, node lifecycle).
-func ControllerManagerPod(cp ControlPlane) *corev1.Pod {
+func ControllerManagerPod(cp ControlPlane) StaticPod {
 	pki := HostPKIDir
 	conf := "/etc/kubernetes/controller-manager.conf"
 	args := []string{
@@ -151,86 +238,41 @@ func ControllerManagerPod(cp ControlPlane) *corev1.Pod {
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--use-service-account-credentials=true",
 	}
-	probe := httpProbe("/healthz", 10257, corev1.URISchemeHTTPS)
-	probe.HTTPGet.Host = "127.0.0.1"
-	p := staticPod("kube-controller-manager", ComponentImage("kube-controller-manager", cp.Version),
-		append([]string{"kube-controller-manager"}, args...), probe)
-	mount(p, "k8s-certs", pki, true, corev1.HostPathDirectoryOrCreate)
-	mount(p, "kubeconfig", conf, true, corev1.HostPathFileOrCreate)
-	return p
+	return StaticPod{
+		Name: "kube-controller-manager", Image: ComponentImage("kube-controller-manager", cp.Version),
+		Command:   append([]string{"kube-controller-manager"}, args...),
+		Readiness: &HTTPProbe{Host: "127.0.0.1", Path: "/healthz", Port: 10257, Scheme: "HTTPS"},
+		Mounts: []HostPathMount{
+			{Name: "k8s-certs", Path: pki, ReadOnly: true, Type: "DirectoryOrCreate"},
+			{Name: "kubeconfig", Path: conf, ReadOnly: true, Type: "FileOrCreate"},
+		},
+	}
 }
 
 // SchedulerPod is kube-scheduler.
-func SchedulerPod(cp ControlPlane) *corev1.Pod {
+func SchedulerPod(cp ControlPlane) StaticPod {
 	conf := "/etc/kubernetes/scheduler.conf"
-	probe := httpProbe("/healthz", 10259, corev1.URISchemeHTTPS)
-	probe.HTTPGet.Host = "127.0.0.1"
-	p := staticPod("kube-scheduler", ComponentImage("kube-scheduler", cp.Version), []string{
-		"kube-scheduler",
-		"--authentication-kubeconfig=" + conf,
-		"--authorization-kubeconfig=" + conf,
-		"--kubeconfig=" + conf,
-		"--bind-address=127.0.0.1",
-		"--leader-elect=true",
-	}, probe)
-	mount(p, "kubeconfig", conf, true, corev1.HostPathFileOrCreate)
-	return p
+	return StaticPod{
+		Name: "kube-scheduler", Image: ComponentImage("kube-scheduler", cp.Version),
+		Command: []string{
+			"kube-scheduler",
+			"--authentication-kubeconfig=" + conf,
+			"--authorization-kubeconfig=" + conf,
+			"--kubeconfig=" + conf,
+			"--bind-address=127.0.0.1",
+			"--leader-elect=true",
+		},
+		Readiness: &HTTPProbe{Host: "127.0.0.1", Path: "/healthz", Port: 10259, Scheme: "HTTPS"},
+		Mounts:    []HostPathMount{{Name: "kubeconfig", Path: conf, ReadOnly: true, Type: "FileOrCreate"}},
+	}
 }
 
 // CPLBPod is the control-plane load balancer: the lab's cplb TCP proxy in
 // place of HAProxy + keepalived, forwarding to every apiserver.
-func CPLBPod(cp ControlPlane) *corev1.Pod {
+func CPLBPod(cp ControlPlane) StaticPod {
 	cmd := []string{"cplb", "-listen=" + cp.LBAddress}
 	for _, m := range cp.Members {
 		cmd = append(cmd, fmt.Sprintf("-backend=%s:%d", m.IP, APIPort))
 	}
-	return staticPod("cplb", CPLBImage, cmd, nil)
-}
-
-// staticPod is the common shape of every lab static pod: kube-system,
-// host network, never pulled, system-node-critical.
-func staticPod(name, image string, command []string, readiness *corev1.Probe) *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: "kube-system",
-			Labels:    map[string]string{"component": name, "tier": "control-plane"},
-		},
-		Spec: corev1.PodSpec{
-			HostNetwork:       true,
-			PriorityClassName: "system-node-critical",
-			Containers: []corev1.Container{{
-				Name:            name,
-				Image:           image,
-				ImagePullPolicy: corev1.PullNever,
-				Command:         command,
-				ReadinessProbe:  readiness,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("10m"),
-				}},
-			}},
-		},
-	}
-}
-
-func httpProbe(path string, port int, scheme corev1.URIScheme) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromInt32(int32(port)), Scheme: scheme,
-		}},
-		PeriodSeconds:    2,
-		TimeoutSeconds:   5,
-		FailureThreshold: 3,
-	}
-}
-
-// mount adds a hostPath volume mounted at the same path in the container.
-func mount(p *corev1.Pod, name, path string, readOnly bool, typ corev1.HostPathType) {
-	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{
-		Name:         name,
-		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &typ}},
-	})
-	c := &p.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: readOnly})
+	return StaticPod{Name: "cplb", Image: CPLBImage, Command: cmd}
 }

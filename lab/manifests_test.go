@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moltproject/molt/kube"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -42,13 +42,28 @@ func TestStaticPodsParseWithTheRightImages(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, files, len(c.images))
 			for file, img := range c.images {
-				var pod corev1.Pod
-				require.NoError(t, yaml.UnmarshalStrict(files[file], &pod), file)
-				require.Equal(t, "kube-system", pod.Namespace)
+				// Strictly a Pod: no field the kubelet would not know.
+				require.NoError(t, kube.CheckManifests(files[file]), file)
+				var pod struct {
+					Kind     string
+					Metadata struct{ Name, Namespace string }
+					Spec     struct {
+						HostNetwork bool `json:"hostNetwork"`
+						Containers  []struct {
+							Name, Image     string
+							ImagePullPolicy string `json:"imagePullPolicy"`
+						}
+					}
+				}
+				require.NoError(t, yaml.Unmarshal(files[file], &pod), file)
+				require.Equal(t, "Pod", pod.Kind)
+				require.Equal(t, file, pod.Metadata.Name+".yaml")
+				require.Equal(t, "kube-system", pod.Metadata.Namespace)
 				require.True(t, pod.Spec.HostNetwork)
 				require.Len(t, pod.Spec.Containers, 1)
+				require.Equal(t, pod.Metadata.Name, pod.Spec.Containers[0].Name)
 				require.Equal(t, img, pod.Spec.Containers[0].Image)
-				require.Equal(t, corev1.PullNever, pod.Spec.Containers[0].ImagePullPolicy)
+				require.Equal(t, "Never", pod.Spec.Containers[0].ImagePullPolicy)
 			}
 		})
 	}
@@ -57,13 +72,13 @@ func TestStaticPodsParseWithTheRightImages(t *testing.T) {
 func TestEtcdAndAPIServerFlags(t *testing.T) {
 	topo := FullTopology()
 	cp2 := topo.WithRole(RoleControlPlane)[1]
-	etcd := strings.Join(EtcdPod(cp2, testControlPlane()).Spec.Containers[0].Command, " ")
+	etcd := strings.Join(EtcdPod(cp2, testControlPlane()).Command, " ")
 	require.Contains(t, etcd, "--initial-cluster=cp-1=https://10.77.0.11:2380,cp-2=https://10.77.0.12:2380,cp-3=https://10.77.0.13:2380")
 	require.Contains(t, etcd, "--listen-peer-urls=https://10.77.0.12:2380")
-	api := strings.Join(APIServerPod(cp2, testControlPlane()).Spec.Containers[0].Command, " ")
+	api := strings.Join(APIServerPod(cp2, testControlPlane()).Command, " ")
 	require.Contains(t, api, "--advertise-address=10.77.0.12")
 	require.Contains(t, api, "--service-cluster-ip-range="+ServiceCIDR)
-	lb := strings.Join(CPLBPod(testControlPlane()).Spec.Containers[0].Command, " ")
+	lb := strings.Join(CPLBPod(testControlPlane()).Command, " ")
 	require.Equal(t, "cplb -listen=10.77.0.10:6443 -backend=10.77.0.11:6443 -backend=10.77.0.12:6443 -backend=10.77.0.13:6443", lb)
 }
 

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/moltproject/molt/kube"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 )
 
 func readCert(t *testing.T, path string) *x509.Certificate {
@@ -85,11 +86,14 @@ func TestEnsurePKIKubeconfigs(t *testing.T) {
 		"kubelet-worker-1.conf":   {"system:node:worker-1", "system:nodes"},
 	} {
 		t.Run(file, func(t *testing.T) {
-			cfg, err := clientcmd.LoadFromFile(filepath.Join(p.KubeconfigDir, file))
+			b, err := os.ReadFile(filepath.Join(p.KubeconfigDir, file))
 			require.NoError(t, err)
-			ctx := cfg.Contexts[cfg.CurrentContext]
-			require.Equal(t, "https://10.77.0.10:6443", cfg.Clusters[ctx.Cluster].Server)
-			blk, _ := pem.Decode(cfg.AuthInfos[ctx.AuthInfo].ClientCertificateData)
+			_, err = kube.NewFromKubeconfig(kube.DefaultConfig(), b)
+			require.NoError(t, err, "client-go accepts it")
+			cfg := parseKubeconfig(t, b)
+			require.Equal(t, "https://10.77.0.10:6443", cfg.server)
+			blk, _ := pem.Decode(cfg.clientCert)
+			require.NotNil(t, blk)
 			cert, err := x509.ParseCertificate(blk.Bytes)
 			require.NoError(t, err)
 			require.Equal(t, want[0], cert.Subject.CommonName)
@@ -119,4 +123,57 @@ func TestEnsurePKIIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, admin, again)
 	require.FileExists(t, p.KubeletKubeconfig("worker-2"))
+}
+
+// kubeconfig is what a test needs of a kubeconfig: its current context's
+// server and client certificate.
+type kubeconfig struct {
+	server     string
+	clientCert []byte
+}
+
+// parseKubeconfig resolves the current context of a clientcmd v1 Config.
+func parseKubeconfig(t *testing.T, b []byte) kubeconfig {
+	t.Helper()
+	var cfg struct {
+		Kind           string
+		CurrentContext string `json:"current-context"`
+		Clusters       []struct {
+			Name    string
+			Cluster struct{ Server string }
+		}
+		Users []struct {
+			Name string
+			User struct {
+				ClientCertificateData []byte `json:"client-certificate-data"`
+			}
+		}
+		Contexts []struct {
+			Name    string
+			Context struct{ Cluster, User string }
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(b, &cfg))
+	require.Equal(t, "Config", cfg.Kind)
+	var out kubeconfig
+	found := 0
+	for _, c := range cfg.Contexts {
+		if c.Name != cfg.CurrentContext {
+			continue
+		}
+		for _, cl := range cfg.Clusters {
+			if cl.Name == c.Context.Cluster {
+				out.server = cl.Cluster.Server
+				found++
+			}
+		}
+		for _, u := range cfg.Users {
+			if u.Name == c.Context.User {
+				out.clientCert = u.User.ClientCertificateData
+				found++
+			}
+		}
+	}
+	require.Equal(t, 2, found, "current context %q resolves to one cluster and one user", cfg.CurrentContext)
+	return out
 }

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/moltproject/molt/kube"
 )
 
 // HostStatus is one host as `status` sees it.
@@ -44,25 +44,56 @@ func (l *Lab) Status(ctx context.Context) Status {
 		}
 		st.Hosts = append(st.Hosts, hs)
 	}
-	cs, err := l.Clientset()
-	if err != nil {
-		st.APIError = err.Error()
-		return st
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := l.Nodes(ctx)
 	if err != nil {
 		st.APIError = err.Error()
 		return st
 	}
 	for i := range st.Hosts {
-		for _, n := range nodes.Items {
+		for _, n := range nodes {
 			if n.Name == st.Hosts[i].Name {
-				st.Hosts[i].NodeReady = NodeReady(&n)
-				st.Hosts[i].KubeletVersion = n.Status.NodeInfo.KubeletVersion
+				st.Hosts[i].NodeReady = n.Ready
+				st.Hosts[i].KubeletVersion = n.KubeletVersion
 			}
 		}
 	}
 	return st
+}
+
+// Nodes lists the cluster's Nodes (name, Ready, kubelet version,
+// unschedulable), sorted by name.
+func (l *Lab) Nodes(ctx context.Context) ([]kube.NodeInfo, error) {
+	kc, err := l.Kube()
+	if err != nil {
+		return nil, err
+	}
+	return kc.ListNodes(ctx)
+}
+
+// StaticPodImages maps every kube-system mirror pod's containers to their
+// images, keyed "POD/CONTAINER": "kube-apiserver-cp-1/kube-apiserver" →
+// "registry.k8s.io/kube-apiserver:v1.34.4". Mirror pods are the kubelets'
+// report of the static pods they run, so this is what the control plane
+// runs now, as far as the API server has heard.
+func (l *Lab) StaticPodImages(ctx context.Context) (map[string]string, error) {
+	kc, err := l.Kube()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := kc.ListPods(ctx, "kube-system", "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range pods {
+		if !p.Mirror {
+			continue
+		}
+		for _, c := range p.Containers {
+			out[p.Name+"/"+c.Name] = c.Image
+		}
+	}
+	return out, nil
 }
 
 // Print writes st as a table plus how to reach the API.
