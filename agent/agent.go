@@ -45,6 +45,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Coordinator == "" || cfg.Cluster == "" || cfg.Node == "" {
 		return nil, fmt.Errorf("%w: coordinator, cluster and node are required", ErrConfig)
 	}
+	endpoints, err := api.ParseEndpoints(cfg.Coordinator)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if cfg.HostRoot == "" || cfg.DataDir == "" {
 		return nil, fmt.Errorf("%w: host root and data dir are required", ErrConfig)
 	}
@@ -79,7 +83,7 @@ func New(cfg Config) (*Agent, error) {
 	if a.pods == nil {
 		a.pods = a.runtime
 	}
-	a.client = api.NewClient(cfg.Coordinator, nil)
+	a.client = api.NewClientEndpoints(endpoints, nil)
 	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,11 @@ import (
 // Config configures an Agent. Paths are host paths: each is joined under
 // HostRoot before use, so a test can run the agent on a temporary tree.
 type Config struct {
-	// Coordinator is the coordinator's base URL, e.g. https://molt:7080.
+	// Coordinator is the coordinator's base URL, e.g. https://molt:7080, or
+	// a comma-separated list of its members' URLs
+	// (https://m1:7080,https://m2:7080,https://m3:7080). The agent talks to
+	// one member at a time and moves to the next when that one is down or
+	// has no leader (see api.Client.Do).
 	Coordinator string
 	// Token is the join token that proves the agent may register.
 	Token string

@@ -7,58 +7,170 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// Client is a typed client of the coordinator's /v1 API.
+// Client is a typed client of the coordinator's /v1 API. It may know
+// several endpoints, the members of one coordinator, and fails over from
+// one to the next (see Do). It is safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	// endpoints are base URLs without a trailing slash, in the order given.
+	endpoints []string
+	http      *http.Client
+	// current is the index in endpoints of the member that answered last;
+	// every request starts there.
+	current atomic.Int32
 }
 
 // NewClient returns a client for the coordinator at base (e.g.
 // "http://127.0.0.1:7080"). A nil httpClient means a default with no global
 // timeout; long polls pass their own deadlines through the context.
 func NewClient(base string, httpClient *http.Client) *Client {
+	return NewClientEndpoints([]string{base}, httpClient)
+}
+
+// NewClientEndpoints returns a client for a coordinator whose members
+// answer at endpoints (base URLs; see ParseEndpoints). Any member serves
+// any request: followers forward to the leader. httpClient is as for
+// NewClient.
+func NewClientEndpoints(endpoints []string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
-	return &Client{base: strings.TrimRight(base, "/"), http: httpClient}
+	eps := make([]string, 0, len(endpoints))
+	for _, e := range endpoints {
+		if e = strings.TrimRight(strings.TrimSpace(e), "/"); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	return &Client{endpoints: eps, http: httpClient}
 }
 
-// Base returns the coordinator address the client talks to.
-func (c *Client) Base() string { return c.base }
+// ParseEndpoints splits a comma-separated list of coordinator base URLs
+// ("http://m1:7080,http://m2:7080") and checks that each is an http or
+// https URL with a host. Spaces around entries and trailing slashes are
+// dropped.
+func ParseEndpoints(s string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimRight(strings.TrimSpace(e), "/")
+		if e == "" {
+			continue
+		}
+		u, err := url.Parse(e)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator endpoint %q: %w", e, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("coordinator endpoint %q: want http(s)://host[:port]", e)
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no coordinator endpoint in %q", s)
+	}
+	return out, nil
+}
+
+// Base returns the coordinator endpoint the client talks to now: the one
+// that answered last, or the first before any request.
+func (c *Client) Base() string {
+	if len(c.endpoints) == 0 {
+		return ""
+	}
+	return c.endpoints[c.current.Load()]
+}
+
+// Endpoints returns every endpoint the client knows, in the order given.
+func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }
 
 // Do sends a JSON request and decodes a JSON answer into out (when non-nil).
 // A non-2xx answer comes back as a *Problem error.
+//
+// With several endpoints, Do starts at the one that answered last and moves
+// to the next, trying each once, when a member cannot be reached (connection
+// refused or reset, timeout) or answers 502 or 503 (it has no leader, or
+// could not forward to it). Requests that may have reached a member are
+// repeated only when they are idempotent: every method but POST and PATCH.
+// A POST is repeated only when it surely was not sent (the connection could
+// not be opened); the agent's calls that must survive a member's loss use
+// idempotentDo instead. When every endpoint failed, the error names them
+// all and wraps each one's error. The caller's context ending stops the
+// failover at once.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) (int, error) {
-	var body io.Reader
+	return c.do(ctx, method != http.MethodPost && method != http.MethodPatch, method, path, in, out)
+}
+
+// idempotentDo is Do for a request the coordinator treats as idempotent
+// whatever its method, so it may be repeated on another member even if
+// the first one applied it.
+func (c *Client) idempotentDo(ctx context.Context, method, path string, in, out any) (int, error) {
+	return c.do(ctx, true, method, path, in, out)
+}
+
+func (c *Client) do(ctx context.Context, idempotent bool, method, path string, in, out any) (int, error) {
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	n := len(c.endpoints)
+	if n == 0 {
+		return 0, fmt.Errorf("%s %s: no coordinator endpoint configured", method, path)
+	}
+	start := int(c.current.Load())
+	failed := &endpointsError{method: method, path: path}
+	status := 0
+	for i := range n {
+		idx := (start + i) % n
+		st, next, err := c.attempt(ctx, idempotent, c.endpoints[idx], method, path, body, in != nil, out)
+		if !next || ctx.Err() != nil {
+			if !next {
+				c.current.Store(int32(idx))
+			}
+			return st, err
+		}
+		status = st
+		failed.endpoints = append(failed.endpoints, c.endpoints[idx])
+		failed.errs = append(failed.errs, err)
+	}
+	if n == 1 {
+		return status, failed.errs[0] // the error names its one URL already
+	}
+	return status, failed
+}
+
+// attempt sends the request to one endpoint. next reports that the
+// endpoint failed in a way another member may not (see Do).
+func (c *Client) attempt(ctx context.Context, idempotent bool, base, method, path string, body []byte, hasBody bool, out any) (status int, next bool, err error) {
+	var rd io.Reader
+	if hasBody {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if in != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, idempotent || notSent(err), err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return resp.StatusCode, err
+		return resp.StatusCode, idempotent, err
 	}
 	if resp.StatusCode >= 300 {
 		p := &Problem{Status: resp.StatusCode}
@@ -66,15 +178,48 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (int,
 			p.Type = ProblemTypeBase + ProblemInternal
 			p.Detail = strings.TrimSpace(string(data))
 		}
-		return resp.StatusCode, p
+		unavailable := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable
+		return resp.StatusCode, unavailable && idempotent, p
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s %s: %w", method, path, err)
+			return resp.StatusCode, false, fmt.Errorf("decode %s %s: %w", method, path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, false, nil
 }
+
+// notSent reports whether a transport error shows that the request never
+// left: no connection could be opened (refused, unreachable, name not
+// found, dial timeout).
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// endpointsError is Do's error when no endpoint answered usefully.
+type endpointsError struct {
+	method, path string
+	// endpoints and errs are parallel: what each endpoint tried failed with.
+	endpoints []string
+	errs      []error
+}
+
+func (e *endpointsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: no coordinator endpoint answered (tried %s)", e.method, e.path, strings.Join(e.endpoints, ", "))
+	for i, err := range e.errs {
+		fmt.Fprintf(&b, "; %s: %v", e.endpoints[i], err)
+	}
+	return b.String()
+}
+
+// Unwrap lets errors.Is and errors.As see every endpoint's error.
+func (e *endpointsError) Unwrap() []error { return e.errs }
 
 // IsProblem reports whether err is a Problem with the given type suffix.
 func IsProblem(err error, suffix string) bool {
@@ -86,16 +231,26 @@ func agentPath(cluster, node string, rest string) string {
 	return "/v1/agents/" + url.PathEscape(cluster) + "/" + url.PathEscape(node) + rest
 }
 
+// Register, Heartbeat and ReportResult are POSTs, yet they may be repeated
+// on another coordinator member after a reset or a 503 even if the first
+// member applied them: the coordinator treats repeats idempotently.
+// Registering again only re-marks the agent registered at the same address
+// (agents re-register on every start anyway); a heartbeat is a state, not
+// an event; and a result is keyed by its operation ID (an upgrade step's
+// ID names upgrade, node, step and attempt; a preflight check's names run
+// and node), so a repeat of a result already applied is recognised as
+// stale and answered 200 without changing anything.
+
 // Register announces an agent to the coordinator.
 func (c *Client) Register(ctx context.Context, r RegisterRequest) (RegisterResponse, error) {
 	var out RegisterResponse
-	_, err := c.Do(ctx, http.MethodPost, "/v1/agents/register", r, &out)
+	_, err := c.idempotentDo(ctx, http.MethodPost, "/v1/agents/register", r, &out)
 	return out, err
 }
 
 // Heartbeat sends the agent's health.
 func (c *Client) Heartbeat(ctx context.Context, h AgentHealth) error {
-	_, err := c.Do(ctx, http.MethodPost, agentPath(h.Cluster, h.Node, "/heartbeat"), h, nil)
+	_, err := c.idempotentDo(ctx, http.MethodPost, agentPath(h.Cluster, h.Node, "/heartbeat"), h, nil)
 	return err
 }
 
@@ -111,6 +266,80 @@ func (c *Client) PollOperations(ctx context.Context, cluster, node string, wait 
 
 // ReportResult reports an operation's progress or outcome.
 func (c *Client) ReportResult(ctx context.Context, cluster, node string, r OperationResult) error {
-	_, err := c.Do(ctx, http.MethodPost, agentPath(cluster, node, "/results"), r, nil)
+	_, err := c.idempotentDo(ctx, http.MethodPost, agentPath(cluster, node, "/results"), r, nil)
 	return err
+}
+
+// StartPreflight starts a preflight run of cluster for an upgrade to
+// version and returns it, still running. It is not repeated on another
+// member after the request may have been sent: each call starts a new run.
+func (c *Client) StartPreflight(ctx context.Context, cluster, version string) (PreflightRun, error) {
+	var out PreflightRun
+	_, err := c.Do(ctx, http.MethodPost, "/v1/clusters/"+url.PathEscape(cluster)+"/preflight", PreflightRequest{Version: version}, &out)
+	return out, err
+}
+
+// Preflight returns a stored preflight run of cluster.
+func (c *Client) Preflight(ctx context.Context, cluster, id string) (PreflightRun, error) {
+	var out PreflightRun
+	_, err := c.Do(ctx, http.MethodGet, "/v1/clusters/"+url.PathEscape(cluster)+"/preflight/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// PreflightRequest starts a preflight run for an upgrade to Version.
+type PreflightRequest struct {
+	Version string `json:"version"`
+}
+
+// Preflight run states.
+const (
+	PreflightRunning = "running"
+	PreflightDone    = "done"
+)
+
+// PreflightRun is a stored preflight run as the coordinator returns it
+// (coordinator.PreflightRun on the wire; see docs/preflight.md).
+type PreflightRun struct {
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	// Target is the version the run checks an upgrade to.
+	Target string `json:"target"`
+	// State is PreflightRunning until every host answered or Deadline
+	// passed, then PreflightDone with Report set.
+	State      string    `json:"state"`
+	CreatedAt  time.Time `json:"createdAt"`
+	Deadline   time.Time `json:"deadline"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Operations are the host checks sent to each node's agent, by node;
+	// Results their answers, by operation ID.
+	Operations map[string][]Operation     `json:"operations"`
+	Results    map[string]OperationResult `json:"results,omitempty"`
+	Report     *PreflightReport           `json:"report,omitempty"`
+}
+
+// PreflightReport is a finished run's results and verdict. It is
+// preflight.Report on the wire, declared again here because package
+// preflight imports this one.
+type PreflightReport struct {
+	// Results are ordered by check ID.
+	Results []PreflightResult `json:"results"`
+	// Verdict is "passed", "passedWithWarnings" or "failed".
+	Verdict string `json:"verdict"`
+	// Failed lists the IDs of the checks that block, sorted.
+	Failed []string `json:"failed,omitempty"`
+}
+
+// PreflightResult is the outcome of one check (preflight.Result on the wire).
+type PreflightResult struct {
+	// Check is the check's stable ID, e.g. "nodes-ready".
+	Check string `json:"check"`
+	// Severity is "blocking" or "warning".
+	Severity string `json:"severity"`
+	// Status is "pass", "warn" or "fail".
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	// Data holds machine-readable detail, usually keyed by node name.
+	Data map[string]string `json:"data,omitempty"`
+	// Blocks is true when this result stops an upgrade.
+	Blocks bool `json:"blocks"`
 }

@@ -37,7 +37,7 @@ func main() {
 func run() error {
 	cfg := agent.DefaultConfig()
 	fs := flag.NewFlagSet("molt-agent", flag.ContinueOnError)
-	fs.StringVar(&cfg.Coordinator, "coordinator", "", "coordinator base URL (required)")
+	fs.StringVar(&cfg.Coordinator, "coordinator", "", "coordinator base URL, or its members' URLs separated by commas (required)")
 	fs.StringVar(&cfg.Token, "token", "", "join token")
 	fs.StringVar(&cfg.Cluster, "cluster", "", "cluster name (required)")
 	fs.StringVar(&cfg.Node, "node", "", "node name (default: hostname)")

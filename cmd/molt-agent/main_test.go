@@ -22,6 +22,8 @@ func TestParseFlagsWithEnvFallback(t *testing.T) {
 			wantCoord: "http://env", wantHB: 3 * time.Second},
 		{name: "flag beats env", args: []string{"--coordinator", "http://flag"}, env: map[string]string{"MOLT_AGENT_COORDINATOR": "http://env"},
 			wantCoord: "http://flag", wantHB: 10 * time.Second},
+		{name: "env list of members passes unchanged", env: map[string]string{"MOLT_AGENT_COORDINATOR": "http://m1:7080,http://m2:7080,http://m3:7080"},
+			wantCoord: "http://m1:7080,http://m2:7080,http://m3:7080", wantHB: 10 * time.Second},
 		{name: "bad env value", env: map[string]string{"MOLT_AGENT_HEARTBEAT_INTERVAL": "soon"}, wantErr: "MOLT_AGENT_HEARTBEAT_INTERVAL"},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,8 @@ type cli struct {
 	server string
 	output string
 	out    io.Writer
+	// poll is the pause between two reads of a run being waited for.
+	poll time.Duration
 }
 
 func main() {
@@ -34,8 +36,9 @@ func main() {
 	}
 }
 
-func newRoot(out io.Writer) *cobra.Command {
-	c := &cli{out: out}
+func newRoot(out io.Writer) *cobra.Command { return (&cli{out: out, poll: time.Second}).root() }
+
+func (c *cli) root() *cobra.Command {
 	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true}
 	def := os.Getenv("MOLT_SERVER")
 	if def == "" {
@@ -43,7 +46,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator address (env MOLT_SERVER)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd(), c.maintenanceCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd())
 	return root
 }
 
