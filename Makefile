@@ -1,4 +1,5 @@
 # molt — build, check, test.
+SHELL       := /bin/bash
 GO          ?= go
 BIN         := bin
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
@@ -6,14 +7,14 @@ STATICCHECK_VERSION := v0.8.2
 LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 
-.PHONY: all build check test test-demo test-lab validate-vagrant bench deps test-all demo clean
+.PHONY: all build check test test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
 
 all: build
 
 ## build: the three binaries into bin/
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
 
 ## check: gofmt, go vet, staticcheck
 check: $(STATICCHECK)
@@ -33,11 +34,15 @@ test:
 test-lab:
 	$(GO) test -tags lab -count=1 -timeout 30m ./lab/
 
-## test-demo: the main job runs to its end (on ports of its own)
-test-demo: build
-	MOLT_DEMO_ADDR=127.0.0.1:17080 MOLT_DEMO_RAFT=127.0.0.1:17081 bash scripts/demo.sh > $(BIN)/demo.log 2>&1 || { cat $(BIN)/demo.log; exit 1; }
-	grep -q 'version-skip-minor' $(BIN)/demo.log && grep -q 'version-downgrade' $(BIN)/demo.log && grep -q '== done' $(BIN)/demo.log
-	@echo "demo: ok"
+## test-e2e: real upgrades of the lab cluster with faults (leader and agent killed), refusals
+test-e2e:
+	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED' ; test $${PIPESTATUS[0]} -eq 0
+
+## test-plan-demo: the planning walk-through runs to its end (on ports of its own)
+test-plan-demo: build
+	MOLT_DEMO_ADDR=127.0.0.1:17080 MOLT_DEMO_RAFT=127.0.0.1:17081 bash scripts/plan-demo.sh > $(BIN)/plan-demo.log 2>&1 || { cat $(BIN)/plan-demo.log; exit 1; }
+	grep -q 'version-skip-minor' $(BIN)/plan-demo.log && grep -q 'version-downgrade' $(BIN)/plan-demo.log && grep -q '== done' $(BIN)/plan-demo.log
+	@echo "plan demo: ok"
 
 ## validate-vagrant: the Vagrantfile of the multi-VM lab is valid (vagrant up needs hardware virtualisation)
 validate-vagrant:
@@ -52,11 +57,15 @@ deps:
 	bash scripts/install-deps.sh
 
 ## test-all: the README's test command — deps, build, check, every test
-test-all: deps build check test test-demo test-lab validate-vagrant
+test-all: deps build check test test-plan-demo test-lab test-e2e validate-vagrant
 
-## demo: molt's main job (see README)
-demo: build
-	bash scripts/demo.sh
+## demo: molt's main job (see README): a real upgrade of the lab cluster, live
+demo: deps build
+	$(BIN)/molt-lab demo --bin $(BIN)
+
+## plan-demo: the version rules, a dry-run plan and maintenance answers on one member, no lab
+plan-demo: build
+	bash scripts/plan-demo.sh
 
 clean:
 	rm -rf $(BIN)

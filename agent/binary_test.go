@@ -126,3 +126,22 @@ func TestRollbackRestoresPreviousBinary(t *testing.T) {
 	require.Equal(t, api.OpFailed, res.State)
 	require.Contains(t, res.Message, "rollback unavailable")
 }
+
+// TestUpgradeBinaryFromCoordinatorPath: an artifact URL that is a path is
+// fetched from the coordinator members the agent knows, moving on from a
+// member that does not have it.
+func TestUpgradeBinaryFromCoordinatorPath(t *testing.T) {
+	coord := newFakeCoordinator(t)
+	other := newFakeCoordinator(t)
+	h := newFakeHost(t, coord.URL)
+	h.cfg.Coordinator = coord.URL + "," + other.URL
+	newBin := kubeletScript("v1.34.0", false)
+	path, sum := other.ServeArtifact("v1.34.0/kubelet", newBin)
+	stop, _ := runAgent(t, h.cfg)
+
+	coord.enqueue(upgradeOp("op-1", path, sum, "v1.34.0"))
+	res := coord.waitResult(t, "op-1")
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+	require.Equal(t, sum, sha(t, h.kubelet()))
+	require.NoError(t, stop())
+}

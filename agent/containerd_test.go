@@ -133,9 +133,10 @@ func TestImportImagesOperationWithContainerd(t *testing.T) {
 	cfg.Runtime, cfg.Pods = nil, nil
 	_, _ = runAgent(t, cfg)
 
-	coord.enqueue(api.Operation{ID: "imp", Kind: api.OpImportImages, ImportImages: &api.ImportImages{
+	// IDs are shaped as the coordinator makes them, slashes included.
+	coord.enqueue(api.Operation{ID: "lab-1/n1/2/a0", Kind: api.OpImportImages, ImportImages: &api.ImportImages{
 		Archives: []api.ImageArchive{{URL: url, SHA256: sum}}}})
-	res := coord.waitResult(t, "imp")
+	res := coord.waitResult(t, "lab-1/n1/2/a0")
 	require.Equal(t, api.OpSucceeded, res.State, res.Message)
 	require.Equal(t, "registry.example/molt/pause:3.10", res.Details["images"])
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/moltproject/molt/api"
 )
 
 // Sentinel errors of downloads.
@@ -21,9 +23,37 @@ var (
 	ErrDownload = errors.New("download failed")
 )
 
-// download fetches url into the file path (created or truncated), fsyncs
+// download fetches url into path and checks its sha256 against want. A URL
+// that is a path ("/artifacts/v1.34.4/kubelet") names a file the
+// coordinator serves from its artifact directory: it is fetched from the
+// member the agent talks to now, then from the others, so losing one
+// member does not fail the operation. A checksum mismatch is final.
+func (a *Agent) download(ctx context.Context, url, want, path string) error {
+	if !strings.HasPrefix(url, "/") {
+		return a.downloadFrom(ctx, url, want, path)
+	}
+	bases := []string{a.client.Base()}
+	if all, err := api.ParseEndpoints(a.cfg.Coordinator); err == nil {
+		for _, b := range all {
+			if b != bases[0] {
+				bases = append(bases, b)
+			}
+		}
+	}
+	var errs []error
+	for _, b := range bases {
+		err := a.downloadFrom(ctx, b+url, want, path)
+		if err == nil || errors.Is(err, ErrChecksumMismatch) || ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// downloadFrom fetches url into the file path (created or truncated), fsyncs
 // it and checks its sha256 against want. On any error the file is removed.
-func (a *Agent) download(ctx context.Context, url, want, path string) (err error) {
+func (a *Agent) downloadFrom(ctx context.Context, url, want, path string) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.DownloadTimeout)
 	defer cancel()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)

@@ -20,7 +20,8 @@ func (r *run) importImages(ctx context.Context) (map[string]string, error) {
 	details := map[string]string{}
 	var all []string
 	for i, ar := range r.op.ImportImages.Archives {
-		path := fmt.Sprintf("%s/%s-%d.tar", dir, r.op.ID, i)
+		// Operation IDs contain slashes (upgrade/node/cursor/attempt).
+		path := fmt.Sprintf("%s/%s-%d.tar", dir, strings.ReplaceAll(r.op.ID, "/", "_"), i)
 		if err := a.download(ctx, ar.URL, ar.SHA256, path); err != nil {
 			return details, err
 		}

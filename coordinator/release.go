@@ -4,13 +4,19 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 )
 
+// ArtifactPathPrefix starts the paths of artifacts the coordinator serves
+// from its artifact directory.
+const ArtifactPathPrefix = "/artifacts/"
+
 // validateRelease checks a catalog entry: a valid version and well-formed
-// artifacts (absolute URLs, 64-hex-digit sha256). Reachability and the
+// artifacts (absolute http(s) URLs or /artifacts/ paths on the coordinator,
+// 64-hex-digit sha256). Reachability and the
 // checksums themselves are checked by preflight, on the hosts.
 func validateRelease(r *api.Release) (phases.Version, error) {
 	v, err := phases.ParseVersion(r.Version)
@@ -42,8 +48,12 @@ func validateRelease(r *api.Release) (phases.Version, error) {
 
 func checkArtifact(u, sum string) error {
 	p, err := url.Parse(u)
-	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("url %q is not an absolute http(s) URL", u)
+	// A path names a file the coordinator serves itself (its artifact
+	// directory); each agent fetches it from the members it knows, so it
+	// survives the loss of any one member.
+	served := err == nil && p.Scheme == "" && p.Host == "" && strings.HasPrefix(p.Path, ArtifactPathPrefix) && !strings.Contains(p.Path, "..")
+	if !served && (err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "") {
+		return fmt.Errorf("url %q is neither an absolute http(s) URL nor a path under %s", u, ArtifactPathPrefix)
 	}
 	if b, err := hex.DecodeString(sum); err != nil || len(b) != 32 {
 		return fmt.Errorf("sha256 %q is not 64 hex digits", sum)

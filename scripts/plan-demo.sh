@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# molt's main job on the embedded default: one coordinator member with its
-# state in a fresh data directory. It registers the release catalog and the
+# The planning walk-through (`make plan-demo`), no lab needed: one
+# coordinator member with its state in a fresh data directory. It registers the release catalog and the
 # lab cluster, shows the version rules refusing bad upgrades, plans the
 # upgrade to the next minor (the dry run: steps, batches, timeline,
 # disruption), sets a maintenance policy and asks when an automatic minor
-# upgrade may run next. (The full upgrade of a real cluster runs on the lab.)
+# upgrade may run next. (The real upgrade of a real cluster is `make demo`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}

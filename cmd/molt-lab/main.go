@@ -1,6 +1,7 @@
 // Command molt-lab runs molt's local lab: a real Kubernetes cluster on
 // systemd-nspawn hosts on this machine (see docs/lab.md).
 //
+//	molt-lab demo [--from 1.33.13] [--to 1.34.4] [--keep] [--small]   (molt's main job; see e2e)
 //	molt-lab up [--small] [--version 1.34.4] [--agent BIN --coordinator URL]
 //	molt-lab status
 //	molt-lab down
@@ -30,12 +31,24 @@ func main() {
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	cfg := lab.DefaultConfig()
+	if cmd == "demo" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Out = os.Stdout
+		cfg.Cache = envOr("MOLT_CACHE", cfg.Cache)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := demo(ctx, cfg, args); err != nil {
+			fail(err)
+		}
+		return
+	}
 	fs := flag.NewFlagSet("molt-lab "+cmd, flag.ExitOnError)
 	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
 	fs.StringVar(&cfg.Version, "version", cfg.Version, "Kubernetes version the hosts start at")
 	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "lab state (PKI, kubeconfigs, console logs)")
 	fs.StringVar(&cfg.Cache, "cache", envOr("MOLT_CACHE", cfg.Cache), "cache of binaries, rootfs and images")
 	fs.StringVar(&cfg.ModuleDir, "module-dir", cfg.ModuleDir, "molt repository root (to build the lab's tools)")
+	fs.StringVar(&cfg.Prefix, "prefix", cfg.Prefix, "start of every namespace name the lab makes (a test's lab: mlabt-, mlabe-)")
 	fs.DurationVar(&cfg.ReadyTimeout, "timeout", cfg.ReadyTimeout, "how long to wait for the API and Nodes")
 	verbose := fs.Bool("v", false, "debug logs")
 	renderDir := fs.String("out", "vagrant/.lab", "render: where to write each host's files")
@@ -103,6 +116,6 @@ func fail(err error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: molt-lab up [--small] [--version 1.34.4] | status | down | render [--out DIR]   (flags: -h)")
+	fmt.Fprintln(os.Stderr, "usage: molt-lab demo [--keep] | up [--small] [--version 1.34.4] | status | down | render [--out DIR]   (flags: -h)")
 	os.Exit(2)
 }

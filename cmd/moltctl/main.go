@@ -46,7 +46,7 @@ func (c *cli) root() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator address (env MOLT_SERVER)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd())
 	return root
 }
 
@@ -270,6 +270,21 @@ func (c *cli) poolCmd() *cobra.Command {
 			return c.print(u, func() { fmt.Fprintf(c.out, "pool %s: %s done\n", args[1], verb) })
 		}})
 	}
+	return cmd
+}
+
+// nodeCmd holds the node commands: retry a node whose upgrade failed (its
+// pool is halted until then); the retry is a new attempt with new
+// operation IDs.
+func (c *cli) nodeCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "node", Short: "Node upgrade commands"}
+	cmd.AddCommand(&cobra.Command{Use: "retry CLUSTER NODE", Short: "Retry a node whose upgrade failed", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
+		var u phases.Upgrade
+		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/nodes/"+args[1]+"/retry", struct{}{}, &u); err != nil {
+			return err
+		}
+		return c.print(u, func() { fmt.Fprintf(c.out, "node %s: retrying\n", args[1]) })
+	}})
 	return cmd
 }
 

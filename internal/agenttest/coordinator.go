@@ -5,6 +5,8 @@
 package agenttest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +29,7 @@ type Coordinator struct {
 	heartbeats []api.AgentHealth
 	registered int
 	wake       chan struct{}
+	artifacts  map[string][]byte
 }
 
 // New starts a stand-in that admits agents presenting token (any token
@@ -90,6 +93,16 @@ func New(t testing.TB, token string) *Coordinator {
 			}
 		}
 	})
+	mux.HandleFunc("GET /artifacts/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		b, ok := f.artifacts[r.PathValue("name")]
+		f.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Logf("fake coordinator: no route for %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
@@ -97,6 +110,19 @@ func New(t testing.TB, token string) *Coordinator {
 	f.Server = httptest.NewServer(mux)
 	t.Cleanup(f.Close)
 	return f
+}
+
+// ServeArtifact serves content at /artifacts/name, as a coordinator serves
+// its artifact directory, and returns the path and sha256 a release uses.
+func (f *Coordinator) ServeArtifact(name string, content []byte) (path, sum string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.artifacts == nil {
+		f.artifacts = map[string][]byte{}
+	}
+	f.artifacts[name] = content
+	h := sha256.Sum256(content)
+	return "/artifacts/" + name, hex.EncodeToString(h[:])
 }
 
 // Enqueue offers operations to the agent.

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"time"
+
+	"github.com/moltproject/molt/e2e"
+	"github.com/moltproject/molt/lab"
+)
+
+// demo is molt's main job (the README's first command): the lab at the
+// older release, a three-member coordinator, agents on every host, and a
+// real upgrade to the newer minor, watched live.
+func demo(ctx context.Context, cfg lab.Config, args []string) error {
+	d := e2e.DemoConfig{Config: e2e.Config{Lab: cfg}}
+	fs := flag.NewFlagSet("molt-lab demo", flag.ExitOnError)
+	fs.StringVar(&d.From, "from", "1.33.13", "release the lab starts at")
+	fs.StringVar(&d.To, "to", "1.34.4", "release to upgrade to")
+	fs.StringVar(&d.BinDir, "bin", "bin", "directory with molt-coordinator, molt-agent and moltctl")
+	fs.StringVar(&d.WorkDir, "work-dir", "/var/lib/molt/demo", "coordinator data directories, logs and artifacts (emptied first)")
+	fs.DurationVar(&d.DrainTimeout, "drain-timeout", 2*time.Minute, "best-effort drain deadline per node (at most 20m)")
+	fs.BoolVar(&d.Keep, "keep", false, "leave the lab and the coordinator running at the end")
+	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
+	_ = fs.Parse(args)
+	if *small {
+		d.Lab.Topology = lab.SmallTopology()
+	}
+	d.Out = os.Stdout
+	d.Log = cfg.Log
+	return e2e.Demo(ctx, d)
+}

@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/lab"
+	"github.com/moltproject/molt/phases"
+)
+
+// ClusterName is the name the lab cluster is registered under.
+const ClusterName = "lab"
+
+// Config is what an end-to-end environment needs.
+type Config struct {
+	// Lab configures the cluster (topology, starting version, cache).
+	Lab lab.Config
+	// BinDir holds molt-coordinator, molt-agent and moltctl (`make build`).
+	BinDir string
+	// WorkDir holds the members' data directories and logs and the
+	// published artifacts.
+	WorkDir string
+	// Members is the number of coordinator members (3).
+	Members int
+	// BasePort is member 1's HTTP port; Raft is the next, member 2 the
+	// next two, and so on.
+	BasePort int
+	// Token is the agents' join token.
+	Token string
+	// Releases are the versions published and registered in the catalog.
+	Releases []string
+	// DrainTimeout bounds each node's best-effort drain (SPEC: at most
+	// 20 minutes; the lab's PDB-protected Deployment drains in seconds).
+	DrainTimeout time.Duration
+	// Out receives progress lines; Log structured detail.
+	Out io.Writer
+	Log *slog.Logger
+}
+
+// Env is a running environment: lab, members, agents.
+type Env struct {
+	cfg     Config
+	Lab     *lab.Lab
+	Members []*Member
+	hc      *http.Client
+	client  *api.Client
+}
+
+// Up brings the lab network up, starts the coordinator members on it,
+// brings the hosts up with molt-agent installed on each (pointed at every
+// member), publishes and registers the releases and registers the cluster.
+// Everything already in place is reused.
+func Up(ctx context.Context, cfg Config) (*Env, error) {
+	if cfg.Members == 0 {
+		cfg.Members = 3
+	}
+	if cfg.BasePort == 0 {
+		cfg.BasePort = 7080
+	}
+	if cfg.Token == "" {
+		cfg.Token = "lab-token"
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &Env{cfg: cfg}
+	artifacts := filepath.Join(cfg.WorkDir, "artifacts")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return nil, err
+	}
+	common := []string{"--agent-token", cfg.Token, "--artifact-dir", artifacts, "--log-level", "info"}
+	if cfg.DrainTimeout > 0 {
+		common = append(common, "--drain-timeout", cfg.DrainTimeout.String())
+	}
+	e.Members = memberSet(cfg.Members, cfg.BasePort, cfg.WorkDir, common)
+
+	var urls []string
+	for _, m := range e.Members {
+		urls = append(urls, m.URL())
+	}
+	bin := func(name string) string { return filepath.Join(cfg.BinDir, name) }
+	script := filepath.Join(cfg.Lab.ModuleDir, "systemd", "install.sh")
+	lcfg := cfg.Lab
+	lcfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
+		return lab.InstallAgent(ctx, h, script, bin("molt-agent"),
+			"coordinator="+strings.Join(urls, ","), "token="+cfg.Token, "cluster="+ClusterName, "node="+spec.Name)
+	}
+	l, err := lab.New(lcfg)
+	if err != nil {
+		return nil, err
+	}
+	e.Lab = l
+	e.hc = &http.Client{Transport: &http.Transport{DialContext: l.Network().DialContext}}
+	e.client = api.NewClientEndpoints(urls, e.hc)
+
+	e.step("lab network")
+	if err := l.Network().Up(ctx); err != nil {
+		return e, err
+	}
+	e.step("coordinator: %d members in namespace %s (HTTP %s, Raft on its loopback)", len(e.Members), l.Network().LabNS(), strings.Join(urls, " "))
+	for _, m := range e.Members {
+		if err := m.start(bin("molt-coordinator"), l.Network().LabNS()); err != nil {
+			return e, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := m.waitReady(wctx, e.hc)
+		cancel()
+		if err != nil {
+			return e, err
+		}
+	}
+	if err := e.waitMembers(ctx, len(e.Members)); err != nil {
+		return e, err
+	}
+	e.step("releases %s: artifacts in %s, served by every member at /artifacts/", strings.Join(cfg.Releases, ", "), artifacts)
+	for _, v := range cfg.Releases {
+		rel, err := l.PublishRelease(ctx, v, artifacts, "/artifacts")
+		if err != nil {
+			return e, err
+		}
+		if _, err := e.API().Do(ctx, http.MethodPut, "/v1/releases/"+rel.Version, rel, nil); err != nil {
+			return e, fmt.Errorf("register release %s: %w", v, err)
+		}
+	}
+	// Registered first so agents find their cluster as soon as they start;
+	// registered again with the admin kubeconfig once the lab wrote it.
+	e.step("register cluster %q", ClusterName)
+	if err := e.registerCluster(ctx, ""); err != nil {
+		return e, err
+	}
+	e.step("lab hosts at v%s with molt-agent", l.Config().Version)
+	if err := l.Up(ctx); err != nil {
+		return e, err
+	}
+	kc, err := os.ReadFile(l.Kubeconfig())
+	if err != nil {
+		return e, err
+	}
+	if err := e.registerCluster(ctx, string(kc)); err != nil {
+		return e, err
+	}
+	e.step("waiting for %d agents", len(l.Config().Topology.Hosts))
+	if err := e.WaitAgents(ctx, 2*time.Minute); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func (e *Env) step(format string, args ...any) {
+	fmt.Fprintf(e.cfg.Out, "==> "+format+"\n", args...)
+}
+
+// API is a client of every member, as agents have: it moves to the next
+// member when one is down or has no leader (followers forward writes).
+func (e *Env) API() *api.Client { return e.client }
+
+// HTTPClient dials through the lab namespace.
+func (e *Env) HTTPClient() *http.Client { return e.hc }
+
+// Leader returns the member that leads now.
+func (e *Env) Leader(ctx context.Context) (*Member, error) { return leader(ctx, e.hc, e.Members) }
+
+// waitMembers waits until the Raft configuration has n voters and a leader.
+func (e *Env) waitMembers(ctx context.Context, n int) error {
+	return poll(ctx, time.Minute, func() (bool, error) {
+		var list []api.Member
+		if _, err := e.API().Do(ctx, http.MethodGet, "/v1/members", nil, &list); err != nil {
+			return false, nil
+		}
+		voters, leaders := 0, 0
+		for _, m := range list {
+			if m.Voter {
+				voters++
+			}
+			if m.Leader {
+				leaders++
+			}
+		}
+		return voters == n && leaders == 1, nil
+	})
+}
+
+// registerCluster puts the lab's topology as a cluster: one pool per role,
+// the admin kubeconfig so the coordinator can cordon, drain and watch Nodes.
+func (e *Env) registerCluster(ctx context.Context, kc string) error {
+	v, err := phases.ParseVersion(e.Lab.Config().Version)
+	if err != nil {
+		return err
+	}
+	spec := api.ClusterSpec{Kubeconfig: kc}
+	spec.Name = ClusterName
+	spec.Kind = phases.KindStandalone
+	spec.Channel = "regular"
+	spec.Version = v
+	pools := []struct {
+		name string
+		role lab.Role
+	}{{"cplb", lab.RoleControlPlaneLB}, {"cp", lab.RoleControlPlane}, {"lb", lab.RoleLoadBalancer}, {"workers", lab.RoleWorker}}
+	for _, p := range pools {
+		hosts := e.Lab.Config().Topology.WithRole(p.role)
+		if len(hosts) == 0 {
+			continue
+		}
+		pool := phases.Pool{Name: p.name, Role: phases.Role(p.role)}
+		for _, h := range hosts {
+			pool.Nodes = append(pool.Nodes, phases.Node{Name: h.Name, Address: h.IP})
+		}
+		spec.Pools = append(spec.Pools, pool)
+	}
+	_, err = e.API().Do(ctx, http.MethodPut, "/v1/clusters/"+ClusterName, spec, nil)
+	return err
+}
+
+// Cluster reads the registered cluster.
+func (e *Env) Cluster(ctx context.Context) (api.Cluster, error) {
+	var c api.Cluster
+	_, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName, nil, &c)
+	return c, err
+}
+
+// WaitAgents waits until every host's agent is registered, seen and healthy.
+func (e *Env) WaitAgents(ctx context.Context, timeout time.Duration) error {
+	want := len(e.Lab.Config().Topology.Hosts)
+	var last string
+	err := poll(ctx, timeout, func() (bool, error) {
+		c, err := e.Cluster(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ok := 0
+		var missing []string
+		for _, a := range c.Status.Agents {
+			if a.Registered && !a.Missing && a.Healthy {
+				ok++
+			} else {
+				missing = append(missing, a.Node)
+			}
+		}
+		last = fmt.Sprintf("%d/%d agents healthy; not yet: %s", ok, want, strings.Join(missing, " "))
+		return ok == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("agents: %s: %w", last, err)
+	}
+	return nil
+}
+
+// Close stops the members (the lab stays; see Down).
+func (e *Env) Close() {
+	for _, m := range e.Members {
+		m.Stop()
+	}
+}
+
+// Down stops the members and removes the lab.
+func (e *Env) Down(ctx context.Context) error {
+	e.Close()
+	if e.Lab == nil {
+		return nil
+	}
+	return e.Lab.Down(ctx)
+}
+
+// poll calls cond until it returns true, an error, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), errors.New("condition not met"))
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
+)
+
+// Preflight runs the preflight checks for an upgrade to version and waits
+// for the report.
+func (e *Env) Preflight(ctx context.Context, version string) (coordinator.PreflightRun, error) {
+	var run coordinator.PreflightRun
+	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/preflight", map[string]string{"version": version}, &run); err != nil {
+		return run, err
+	}
+	id := run.ID
+	err := poll(ctx, 3*time.Minute, func() (bool, error) {
+		if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/preflight/"+id, nil, &run); err != nil {
+			return false, nil
+		}
+		return run.Report != nil, nil
+	})
+	return run, err
+}
+
+// PrintReport writes a preflight report, one line per check.
+func (e *Env) PrintReport(run coordinator.PreflightRun) {
+	if run.Report == nil {
+		return
+	}
+	for _, r := range run.Report.Results {
+		mark := "ok  "
+		switch {
+		case r.Blocks:
+			mark = "FAIL"
+		case r.Status != preflight.Pass:
+			mark = "warn"
+		}
+		fmt.Fprintf(e.cfg.Out, "    %s %-24s %s\n", mark, r.Check, r.Message)
+	}
+	fmt.Fprintf(e.cfg.Out, "    verdict: %s\n", run.Report.Verdict)
+}
+
+// StartUpgrade asks for an upgrade to version (manual: not gated by
+// maintenance windows). The coordinator runs preflight first and refuses
+// with the blocking checks if any fail.
+func (e *Env) StartUpgrade(ctx context.Context, version string) (*phases.Upgrade, error) {
+	var u phases.Upgrade
+	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", map[string]string{"version": version}, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Upgrade reads the cluster's current (or last) upgrade.
+func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
+	var u phases.Upgrade
+	if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Watch follows the upgrade until it leaves running, printing every change
+// of a step or a node and calling observe (when set) with each revision it
+// sees, so a test can inject faults at chosen moments. Reads go to any
+// running member; a member that does not answer is simply skipped.
+func (e *Env) Watch(ctx context.Context, timeout time.Duration, observe func(*phases.Upgrade)) (*phases.Upgrade, error) {
+	p := newProgress(e.cfg.Out)
+	var last *phases.Upgrade
+	err := poll(ctx, timeout, func() (bool, error) {
+		u, err := e.Upgrade(ctx)
+		if err != nil {
+			return false, nil
+		}
+		last = u
+		p.show(u)
+		if observe != nil {
+			observe(u)
+		}
+		// A failed node halts its pool until an operator retries it
+		// (POST .../nodes/{node}/retry): stop watching and say so.
+		for _, n := range u.Nodes {
+			if n.State == phases.StateFailed {
+				return false, fmt.Errorf("node %s failed: %s (after fixing the cause: moltctl node retry %s %s)", n.Node, n.Error, ClusterName, n.Node)
+			}
+		}
+		return !u.Active(), nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("upgrade did not finish in %s: %w", timeout, err)
+	}
+	if last.State != phases.UpgradeDone {
+		return last, fmt.Errorf("upgrade %s ended %s", last.ID, last.State)
+	}
+	return last, nil
+}
+
+// WaitVersion waits until the cluster's status.version is v: set only when
+// every component was upgraded and the final health checks passed.
+func (e *Env) WaitVersion(ctx context.Context, v string, timeout time.Duration) error {
+	return poll(ctx, timeout, func() (bool, error) {
+		c, err := e.Cluster(ctx)
+		return err == nil && c.Status.Version == v, nil
+	})
+}
+
+// RunUpgrade is an operator's upgrade: preflight (report printed; a
+// blocking failure stops here), start, watch until done, and wait for
+// status.version to reach the target. It returns the finished upgrade and
+// the time from start to status.version.
+func (e *Env) RunUpgrade(ctx context.Context, to string) (*phases.Upgrade, time.Duration, error) {
+	out := e.cfg.Out
+	fmt.Fprintf(out, "==> preflight for v%s\n", to)
+	run, err := e.Preflight(ctx, to)
+	if err != nil {
+		return nil, 0, err
+	}
+	e.PrintReport(run)
+	if len(run.Report.Failed) > 0 {
+		return nil, 0, fmt.Errorf("preflight failed: %s", strings.Join(run.Report.Failed, ", "))
+	}
+	c, err := e.Cluster(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	fmt.Fprintf(out, "==> upgrade %s v%s → v%s (control-plane LB, control plane, add-ons, LB nodes, workers)\n", ClusterName, c.Status.Version, to)
+	t0 := time.Now()
+	if _, err := e.StartUpgrade(ctx, to); err != nil {
+		return nil, 0, err
+	}
+	u, err := e.Watch(ctx, 45*time.Minute, nil)
+	if err != nil {
+		return u, 0, err
+	}
+	if err := e.WaitVersion(ctx, to, time.Minute); err != nil {
+		return u, 0, fmt.Errorf("status.version never became %s: %w", to, err)
+	}
+	return u, time.Since(t0), nil
+}
