@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,17 +128,11 @@ func StepsInOrder(u *phases.Upgrade) []phases.Step {
 			out = append(out, s)
 		}
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && before(out[j], out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+	slices.SortStableFunc(out, func(a, b phases.Step) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
 		}
-	}
+		return a.FinishedAt.Compare(b.FinishedAt)
+	})
 	return out
-}
-
-func before(a, b phases.Step) bool {
-	if !a.StartedAt.Equal(b.StartedAt) {
-		return a.StartedAt.Before(b.StartedAt)
-	}
-	return a.FinishedAt.Before(b.FinishedAt)
 }

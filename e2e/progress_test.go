@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/phases"
+)
+
+func TestSummaryListsStepsInTheOrderTheyRan(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	u := &phases.Upgrade{
+		ID: "lab-1.34.3-1", From: phases.MustParseVersion("1.33.13"), To: phases.MustParseVersion("1.34.3"),
+		State: phases.UpgradeDone, CreatedAt: t0, FinishedAt: at(100),
+		// Listed out of order on purpose; the pending one never ran.
+		Steps: []phases.Step{
+			{ID: "pool/workers", StartedAt: at(60), FinishedAt: at(90)},
+			{ID: "pool/cplb", StartedAt: at(0), FinishedAt: at(10)},
+			{ID: "pool/cp", StartedAt: at(10), FinishedAt: at(50)},
+			{ID: "addons", StartedAt: at(50), FinishedAt: at(50)},
+			{ID: "pool/lb", StartedAt: at(50), FinishedAt: at(60)},
+			{ID: "never", State: phases.StatePending},
+		},
+		Nodes: []phases.NodeTask{
+			{Node: "worker-1", Pool: "workers", StartedAt: at(60), FinishedAt: at(90), Version: phases.MustParseVersion("1.34.3"),
+				LeftBehind: []phases.LeftPod{{Namespace: "molt-demo", Name: "echo-1", Reason: "pdb"}}},
+		},
+	}
+	var ids []string
+	for _, s := range StepsInOrder(u) {
+		ids = append(ids, s.ID)
+	}
+	require.Equal(t, []string{"pool/cplb", "pool/cp", "addons", "pool/lb", "pool/workers"}, ids)
+
+	sum := Summary(u)
+	require.Contains(t, sum, "v1.33.13 → v1.34.3, done in 1m40s")
+	require.Less(t, strings.Index(sum, "pool/cplb"), strings.Index(sum, "pool/cp "))
+	require.Contains(t, sum, "worker-1   workers       30s  v1.34.3")
+	require.Contains(t, sum, "molt-demo/echo-1: pdb")
+	require.NotContains(t, sum, "never")
+}
+
+func TestProgressPrintsChangesOnceAndNeverGoesBack(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	mk := func(rev uint64, cursor int) *phases.Upgrade {
+		u := &phases.Upgrade{CreatedAt: t0, Revision: rev, State: phases.UpgradeRunning,
+			Steps: []phases.Step{{ID: "pool/cp", State: phases.StateRunning, StartedAt: t0}},
+			Pools: []phases.PoolTrack{{Name: "cp", NodeSteps: phases.BareMetalNodeSteps(phases.RoleControlPlane), Count: 1}},
+			Nodes: []phases.NodeTask{{Node: "cp-1", Pool: "cp", State: phases.StateRunning, Cursor: cursor, StepStartedAt: t0.Add(time.Second)}},
+		}
+		b, err := json.Marshal(u)
+		require.NoError(t, err)
+		var out phases.Upgrade
+		require.NoError(t, json.Unmarshal(b, &out)) // builds the indexes
+		return &out
+	}
+	var buf bytes.Buffer
+	p := newProgress(&buf)
+	p.show(mk(5, 1))
+	p.show(mk(5, 1))
+	p.show(mk(4, 0)) // a follower a little behind
+	out := buf.String()
+	require.Equal(t, 1, strings.Count(out, "step pool/cp"), out)
+	require.Equal(t, 1, strings.Count(out, "node cp-1"), out)
+	require.Contains(t, out, "drain (2/8)")
+	require.NotContains(t, out, "cordon")
+}
