@@ -56,7 +56,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "==> everything up in %s\n", time.Since(t0).Round(time.Second))
+	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --server %s upgrade watch %s\n",
+		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.Members[1].URL(), ClusterName)
 
 	u, took, err := env.RunUpgrade(ctx, cfg.To)
 	if err != nil {
