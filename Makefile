@@ -36,7 +36,8 @@ test-lab:
 
 ## test-e2e: real upgrades of the lab cluster with faults (leader and agent killed), refusals
 test-e2e:
-	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED|Error' ; \
+	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || { echo '--- last 120 lines of $(BIN)/e2e.log'; tail -n 120 $(BIN)/e2e.log; }; exit $$rc
 
 ## test-plan-demo: the planning walk-through runs to its end (on ports of its own)
 test-plan-demo: build

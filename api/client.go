@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,26 @@ type Client struct {
 	// current is the index in endpoints of the member that answered last;
 	// every request starts there.
 	current atomic.Int32
+	// seen is the highest Raft index an answer reflected (IndexHeader);
+	// reads ask for at least this much (see consistency.go).
+	seen atomic.Uint64
+}
+
+// Seen returns the highest coordinator state index the client has seen.
+func (c *Client) Seen() uint64 { return c.seen.Load() }
+
+// observe raises seen to the index an answer carries.
+func (c *Client) observe(h http.Header) {
+	v, err := strconv.ParseUint(h.Get(IndexHeader), 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		old := c.seen.Load()
+		if v <= old || c.seen.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 // NewClient returns a client for the coordinator at base (e.g.
@@ -126,12 +147,41 @@ func (c *Client) do(ctx context.Context, idempotent bool, method, path string, i
 	if n == 0 {
 		return 0, fmt.Errorf("%s %s: no coordinator endpoint configured", method, path)
 	}
+	st, err := c.tryEndpoints(ctx, idempotent, method, path, body, in != nil, out)
+	if err != nil && c.allLagging(err) {
+		// Every member is behind what this client saw: the coordinator was
+		// restored from an older backup, or rebuilt. Its state is the truth
+		// now; forget the old index rather than refuse to read forever.
+		c.seen.Store(0)
+		return c.tryEndpoints(ctx, idempotent, method, path, body, in != nil, out)
+	}
+	return st, err
+}
+
+// allLagging reports whether err says that every endpoint was behind.
+func (c *Client) allLagging(err error) bool {
+	var failed *endpointsError
+	if !errors.As(err, &failed) {
+		return IsProblem(err, ProblemLagging)
+	}
+	for _, e := range failed.errs {
+		if !IsProblem(e, ProblemLagging) {
+			return false
+		}
+	}
+	return len(failed.errs) > 0
+}
+
+// tryEndpoints sends the request to each endpoint in turn, from the one
+// that answered last, until one answers in a way that ends the failover.
+func (c *Client) tryEndpoints(ctx context.Context, idempotent bool, method, path string, body []byte, hasBody bool, out any) (int, error) {
+	n := len(c.endpoints)
 	start := int(c.current.Load())
 	failed := &endpointsError{method: method, path: path}
 	status := 0
 	for i := range n {
 		idx := (start + i) % n
-		st, next, err := c.attempt(ctx, idempotent, c.endpoints[idx], method, path, body, in != nil, out)
+		st, next, err := c.attempt(ctx, idempotent, c.endpoints[idx], method, path, body, hasBody, out)
 		if !next || ctx.Err() != nil {
 			if !next {
 				c.current.Store(int32(idx))
@@ -163,11 +213,17 @@ func (c *Client) attempt(ctx context.Context, idempotent bool, base, method, pat
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
+	if seen := c.seen.Load(); seen > 0 {
+		req.Header.Set(MinIndexHeader, strconv.FormatUint(seen, 10))
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, idempotent || notSent(err), err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 300 {
+		c.observe(resp.Header)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return resp.StatusCode, idempotent, err

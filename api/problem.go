@@ -35,6 +35,7 @@ const (
 	ProblemValidation        = "validation"
 	ProblemNotLeader         = "not-leader"
 	ProblemNoLeader          = "no-leader"
+	ProblemLagging           = "lagging"
 	ProblemConflict          = "conflict"
 	ProblemPreflightFailed   = "preflight-failed"
 	ProblemPolicyInvalid     = "maintenance-policy-invalid"

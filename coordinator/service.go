@@ -222,3 +222,13 @@ func (c *Coordinator) LeaderHTTPAddr() string {
 	_, _, addr := c.store.Leader()
 	return addr
 }
+
+// AppliedIndex is the Raft index of the state this member serves reads
+// from (see api.IndexHeader).
+func (c *Coordinator) AppliedIndex() uint64 { return c.store.AppliedIndex() }
+
+// WaitApplied blocks until this member has applied the state at index, or
+// ctx ends.
+func (c *Coordinator) WaitApplied(ctx context.Context, index uint64) error {
+	return c.store.WaitForIndex(ctx, index)
+}

@@ -45,7 +45,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		}
 		if cfg.Keep && err == nil {
 			fmt.Fprintf(out, "\nThe lab and the coordinator keep running. Try:\n  sudo ip netns exec %s %s --server %s cluster get %s\n  sudo %s down\n",
-				env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.Members[0].URL(), ClusterName, "bin/molt-lab")
+				env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.ServerFlag(), ClusterName, "bin/molt-lab")
 			return
 		}
 		fmt.Fprintln(out, "==> removing the lab and the coordinator")
@@ -57,7 +57,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --server %s upgrade watch %s\n",
-		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.Members[1].URL(), ClusterName)
+		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.ServerFlag(), ClusterName)
 
 	u, took, err := env.RunUpgrade(ctx, cfg.To)
 	if err != nil {

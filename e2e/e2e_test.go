@@ -265,9 +265,9 @@ func firstAfter(u *phases.Upgrade, t time.Time) time.Time {
 func upgradeTo(t *testing.T, ctx context.Context, env *Env, v string, observe func(*phases.Upgrade)) *phases.Upgrade {
 	t.Helper()
 	t0 := time.Now()
-	_, err := env.StartUpgrade(ctx, v)
+	started, err := env.StartUpgrade(ctx, v)
 	require.NoError(t, err)
-	u, err := env.Watch(ctx, 40*time.Minute, observe)
+	u, err := env.Watch(ctx, started.ID, 40*time.Minute, observe)
 	require.NoError(t, err)
 	require.NoError(t, env.WaitVersion(ctx, v, time.Minute))
 	t.Logf("MEASURED upgrade to %s: %s\n%s", v, time.Since(t0).Round(time.Second), Summary(u))

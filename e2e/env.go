@@ -166,6 +166,16 @@ func (e *Env) step(format string, args ...any) {
 // member when one is down or has no leader (followers forward writes).
 func (e *Env) API() *api.Client { return e.client }
 
+// ServerFlag is moltctl's --server for this coordinator: every member's
+// URL, comma-separated, so moltctl fails over as the agents do.
+func (e *Env) ServerFlag() string {
+	urls := make([]string, len(e.Members))
+	for i, m := range e.Members {
+		urls[i] = m.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
 // HTTPClient dials through the lab namespace.
 func (e *Env) HTTPClient() *http.Client { return e.hc }
 

@@ -67,16 +67,21 @@ func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
 	return &u, nil
 }
 
-// Watch follows the upgrade until it leaves running, printing every change
+// Watch follows upgrade id until it leaves running, printing every change
 // of a step or a node and calling observe (when set) with each revision it
 // sees, so a test can inject faults at chosen moments. Reads go to any
-// running member; a member that does not answer is simply skipped.
-func (e *Env) Watch(ctx context.Context, timeout time.Duration, observe func(*phases.Upgrade)) (*phases.Upgrade, error) {
+// running member; a member that does not answer is simply skipped. A
+// member serves reads from the state it has applied, which may trail the
+// leader's (by a heartbeat, or longer right after a restart): until it
+// shows upgrade id, what it shows is the previous upgrade and is ignored,
+// or a watch started right after StartUpgrade would end at once on the
+// last upgrade's "done".
+func (e *Env) Watch(ctx context.Context, id string, timeout time.Duration, observe func(*phases.Upgrade)) (*phases.Upgrade, error) {
 	p := newProgress(e.cfg.Out)
 	var last *phases.Upgrade
 	err := poll(ctx, timeout, func() (bool, error) {
 		u, err := e.Upgrade(ctx)
-		if err != nil {
+		if err != nil || u.ID != id {
 			return false, nil
 		}
 		last = u
@@ -132,10 +137,11 @@ func (e *Env) RunUpgrade(ctx context.Context, to string) (*phases.Upgrade, time.
 	}
 	fmt.Fprintf(out, "==> upgrade %s v%s → v%s (control-plane LB, control plane, add-ons, LB nodes, workers)\n", ClusterName, c.Status.Version, to)
 	t0 := time.Now()
-	if _, err := e.StartUpgrade(ctx, to); err != nil {
+	started, err := e.StartUpgrade(ctx, to)
+	if err != nil {
 		return nil, 0, err
 	}
-	u, err := e.Watch(ctx, 45*time.Minute, nil)
+	u, err := e.Watch(ctx, started.ID, 45*time.Minute, nil)
 	if err != nil {
 		return u, 0, err
 	}

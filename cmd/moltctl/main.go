@@ -25,6 +25,9 @@ type cli struct {
 	out    io.Writer
 	// poll is the pause between two reads of a run being waited for.
 	poll time.Duration
+	// api is built from --server before any command runs; one client per
+	// invocation, so a read after a write sees that write (api/consistency.go).
+	api *api.Client
 }
 
 func main() {
@@ -39,18 +42,29 @@ func main() {
 func newRoot(out io.Writer) *cobra.Command { return (&cli{out: out, poll: time.Second}).root() }
 
 func (c *cli) root() *cobra.Command {
-	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true}
+	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true, PersistentPreRunE: c.connect}
 	def := os.Getenv("MOLT_SERVER")
 	if def == "" {
 		def = "http://127.0.0.1:7080"
 	}
-	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator address (env MOLT_SERVER)")
+	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator URL, or the members' URLs separated by commas (env MOLT_SERVER)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
 	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd())
 	return root
 }
 
-func (c *cli) client() *api.Client { return api.NewClient(strings.TrimRight(c.server, "/"), nil) }
+func (c *cli) client() *api.Client { return c.api }
+
+// connect builds the client: --server takes one coordinator URL or the
+// members' URLs separated by commas, and moltctl fails over between them.
+func (c *cli) connect(*cobra.Command, []string) error {
+	eps, err := api.ParseEndpoints(c.server)
+	if err != nil {
+		return fmt.Errorf("--server: %w", err)
+	}
+	c.api = api.NewClientEndpoints(eps, nil)
+	return nil
+}
 
 // print renders v as JSON or YAML, or calls text for the human format.
 func (c *cli) print(v any, text func()) error {
@@ -211,7 +225,7 @@ func (c *cli) upgradeCmd() *cobra.Command {
 			return err
 		}
 		if watch {
-			return c.watch(cmd.Context(), args[0])
+			return c.watch(cmd.Context(), args[0], u.ID)
 		}
 		return c.print(u, func() { fmt.Fprintf(c.out, "upgrade %s started: %s → %s\n", u.ID, u.From, u.To) })
 	}}
@@ -226,13 +240,17 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		return c.print(u, func() { renderUpgrade(c.out, &u, time.Now()) })
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return c.watch(cmd.Context(), args[0])
+		return c.watch(cmd.Context(), args[0], "")
 	}})
 	return cmd
 }
 
-// watch redraws the upgrade's progress until it leaves running.
-func (c *cli) watch(ctx context.Context, cluster string) error {
+// watch redraws the upgrade's progress until it leaves running. With an
+// id (upgrade start --watch) it waits for that upgrade: any member serves
+// reads from the state it has applied, which can trail the leader that
+// just created the upgrade, and the previous upgrade's "done" must not end
+// the watch.
+func (c *cli) watch(ctx context.Context, cluster, id string) error {
 	tty := c.output == "text" || c.output == ""
 	for {
 		var u phases.Upgrade
@@ -240,7 +258,7 @@ func (c *cli) watch(ctx context.Context, cluster string) error {
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil {
+		if err == nil && (id == "" || u.ID == id) {
 			if tty {
 				fmt.Fprint(c.out, "\033[H\033[2J")
 				renderUpgrade(c.out, &u, time.Now())
@@ -254,7 +272,7 @@ func (c *cli) watch(ctx context.Context, cluster string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(c.poll):
 		}
 	}
 }

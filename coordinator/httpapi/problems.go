@@ -76,6 +76,8 @@ func problemFor(err error) *api.Problem {
 		return p(http.StatusUnprocessableEntity, api.ProblemPolicyInvalid, "Invalid maintenance policy", rule)
 	case errors.Is(err, phases.ErrStale):
 		return p(http.StatusConflict, api.ProblemConflict, "State changed; try again", "stale")
+	case errors.As(err, new(errLagging)):
+		return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the client's last read", "read-your-writes")
 	case errors.Is(err, raftstore.ErrNotLeader):
 		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
 	case errors.Is(err, raftstore.ErrLeaderNotFound), errors.Is(err, errNoLeader):

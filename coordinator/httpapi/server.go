@@ -27,6 +27,10 @@ type Service interface {
 	IsLeader() bool
 	// LeaderHTTPAddr is the leader's REST address ("" when unknown).
 	LeaderHTTPAddr() string
+	// AppliedIndex and WaitApplied serve api.IndexHeader and
+	// api.MinIndexHeader (consistency.go).
+	AppliedIndex() uint64
+	WaitApplied(ctx context.Context, index uint64) error
 
 	PutRelease(ctx context.Context, r api.Release) error
 	Release(version string) (api.Release, error)
@@ -65,6 +69,9 @@ type Config struct {
 	MaxPoll time.Duration
 	// ArtifactDir, when set, is served read-only at /artifacts/.
 	ArtifactDir string
+	// CatchUp bounds how long a read waits for this member to reach the
+	// client's last-seen index (consistency.go); default 2 s.
+	CatchUp time.Duration
 }
 
 // forwardedHeader marks a request a follower forwarded, so that two members
@@ -78,6 +85,9 @@ func New(svc Service, cfg Config) http.Handler {
 	}
 	if cfg.MaxPoll <= 0 {
 		cfg.MaxPoll = 60 * time.Second
+	}
+	if cfg.CatchUp <= 0 {
+		cfg.CatchUp = defaultCatchUp
 	}
 	h := &handlers{svc: svc, cfg: cfg}
 	r := chi.NewRouter()
@@ -97,6 +107,7 @@ func New(svc Service, cfg Config) http.Handler {
 		r.Get("/artifacts/*", Artifacts(cfg.ArtifactDir).ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(h.consistentIndex)
 		r.Get("/members", h.members)
 		r.With(h.leaderOnly).Post("/members", h.join)
 		r.With(h.leaderOnly).Delete("/members/{id}", h.removeMember)

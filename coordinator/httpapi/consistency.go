@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/moltproject/molt/api"
+)
+
+// defaultCatchUp is how long a member behind a client's index waits to
+// catch up before answering 503 lagging (the client then tries another
+// member). A healthy follower trails by one heartbeat, well under it.
+const defaultCatchUp = 2 * time.Second
+
+// errLagging is a read refused because this member has not yet applied the
+// state the client has already seen.
+type errLagging struct{ applied, want uint64 }
+
+func (e errLagging) Error() string {
+	return fmt.Sprintf("this member has applied index %d, the client has seen %d; ask another member", e.applied, e.want)
+}
+
+// consistentIndex makes reads monotonic for a client (see
+// api/consistency.go): a read naming a minimum index waits until this
+// member has applied it, and every answer names the index it reflects.
+// Answers forwarded from the leader keep the leader's index.
+func (h *handlers) consistentIndex(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64); err == nil && h.svc.AppliedIndex() < want {
+				ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CatchUp)
+				err := h.svc.WaitApplied(ctx, want)
+				cancel()
+				if err != nil {
+					writeProblem(w, r, errLagging{applied: h.svc.AppliedIndex(), want: want})
+					return
+				}
+			}
+		}
+		next.ServeHTTP(&indexWriter{ResponseWriter: w, svc: h.svc}, r)
+	})
+}
+
+// indexWriter sets IndexHeader when the answer's header is written, after
+// the handler applied its write, unless a forwarded answer carries the
+// leader's.
+type indexWriter struct {
+	http.ResponseWriter
+	svc   Service
+	wrote bool
+}
+
+func (w *indexWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if w.Header().Get(api.IndexHeader) == "" {
+			w.Header().Set(api.IndexHeader, strconv.FormatUint(w.svc.AppliedIndex(), 10))
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *indexWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets long polls and the reverse proxy flush through the wrapper.
+func (w *indexWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *indexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

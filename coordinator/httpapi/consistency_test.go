@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+)
+
+// indexedMember is a member whose applied index the test moves by hand;
+// only the methods the read path calls are implemented.
+type indexedMember struct {
+	Service
+	applied atomic.Uint64
+	mu      sync.Mutex
+	waiting chan struct{} // closed when a read starts waiting
+	leader  string
+}
+
+func (m *indexedMember) IsLeader() bool         { return m.leader == "" }
+func (m *indexedMember) LeaderHTTPAddr() string { return m.leader }
+func (m *indexedMember) AppliedIndex() uint64   { return m.applied.Load() }
+func (m *indexedMember) Releases() []api.Release {
+	return []api.Release{{Version: "1.34.4"}}
+}
+
+func (m *indexedMember) Release(v string) (api.Release, error) {
+	return api.Release{Version: v}, nil
+}
+
+func (m *indexedMember) PutRelease(context.Context, api.Release) error {
+	m.applied.Add(1) // the write's entry, applied before the answer
+	return nil
+}
+
+func (m *indexedMember) WaitApplied(ctx context.Context, index uint64) error {
+	m.mu.Lock()
+	if m.waiting != nil {
+		close(m.waiting)
+		m.waiting = nil
+	}
+	m.mu.Unlock()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for m.applied.Load() < index {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func getReleases(t *testing.T, url string, minIndex string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url+"/v1/releases", nil)
+	require.NoError(t, err)
+	if minIndex != "" {
+		req.Header.Set(api.MinIndexHeader, minIndex)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
+	m := &indexedMember{}
+	m.applied.Store(41)
+	srv := httptest.NewServer(New(m, Config{}))
+	t.Cleanup(srv.Close)
+
+	resp := getReleases(t, srv.URL, "")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "41", resp.Header.Get(api.IndexHeader))
+
+	c := api.NewClient(srv.URL, nil)
+	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, uint64(42), c.Seen(), "a write's answer carries the index after the write")
+}
+
+func TestReadWaitsForTheClientsIndex(t *testing.T) {
+	m := &indexedMember{waiting: make(chan struct{})}
+	m.applied.Store(5)
+	srv := httptest.NewServer(New(m, Config{CatchUp: time.Minute}))
+	t.Cleanup(srv.Close)
+
+	waiting := m.waiting
+	go func() {
+		<-waiting
+		m.applied.Store(7)
+	}()
+	resp := getReleases(t, srv.URL, "7")
+	require.Equal(t, 200, resp.StatusCode, "served once the member applied index 7")
+	require.Equal(t, "7", resp.Header.Get(api.IndexHeader))
+}
+
+func TestReadFromAMemberThatStaysBehindIsRefusedAsLagging(t *testing.T) {
+	m := &indexedMember{}
+	m.applied.Store(5)
+	srv := httptest.NewServer(New(m, Config{CatchUp: 10 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+
+	resp := getReleases(t, srv.URL, "9")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	p := &api.Problem{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(p))
+	require.Equal(t, api.ProblemLagging, p.Suffix())
+	require.Contains(t, p.Detail, "applied index 5, the client has seen 9")
+}
+
+func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
+	leader := &indexedMember{}
+	leader.applied.Store(100)
+	ls := httptest.NewServer(New(leader, Config{}))
+	t.Cleanup(ls.Close)
+	follower := &indexedMember{leader: ls.Listener.Addr().String()}
+	follower.applied.Store(90)
+	fs := httptest.NewServer(New(follower, Config{}))
+	t.Cleanup(fs.Close)
+
+	c := api.NewClient(fs.URL, nil)
+	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, uint64(101), c.Seen(), "the follower passed on the leader's index, not its own")
+}
