@@ -96,17 +96,33 @@ func sameVersion(a, b string) bool {
 // WaitNodeReady polls every PollInterval (on the injected clock) until the
 // node is Ready and reports kubeletVersion; an empty kubeletVersion accepts
 // any. It has no timeout of its own: the caller bounds it with ctx. A node
-// that does not exist yet (re-registering after a reinstall) is waited for.
+// that does not exist yet (re-registering after a reinstall) is waited for,
+// and so is an API server that cannot be reached for now (Transient): the
+// node just upgraded may be the one the API is reached through.
 func (c *Client) WaitNodeReady(ctx context.Context, node, kubeletVersion string) error {
 	log := c.cfg.Logger.With("node", node, "kubeletVersion", kubeletVersion)
+	unreachable := false
 	for {
 		s, err := c.NodeState(ctx, node)
 		switch {
 		case err == nil && s.Ready && (kubeletVersion == "" || sameVersion(s.KubeletVersion, kubeletVersion)):
 			log.Info("node ready")
 			return nil
-		case err != nil && !errors.Is(err, ErrNodeNotFound):
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrNodeNotFound):
+		case err != nil && Transient(err):
+			if !unreachable {
+				log.Warn("API server unreachable while waiting for the node; still waiting", "err", err)
+			}
+			unreachable = true
+		case err != nil:
 			return err
+		default:
+			if unreachable {
+				log.Info("API server reachable again")
+			}
+			unreachable = false
 		}
 		if err := c.sleep(ctx, c.cfg.PollInterval); err != nil {
 			return err

@@ -2,13 +2,20 @@ package kube_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/kube/kubetest"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestWaitNodeReady(t *testing.T) {
@@ -97,4 +104,71 @@ func TestListNodesAndLabelNode(t *testing.T) {
 	require.Equal(t, a, n.Labels["kubernetes.io/hostname"], "other labels stay")
 
 	require.ErrorIs(t, c.LabelNode(ctx, kubetest.UniqueName("absent"), map[string]string{"x": "y"}), kube.ErrNodeNotFound)
+}
+
+// TestWaitNodeReadyWaitsThroughAnUnreachableAPIServer: the API server is
+// reached through a load balancer that goes away while the node upgrades
+// (the node may be the load balancer's host). Connection refused is waited
+// through; the wait ends once the API answers and the node is Ready.
+func TestWaitNodeReadyWaitsThroughAnUnreachableAPIServer(t *testing.T) {
+	cp := kubetest.Shared(t)
+	cfg, fc := testConfig(t, t0)
+	var down atomic.Bool
+	var refused atomic.Int32
+	var d net.Dialer
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if down.Load() {
+			refused.Add(1)
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	c, err := kube.NewFromKubeconfig(cfg, cp.Kubeconfig, kube.WithDial(dial))
+	require.NoError(t, err)
+	node := kubetest.UniqueName("lb-away")
+	cp.CreateNode(t, node, kubetest.NodeStatus{Ready: true, KubeletVersion: "v1.34.4"})
+
+	down.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- c.WaitNodeReady(context.Background(), node, "v1.34.4") }()
+	for range 3 {
+		eventually(t, func() bool { return fc.HasWaiters() || len(done) > 0 }, "WaitNodeReady stalled")
+		require.Empty(t, done, "returned while the API server was unreachable")
+		fc.Step(cfg.PollInterval)
+	}
+	require.Positive(t, refused.Load())
+
+	down.Store(false)
+	eventually(t, func() bool {
+		if len(done) > 0 {
+			return true
+		}
+		if fc.HasWaiters() {
+			fc.Step(cfg.PollInterval)
+		}
+		return false
+	}, "WaitNodeReady did not return once the API server answered")
+	require.NoError(t, <-done)
+}
+
+func TestTransient(t *testing.T) {
+	gr := schema.GroupResource{Resource: "nodes"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("%w: get node x: %w", kube.ErrAPI, &net.OpError{Op: "read", Err: syscall.ECONNRESET}), true},
+		{apierrors.NewServiceUnavailable("starting"), true},
+		{apierrors.NewTooManyRequests("slow down", 1), true},
+		{apierrors.NewInternalError(errors.New("etcd")), true},
+		{apierrors.NewForbidden(gr, "x", errors.New("rbac")), false},
+		{apierrors.NewUnauthorized("token"), false},
+		{apierrors.NewBadRequest("bad"), false},
+		{context.Canceled, false},
+		{fmt.Errorf("get: %w", context.DeadlineExceeded), false},
+		{nil, false},
+	} {
+		require.Equal(t, tc.want, kube.Transient(tc.err), "%v", tc.err)
+	}
 }
