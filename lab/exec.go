@@ -87,54 +87,6 @@ func (l *Lab) Exec(ctx context.Context, host string, argv ...string) ([]byte, er
 	return h.Exec(ctx, argv...)
 }
 
-// initOf returns the container init under the systemd-nspawn process pid:
-// the descendant that is PID 1 of its own PID namespace (NSpid ends in 1).
-// nspawn's first child is a short-lived intermediate process, so "first
-// child" is not good enough.
-func initOf(pid int) int {
-	queue := []int{pid}
-	for depth := 0; depth < 3 && len(queue) > 0; depth++ {
-		var next []int
-		for _, p := range queue {
-			for _, c := range children(p) {
-				if isNamespaceInit(c) {
-					return c
-				}
-				next = append(next, c)
-			}
-		}
-		queue = next
-	}
-	return 0
-}
-
-func children(pid int) []int {
-	var out []int
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, f := range tasks {
-		b, _ := os.ReadFile(f)
-		for _, s := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(s); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-func isNamespaceInit(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == "NSpid:" {
-			return f[len(f)-1] == "1"
-		}
-	}
-	return false
-}
-
 // waitHost resolves a freshly booted host's init and waits until its
 // systemd reports running or degraded.
 func waitHost(ctx context.Context, name, netns string, timeout time.Duration) (*Host, error) {

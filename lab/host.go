@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moltproject/molt/internal/nspawn"
 )
 
 // hostInputs is everything a host's preparation copies in from this machine.
@@ -34,10 +36,10 @@ func bootHost(ctx context.Context, rootfs, netns string, in hostInputs) (*Host, 
 		return nil, fmt.Errorf("%w: %v", ErrHost, err)
 	}
 	defer console.Close() // nspawn has its own copy of the descriptor
-	// Not nspawn.Boot: it takes nspawn's first child as the host's PID,
-	// which is a short-lived intermediate process, and under load waits
-	// out its timeout or returns a PID that vanishes. The flags are the
-	// same (MACHINE-NOTES); the lab finds the init itself (initOf).
+	// Not nspawn.Boot: a lab host must outlive this process (console in a
+	// file, no Wait tied to a Host value), and any later process finds it
+	// by scanning /proc (findHost). The flags are the same (MACHINE-NOTES),
+	// and so is the way to find the init (nspawn.InitOf).
 	args := []string{
 		"-D", rootfs, "--volatile=overlay", "-b", "--register=no", "--keep-unit",
 		"--console=read-only", "-M", in.spec.Name, "--capability=all",
@@ -246,7 +248,7 @@ func findHost(name, netns string) (runningHost, bool) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		return runningHost{nspawnPID: pid, initPID: initOf(pid)}, true
+		return runningHost{nspawnPID: pid, initPID: nspawn.InitOf(pid)}, true
 	}
 	return runningHost{}, false
 }

@@ -81,5 +81,5 @@ systemctl start containerd; for i in $(seq 100); do ctr version >/dev/null 2>&1 
 	rh, ok := findHost(spec.Name, n.HostNS(spec.Name))
 	require.True(t, ok)
 	require.Equal(t, h.PID, rh.initPID)
-	require.True(t, isNamespaceInit(rh.initPID))
+	require.True(t, nspawn.IsNamespaceInit(rh.initPID))
 }

@@ -103,7 +103,7 @@ func (h *Host) waitRunning(ctx context.Context) error {
 	last := ""
 	for {
 		if h.pid == 0 {
-			h.pid = containerInit(h.cmd.Process.Pid)
+			h.pid = InitOf(h.cmd.Process.Pid)
 		}
 		if h.pid != 0 {
 			out, _ := h.Exec(ctx, "systemctl", "is-system-running")
@@ -122,34 +122,53 @@ func (h *Host) waitRunning(ctx context.Context) error {
 	}
 }
 
-// containerInit returns the child of the systemd-nspawn process pid that
-// is PID 1 of its own PID namespace, or 0 while there is none yet.
-// nspawn first forks a short-lived helper, so "the first child" is not
-// enough: the init is recognised by its namespaced PID (NSpid ... 1).
-func containerInit(pid int) int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, s := range strings.Fields(string(b)) {
-			c, err := strconv.Atoi(s)
-			if err != nil {
-				continue
-			}
-			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c))
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(st), "\n") {
-				if f := strings.Fields(line); len(f) > 2 && f[0] == "NSpid:" && f[len(f)-1] == "1" {
+// InitOf returns the container init under the systemd-nspawn process pid:
+// the descendant that is PID 1 of its own PID namespace (NSpid ends in 1),
+// or 0 while there is none yet. nspawn first forks a short-lived helper,
+// so "the first child" is not enough; the search goes a few levels down.
+func InitOf(pid int) int {
+	queue := []int{pid}
+	for depth := 0; depth < 3 && len(queue) > 0; depth++ {
+		var next []int
+		for _, p := range queue {
+			for _, c := range children(p) {
+				if IsNamespaceInit(c) {
 					return c
 				}
+				next = append(next, c)
+			}
+		}
+		queue = next
+	}
+	return 0
+}
+
+func children(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(s); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
-	return 0
+	return out
+}
+
+// IsNamespaceInit says whether pid is PID 1 of its own PID namespace.
+func IsNamespaceInit(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "NSpid:" {
+			return f[len(f)-1] == "1"
+		}
+	}
+	return false
 }
 
 // Name returns the machine name.
