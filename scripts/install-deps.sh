@@ -16,8 +16,10 @@ command -v go >/dev/null || { echo "Go 1.26 is required on PATH (/usr/local/go/b
 # Debian packages: containerd and runc (agent tests, lab hosts), debootstrap
 # and systemd-nspawn (hosts with a real systemd), iproute2 and the CNI
 # plugins (lab network), prometheus for promtool (alert rule tests),
-# vagrant (validating the Vagrantfile), curl (the demo).
-APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 containernetworking-plugins prometheus vagrant curl)
+# vagrant and vagrant-libvirt (validating the Vagrantfile: without a
+# provider plugin `vagrant validate` fails "No usable default provider"),
+# curl (the demo).
+APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 containernetworking-plugins prometheus vagrant vagrant-libvirt curl)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
