@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/internal/nspawn"
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
@@ -41,17 +41,18 @@ const (
 // mid-operation, then a patch.
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
-	cache := nspawn.DefaultCacheDir()
+	builds := cachedir.Build()
 	for _, v := range []string{fromVersion, minorVersion, patchVersion} {
-		testenv.RequireFile(t, filepath.Join(cache, "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
+		testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
 	}
-	testenv.RequireFile(t, filepath.Join(cache, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
 	testenv.RequireBinary(t, "systemd-nspawn")
 
 	root := moduleRoot(t)
 	bin := buildBinaries(t, root)
 	lcfg := lab.DefaultConfig()
-	lcfg.Cache = cache
+	lcfg.Cache = cachedir.Lab()
+	lcfg.BuildCache = builds
 	lcfg.Version = fromVersion
 	lcfg.StateDir = filepath.Join(t.TempDir(), "lab")
 	lcfg.ModuleDir = root
@@ -410,9 +411,20 @@ func dumpLogs(t *testing.T, env *Env, work string) {
 	if env == nil || env.Lab == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// What the API server says of every Node: a node that never came back
+	// Ready is the most common way an upgrade stops.
+	nodes, err := env.Lab.Nodes(ctx)
+	t.Logf("--- nodes (err %v)", err)
+	for _, n := range nodes {
+		t.Logf("    %s ready=%v kubelet=%s unschedulable=%v", n.Name, n.Ready, n.KubeletVersion, n.Unschedulable)
+	}
 	for _, h := range env.Lab.Config().Topology.Hosts {
-		out, _ := env.Lab.Exec(context.Background(), h.Name, "journalctl", "-u", "molt-agent", "--no-pager", "-n", "60")
+		out, _ := env.Lab.Exec(ctx, h.Name, "journalctl", "-u", "molt-agent", "--no-pager", "-n", "60")
 		t.Logf("--- %s molt-agent\n%s", h.Name, out)
+		out, _ = env.Lab.Exec(ctx, h.Name, "sh", "-c", "systemctl status kubelet --no-pager | head -n 12; journalctl -u kubelet --no-pager -n 40 | cut -c1-400")
+		t.Logf("--- %s kubelet\n%s", h.Name, out)
 	}
 }
 

@@ -105,6 +105,13 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	e.hc = &http.Client{Transport: &http.Transport{DialContext: l.Network().DialContext}}
 	e.client = api.NewClientEndpoints(urls, e.hc)
 
+	// Everything the lab and the releases are made from, before anything
+	// starts: a missing build fails here, not halfway through.
+	for _, v := range append([]string{l.Config().Version}, cfg.Releases...) {
+		if _, err := l.EnsureInputs(ctx, v); err != nil {
+			return e, err
+		}
+	}
 	e.step("lab network")
 	if err := l.Network().Up(ctx); err != nil {
 		return e, err

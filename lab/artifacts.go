@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/internal/nspawn"
 )
 
 // ControlPlaneComponents are the control-plane static pods a release moves
@@ -33,21 +32,12 @@ var ControlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager
 // for `up`; files already published with the same size are kept, so a
 // second call copies nothing.
 func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string) (api.Release, error) {
-	c := l.cfg
 	version = strings.TrimPrefix(version, "v")
-	k8sBin := filepath.Join(c.Cache, "k8s", "v"+version, "bin")
-	kubelet := filepath.Join(k8sBin, "kubelet")
-	if !exists(kubelet) {
-		return api.Release{}, fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s)", ErrMissing, kubelet, version)
-	}
-	images, err := EnsureImages(c.Log, ImageSources{
-		Cache: c.Cache, K8sBinDir: k8sBin, Version: version,
-		EtcdBinary: filepath.Join(c.Cache, "etcd", "v"+c.EtcdVersion, "bin", "etcd"),
-		ToolsDir:   filepath.Join(c.Cache, "lab", "tools"),
-	})
+	in, err := l.EnsureInputs(ctx, version)
 	if err != nil {
 		return api.Release{}, err
 	}
+	images := in.Images
 	sub := "v" + version
 	if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 		return api.Release{}, fmt.Errorf("%w: %v", ErrMissing, err)
@@ -58,7 +48,7 @@ func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string
 		Channels:   []string{"regular"},
 		Components: api.ReleaseComponents{StaticPods: map[string]string{}},
 	}
-	sum, err := publish(kubelet, filepath.Join(dir, sub, "kubelet"))
+	sum, err := publish(filepath.Join(in.K8sBin, "kubelet"), filepath.Join(dir, sub, "kubelet"))
 	if err != nil {
 		return api.Release{}, err
 	}
@@ -66,11 +56,7 @@ func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string
 	// containerd is Debian's, the one in every host's rootfs, in both
 	// releases: the agent finds it already at the release's sha256 and
 	// changes nothing (see docs/lab.md).
-	rootfs, err := nspawn.EnsureRootfs(ctx, c.Cache)
-	if err != nil {
-		return api.Release{}, fmt.Errorf("%w: %w", ErrHost, err)
-	}
-	ctrd := filepath.Join(rootfs, "usr", "bin", "containerd")
+	ctrd := filepath.Join(in.Rootfs, "usr", "bin", "containerd")
 	out, err := exec.CommandContext(ctx, ctrd, "--version").Output()
 	fields := strings.Fields(string(out))
 	if err != nil || len(fields) < 3 {

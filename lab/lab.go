@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moltproject/molt/internal/nspawn"
 	"github.com/moltproject/molt/kube"
 )
 
@@ -22,8 +21,12 @@ import (
 type Config struct {
 	// StateDir holds state.json, the PKI, kubeconfigs and console logs.
 	StateDir string
-	// Cache is ${MOLT_CACHE}: k8s/vX/bin, etcd/v3.6.4/bin, rootfs/, lab/.
+	// Cache is ${MOLT_CACHE}: what the lab makes itself — lab/tools,
+	// lab/images, rootfs/ (see EnsureInputs).
 	Cache string
+	// BuildCache is ${MOLT_BUILD_CACHE}: the Kubernetes and etcd builds of
+	// build/k8s (k8s/vX/bin, etcd/vY/bin). Empty means Cache.
+	BuildCache string
 	// ModuleDir is this repository's root, for building the lab's tools.
 	ModuleDir string
 	// Version is the Kubernetes version every host starts at ("1.34.4").
@@ -79,6 +82,11 @@ type State struct {
 type Lab struct {
 	cfg Config
 	net Network
+
+	// inputsMu guards what EnsureInputs made in this process.
+	inputsMu   sync.Mutex
+	toolsBuilt bool
+	inputs     map[string]Inputs
 }
 
 // New returns a lab for cfg. If a state file exists its topology, version
@@ -91,6 +99,9 @@ func New(cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	cfg.Version = strings.TrimPrefix(cfg.Version, "v")
+	if cfg.BuildCache == "" {
+		cfg.BuildCache = cfg.Cache
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -158,16 +169,9 @@ func (l *Lab) step(format string, args ...any) {
 func (l *Lab) Up(ctx context.Context) error {
 	start := time.Now()
 	c := l.cfg
-	k8sBin := filepath.Join(c.Cache, "k8s", "v"+c.Version, "bin")
-	etcd := filepath.Join(c.Cache, "etcd", "v"+c.EtcdVersion, "bin", "etcd")
-	for _, b := range []string{filepath.Join(k8sBin, "kubelet"), filepath.Join(k8sBin, "kube-apiserver"),
-		filepath.Join(k8sBin, "kube-controller-manager"), filepath.Join(k8sBin, "kube-scheduler")} {
-		if !exists(b) {
-			return fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s)", ErrMissing, b, c.Version)
-		}
-	}
-	if !exists(etcd) {
-		return fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh)", ErrMissing, etcd)
+	in, err := l.EnsureInputs(ctx, c.Version)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
 		return fmt.Errorf("%w: %v", ErrHost, err)
@@ -176,21 +180,6 @@ func (l *Lab) Up(ctx context.Context) error {
 		return err
 	}
 
-	l.step("building lab tools (pause, cplb, echo)")
-	tools := filepath.Join(c.Cache, "lab", "tools")
-	if err := BuildTools(ctx, c.Log, c.ModuleDir, tools); err != nil {
-		return err
-	}
-	l.step("building images under %s", filepath.Join(c.Cache, imagesSubdir))
-	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: k8sBin, Version: c.Version, EtcdBinary: etcd, ToolsDir: tools})
-	if err != nil {
-		return err
-	}
-	l.step("host rootfs")
-	rootfs, err := nspawn.EnsureRootfs(ctx, c.Cache)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrHost, err)
-	}
 	l.step("PKI and kubeconfigs in %s", c.StateDir)
 	pki, err := EnsurePKI(c.StateDir, l.pkiSpec())
 	if err != nil {
@@ -200,8 +189,8 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := l.net.Up(ctx); err != nil {
 		return err
 	}
-	if err := l.upHosts(ctx, rootfs, hostInputs{
-		topo: c.Topology, version: c.Version, k8sBin: k8sBin, pki: pki, images: images,
+	if err := l.upHosts(ctx, in.Rootfs, hostInputs{
+		topo: c.Topology, version: c.Version, k8sBin: in.K8sBin, pki: pki, images: in.Images,
 		consoles: filepath.Join(c.StateDir, "console"),
 	}); err != nil {
 		return err

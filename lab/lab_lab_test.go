@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moltproject/molt/internal/nspawn"
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +46,7 @@ func TestSmallLabUpAtUpgradeVersions(t *testing.T) {
 	requireLabTools(t)
 	for _, v := range upgradeVersions {
 		t.Run("v"+v, func(t *testing.T) {
-			bin := filepath.Join(nspawn.DefaultCacheDir(), "k8s", "v"+v, "bin")
+			bin := filepath.Join(cachedir.Build(), "k8s", "v"+v, "bin")
 			for _, c := range []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 				testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+v+" (build/k8s/build.sh "+v+")")
 			}
@@ -195,14 +195,15 @@ func testVersion() string {
 // newTestLabAt is newTestLab at a given Kubernetes version.
 func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Config)) *Lab {
 	t.Helper()
-	cache := nspawn.DefaultCacheDir()
-	testenv.RequireFile(t, filepath.Join(cache, "k8s", "v"+version, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+version+")")
-	testenv.RequireFile(t, filepath.Join(cache, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	builds := cachedir.Build()
+	testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+version, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+version+")")
+	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
 
 	cfg := DefaultConfig()
 	cfg.Topology = topo
 	cfg.Version = version
-	cfg.Cache = cache
+	cfg.Cache = cachedir.Lab()
+	cfg.BuildCache = builds
 	cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	cfg.ModuleDir = moduleRoot(t)
 	cfg.Prefix = "mlabt-"

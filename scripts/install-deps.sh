@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs everything molt's tests need on a fresh Debian 12 machine, as
-# root, idempotently. Heavy builds are cached under $MOLT_CACHE (default
-# /var/cache/molt): the Kubernetes and etcd binaries built from Go modules
-# (build/k8s) and, built by the tests themselves, the lab's Debian rootfs.
+# root, idempotently. The Kubernetes and etcd binaries built from Go modules
+# (build/k8s) are cached under $MOLT_BUILD_CACHE (default $MOLT_CACHE,
+# default /var/cache/molt); the lab makes its tools, images and Debian
+# rootfs itself under $MOLT_CACHE when it first needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MOLT_CACHE=${MOLT_CACHE:-/var/cache/molt}
-mkdir -p "$MOLT_CACHE"
+export MOLT_BUILD_CACHE=${MOLT_BUILD_CACHE:-$MOLT_CACHE}
+mkdir -p "$MOLT_CACHE" "$MOLT_BUILD_CACHE"
 log() { printf '[deps %(%H:%M:%S)T] %s\n' -1 "$*"; }
 t0=$(date +%s)
 
@@ -34,18 +36,41 @@ if ((${#missing[@]})); then
 	rm -f /usr/sbin/policy-rc.d
 fi
 
+# Three releases: two a minor apart and a later patch of the newer, so the
+# lab can take a minor upgrade (1.33.13 → 1.34.3) and then a patch upgrade
+# (1.34.3 → 1.34.4). (1.34.5 is on the proxy, but its staging modules fail
+# checksum-database lookups, so it does not build.)
+K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
+ETCD_VERSION=3.6.4
+
+# Say up front what is about to be built and how long it takes, so a first
+# run is not mistaken for a hang. Minutes measured on 2 idle cores from
+# nothing (docs/e2e.md): module downloads ~3, etcd ~1, each Kubernetes
+# release ~6 (the first one ~1 more, for the shared module cache).
+todo=() minutes=0
+[[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 1)); }
+for v in "${K8S_RELEASES[@]}"; do
+	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
+	todo+=("kubernetes $v"); minutes=$((minutes + 6))
+done
+if ((${#todo[@]})); then
+	((${#todo[@]} < 4)) || minutes=$((minutes + 4))
+	log "one-time build into $MOLT_BUILD_CACHE: ${todo[*]/%/,} about $minutes minutes on 2 idle cores (longer on a busy machine); progress every 30 s below"
+else
+	log "Kubernetes and etcd builds: cached in $MOLT_BUILD_CACHE"
+fi
+
 log "go: modules"
 go mod download
 log "go: staticcheck"
 make -s "$(go env GOPATH)/bin/staticcheck" >/dev/null
 
-# Three releases: two a minor apart and a later patch of the newer, so the
-# lab can take a minor upgrade (1.33.13 → 1.34.3) and then a patch upgrade
-# (1.34.3 → 1.34.4). (1.34.5 is on the proxy, but its staging modules fail
-# checksum-database lookups, so it does not build.)
-log "kubernetes: etcd, v1.33.13, v1.34.3 and v1.34.4 from Go modules (cached; cold: ~9-11 min each on 2 idle cores)"
-build/k8s/etcd.sh >/dev/null
-for v in 1.33.13 1.34.3 1.34.4; do
+n=0
+for v in "${K8S_RELEASES[@]}"; do
+	n=$((n + 1))
+	log "kubernetes $v ($n of ${#K8S_RELEASES[@]})"
 	build/k8s/build.sh "$v" >/dev/null
 done
+log "etcd $ETCD_VERSION"
+build/k8s/etcd.sh "$ETCD_VERSION" >/dev/null
 log "done in $(( $(date +%s) - t0 ))s"

@@ -2,8 +2,10 @@
 # build.sh VERSION [COMPONENTS...]
 #
 # Builds real Kubernetes binaries from the Go module proxy (no git, no
-# kubernetes checkout) into ${MOLT_CACHE:-/var/cache/molt}/k8s/vVERSION/bin/
-# and prints that directory on the last line of stdout.
+# kubernetes checkout) into ${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}/k8s/vVERSION/bin/
+# and prints that directory on the last line of stdout. While it compiles,
+# a line on stderr every 30 s says how far it is (packages compiled of the
+# packages the commands need).
 #
 # COMPONENTS default to kube-apiserver kube-controller-manager kube-scheduler
 # kubelet. Work is skipped when every requested binary already exists, so
@@ -22,6 +24,17 @@ set -euo pipefail
 # replacing this file while a long build is running cannot derail it.
 main() {
 
+  # wait_or_tick PID SECONDS: true once PID has exited, false after SECONDS
+  # while it still runs.
+  wait_or_tick() {
+    local i
+    for ((i = 0; i < $2; i++)); do
+      kill -0 "$1" 2>/dev/null || return 0
+      sleep 1
+    done
+    ! kill -0 "$1" 2>/dev/null
+  }
+
   usage() { echo "usage: $0 VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet ...]" >&2; exit 2; }
   [[ $# -ge 1 ]] || usage
 
@@ -36,7 +49,7 @@ main() {
     case "$c" in kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) ;; *) echo "build.sh: unknown component $c" >&2; usage ;; esac
   done
 
-  cache="${MOLT_CACHE:-/var/cache/molt}"
+  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
   root="$cache/k8s/v$version"
   bin="$root/bin"
   mod="$root/src"
@@ -102,10 +115,23 @@ main() {
 
   tmp="$root/.out.$$"
   rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp"' EXIT
-  log "go build ${pkgs[*]} (cold: 6 min on 2 idle cores, far longer when shared; ~2 GB RSS)"
+  trap 'rm -rf "$tmp" "$tmp.progress"' EXIT
+  total=$(cd "$mod" && CGO_ENABLED=0 go list -deps "${pkgs[@]}" | wc -l)
+  log "go build ${pkgs[*]##*/}: $total packages (cold: 6-7 min on 2 idle cores, far longer when shared; ~2 GB RSS)"
   start=$SECONDS
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}")
+  # -v names each package as it is compiled (not those the build cache
+  # already has): counting them is the progress line.
+  (cd "$mod" && CGO_ENABLED=0 go build -v -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}") 2>"$tmp.progress" &
+  builder=$!
+  while ! wait_or_tick "$builder" 30; do
+    log "compiling: $(grep -vc '^#\|: ' "$tmp.progress" || true) of at most $total packages, $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s"
+  done
+  if ! wait "$builder"; then
+    grep -v '^[a-zA-Z0-9_./-]*$' "$tmp.progress" >&2 || true
+    rm -f "$tmp.progress"
+    echo "build.sh: go build failed" >&2; exit 1
+  fi
+  rm -f "$tmp.progress"
   for f in "$tmp"/*; do mv -f "$f" "$bin/"; done
   log "built ${pkgs[*]} in $((SECONDS - start))s"
   have_all || { echo "build.sh: binaries missing after build" >&2; exit 1; }

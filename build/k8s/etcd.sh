@@ -2,7 +2,7 @@
 # etcd.sh [VERSION]
 #
 # Builds etcd (default v3.6.4) from go.etcd.io/etcd/server/v3 into
-# ${MOLT_CACHE:-/var/cache/molt}/etcd/vVERSION/bin/etcd and prints the bin
+# ${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}/etcd/vVERSION/bin/etcd and prints the bin
 # directory on the last line of stdout. Skips work when the binary exists.
 # kube-apiserver 1.34 needs etcd 3.6 (RequestWatchProgress); Debian's 3.4
 # starts but makes watches slow and flaky.
@@ -13,7 +13,7 @@ set -euo pipefail
 main() {
 
   version="${1:-3.6.4}"; version="${version#v}"
-  cache="${MOLT_CACHE:-/var/cache/molt}"
+  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
   root="$cache/etcd/v$version"
   bin="$root/bin"
   log() { echo "etcd.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }

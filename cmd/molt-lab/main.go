@@ -35,6 +35,7 @@ func main() {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		cfg.Out = os.Stdout
 		cfg.Cache = envOr("MOLT_CACHE", cfg.Cache)
+		cfg.BuildCache = envOr("MOLT_BUILD_CACHE", cfg.Cache)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := demo(ctx, cfg, args); err != nil {
@@ -46,7 +47,8 @@ func main() {
 	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
 	fs.StringVar(&cfg.Version, "version", cfg.Version, "Kubernetes version the hosts start at")
 	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "lab state (PKI, kubeconfigs, console logs)")
-	fs.StringVar(&cfg.Cache, "cache", envOr("MOLT_CACHE", cfg.Cache), "cache of binaries, rootfs and images")
+	fs.StringVar(&cfg.Cache, "cache", envOr("MOLT_CACHE", cfg.Cache), "the lab's own cache: tools, images, rootfs")
+	fs.StringVar(&cfg.BuildCache, "build-cache", os.Getenv("MOLT_BUILD_CACHE"), "Kubernetes and etcd builds (default: --cache)")
 	fs.StringVar(&cfg.ModuleDir, "module-dir", cfg.ModuleDir, "molt repository root (to build the lab's tools)")
 	fs.StringVar(&cfg.Prefix, "prefix", cfg.Prefix, "start of every namespace name the lab makes (a test's lab: mlabt-, mlabe-)")
 	fs.DurationVar(&cfg.ReadyTimeout, "timeout", cfg.ReadyTimeout, "how long to wait for the API and Nodes")

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/moltproject/molt/internal/cachedir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,15 +38,9 @@ var BasePackages = []string{
 // ErrRootfs is wrapped by EnsureRootfs's errors.
 var ErrRootfs = errors.New("nspawn: build rootfs")
 
-// DefaultCacheDir is ${MOLT_CACHE:-/var/cache/molt}. It is read here and
-// not in cmd/ because this is test and lab infrastructure, not a product
-// binary.
-func DefaultCacheDir() string {
-	if d := os.Getenv("MOLT_CACHE"); d != "" {
-		return d
-	}
-	return "/var/cache/molt"
-}
+// DefaultCacheDir is ${MOLT_CACHE:-/var/cache/molt}, the lab's own cache
+// (see package cachedir), where rootfs trees are kept.
+func DefaultCacheDir() string { return cachedir.Lab() }
 
 // EnsureRootfs returns the path of a Debian bookworm minbase rootfs with
 // BasePackages plus extraPackages, building it under cacheDir/rootfs/ when

@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"fmt"
+	"github.com/moltproject/molt/internal/cachedir"
 	"os"
 	"path/filepath"
 )
@@ -19,13 +20,8 @@ type binaries struct {
 	etcd, apiserver, controllerManager string
 }
 
-// cacheDir mirrors build/k8s: ${MOLT_CACHE:-/var/cache/molt}.
-func cacheDir() string {
-	if d := os.Getenv("MOLT_CACHE"); d != "" {
-		return d
-	}
-	return "/var/cache/molt"
-}
+// cacheDir mirrors build/k8s: ${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}.
+func cacheDir() string { return cachedir.Build() }
 
 // findBinaries locates the binaries, returning a description of what is
 // missing (and how to build it) instead of an error, for testenv.Missing.

@@ -1,0 +1,88 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/moltproject/molt/internal/nspawn"
+)
+
+// Inputs are the files a lab host at one release is made from: the
+// Kubernetes and etcd builds (BuildCache), and what the lab makes of them
+// in its own Cache — its tools, the image archives and the host rootfs.
+type Inputs struct {
+	// Version is the Kubernetes release ("1.34.4").
+	Version string
+	// K8sBin holds kubelet, kube-apiserver, kube-controller-manager and
+	// kube-scheduler of Version.
+	K8sBin string
+	// Etcd is the static etcd binary.
+	Etcd string
+	// Tools holds the lab's own static binaries (pause, cplb, echo).
+	Tools string
+	// Images maps every image reference the lab imports to its archive.
+	Images ImageSet
+	// Rootfs is the shared Debian rootfs every host boots from.
+	Rootfs string
+}
+
+// k8sComponents are the binaries a release needs from build/k8s.
+var k8sComponents = []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// EnsureInputs is the one way to get what a lab at version needs. It checks
+// the Kubernetes and etcd builds (naming the command that makes a missing
+// one: they take minutes and belong to `make deps`), then builds whatever
+// the lab makes itself and is missing or stale — tools, images, rootfs —
+// so every entry point (Up, PublishRelease, the demo, the end-to-end tests)
+// works from an empty lab cache. Repeated calls for a version are cheap:
+// the tools are built once per Lab and images and rootfs are cached.
+func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) {
+	c := l.cfg
+	version = strings.TrimPrefix(version, "v")
+	in := Inputs{
+		Version: version,
+		K8sBin:  filepath.Join(c.BuildCache, "k8s", "v"+version, "bin"),
+		Etcd:    filepath.Join(c.BuildCache, "etcd", "v"+c.EtcdVersion, "bin", "etcd"),
+		Tools:   filepath.Join(c.Cache, "lab", "tools"),
+	}
+	for _, b := range k8sComponents {
+		if p := filepath.Join(in.K8sBin, b); !exists(p) {
+			return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s, or make deps)", ErrMissing, p, version)
+		}
+	}
+	if !exists(in.Etcd) {
+		return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh, or make deps)", ErrMissing, in.Etcd)
+	}
+
+	l.inputsMu.Lock()
+	defer l.inputsMu.Unlock()
+	if in, ok := l.inputs[version]; ok {
+		return in, nil
+	}
+	if !l.toolsBuilt {
+		l.step("building lab tools (pause, cplb, echo) into %s", in.Tools)
+		if err := BuildTools(ctx, c.Log, c.ModuleDir, in.Tools); err != nil {
+			return Inputs{}, err
+		}
+		l.toolsBuilt = true
+	}
+	l.step("images for v%s under %s", version, filepath.Join(c.Cache, imagesSubdir))
+	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: in.K8sBin, Version: version, EtcdBinary: in.Etcd, ToolsDir: in.Tools})
+	if err != nil {
+		return Inputs{}, err
+	}
+	in.Images = images
+	if !exists(filepath.Join(c.Cache, "rootfs")) {
+		l.step("host rootfs: Debian bookworm with systemd and containerd (debootstrap, about a minute, once) under %s", filepath.Join(c.Cache, "rootfs"))
+	}
+	if in.Rootfs, err = nspawn.EnsureRootfs(ctx, c.Cache); err != nil {
+		return Inputs{}, fmt.Errorf("%w: %w", ErrHost, err)
+	}
+	if l.inputs == nil {
+		l.inputs = map[string]Inputs{}
+	}
+	l.inputs[version] = in
+	return in, nil
+}
