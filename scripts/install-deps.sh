@@ -15,6 +15,30 @@ t0=$(date +%s)
 [ "$(id -u)" = 0 ] || { echo "run as root: the tests boot systemd hosts, mount and make network namespaces"; exit 1; }
 command -v go >/dev/null || { echo "Go 1.26 is required on PATH (/usr/local/go/bin)"; exit 1; }
 
+# Three releases: two a minor apart and a later patch of the newer, so the
+# lab can take a minor upgrade (1.33.13 → 1.34.3) and then a patch upgrade
+# (1.34.3 → 1.34.4). (1.34.5 is on the proxy, but its staging modules fail
+# checksum-database lookups, so it does not build.)
+K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
+ETCD_VERSION=3.6.4
+
+# Say up front what is about to be built and how long it takes, so a first
+# run is not mistaken for a hang. Minutes on 2 idle cores from nothing
+# (docs/e2e.md, "Measured"): Debian packages and Go modules ~3, etcd ~3,
+# each Kubernetes release ~8.
+todo=() minutes=0
+[[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 3)); }
+for v in "${K8S_RELEASES[@]}"; do
+	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
+	todo+=("kubernetes $v"); minutes=$((minutes + 8))
+done
+if ((${#todo[@]})); then
+	minutes=$((minutes + 3))
+	log "one-time build into $MOLT_BUILD_CACHE: ${todo[*]/%/,} about $minutes minutes on 2 idle cores (longer on a busy machine); progress every 30 s below"
+else
+	log "Kubernetes and etcd builds: cached in $MOLT_BUILD_CACHE"
+fi
+
 # Debian packages: containerd and runc (agent tests, lab hosts), debootstrap
 # and systemd-nspawn (hosts with a real systemd), iproute2 and the CNI
 # plugins (lab network), prometheus for promtool (alert rule tests),
@@ -34,30 +58,6 @@ if ((${#missing[@]})); then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	rm -f /usr/sbin/policy-rc.d
-fi
-
-# Three releases: two a minor apart and a later patch of the newer, so the
-# lab can take a minor upgrade (1.33.13 → 1.34.3) and then a patch upgrade
-# (1.34.3 → 1.34.4). (1.34.5 is on the proxy, but its staging modules fail
-# checksum-database lookups, so it does not build.)
-K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
-ETCD_VERSION=3.6.4
-
-# Say up front what is about to be built and how long it takes, so a first
-# run is not mistaken for a hang. Minutes measured on 2 idle cores from
-# nothing (docs/e2e.md): module downloads ~3, etcd ~1, each Kubernetes
-# release ~6 (the first one ~1 more, for the shared module cache).
-todo=() minutes=0
-[[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 1)); }
-for v in "${K8S_RELEASES[@]}"; do
-	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
-	todo+=("kubernetes $v"); minutes=$((minutes + 6))
-done
-if ((${#todo[@]})); then
-	((${#todo[@]} < 4)) || minutes=$((minutes + 4))
-	log "one-time build into $MOLT_BUILD_CACHE: ${todo[*]/%/,} about $minutes minutes on 2 idle cores (longer on a busy machine); progress every 30 s below"
-else
-	log "Kubernetes and etcd builds: cached in $MOLT_BUILD_CACHE"
 fi
 
 log "go: modules"
