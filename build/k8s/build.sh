@@ -138,4 +138,4 @@ main() {
   echo "$bin"
 }
 
-main "$@"
+main "$@"; exit $?  # on the same line: bash must not read on after main returns

@@ -50,4 +50,4 @@ main() {
   echo "$bin"
 }
 
-main "$@"
+main "$@"; exit $?  # on the same line: bash must not read on after main returns
