@@ -63,10 +63,22 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if u.State == phases.UpgradeRunning && doneNodes > 0 {
-		per := elapsed / time.Duration(doneNodes)
-		eta := per * time.Duration(len(u.Nodes)-doneNodes)
-		fmt.Fprintf(w, "\n  %d/%d nodes done, ETA %s\n", doneNodes, len(u.Nodes), eta.Round(time.Second))
+	if u.State != phases.UpgradeRunning {
+		return
+	}
+	// The ETA is the planner's schedule of what is left — step order, each
+	// pool's concurrency, nodes in flight — timed with this upgrade's own
+	// node and step durations where it has them, the plan's guesses where
+	// not.
+	fmt.Fprintf(w, "\n  %d/%d nodes done, ", doneNodes, len(u.Nodes))
+	if end, ok := phases.Forecast(u, phases.ObservedDurations(u, phases.DefaultDurations()), now); ok {
+		if u.PauseReason != "" {
+			fmt.Fprintf(w, "ETA %s once it resumes\n", end.Sub(now).Round(time.Second))
+		} else {
+			fmt.Fprintf(w, "ETA %s (%s)\n", end.Sub(now).Round(time.Second), end.UTC().Format("15:04 MST"))
+		}
+	} else {
+		fmt.Fprintln(w, "no ETA: a failed node holds its pool (moltctl node retry CLUSTER NODE)")
 	}
 }
 
