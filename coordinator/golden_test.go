@@ -322,13 +322,13 @@ func TestGoldenReplay(t *testing.T) {
 	}
 	golden, err := os.ReadFile(goldenSnapshotPath)
 	require.NoError(t, err)
-	require.Equal(t, string(golden), string(snap), "the checked-in log no longer leads to the checked-in state")
+	requireSameBytes(t, golden, snap, "the checked-in log no longer leads to the checked-in state")
 
 	restored := newFSM()
 	require.NoError(t, restored.Restore(golden))
 	again, err := restored.Snapshot()
 	require.NoError(t, err)
-	require.Equal(t, string(golden), string(again), "the golden snapshot restores to the state it holds")
+	requireSameBytes(t, golden, again, "the golden snapshot restores to the state it holds")
 }
 
 // TestGoldenSnapshotAnywhere cuts the golden log at every index: the
@@ -354,7 +354,7 @@ func TestGoldenSnapshotAnywhere(t *testing.T) {
 		}
 		end, err := f.Snapshot()
 		require.NoError(t, err)
-		require.Equal(t, string(golden), string(end), "cut at %d", k)
+		requireSameBytes(t, golden, end, "cut at %d", k)
 	}
 }
 
@@ -385,7 +385,7 @@ func TestGoldenCommands(t *testing.T) {
 			}
 			golden, err := os.ReadFile(path)
 			require.NoError(t, err)
-			require.Equal(t, string(golden), string(enc), "%s encodes differently from its golden bytes", pc.name)
+			requireSameBytes(t, golden, enc, "%s encodes differently from its golden bytes", pc.name)
 
 			typ, body, err := raftstore.Decode(golden)
 			require.NoError(t, err)
@@ -413,4 +413,74 @@ func jsonUnmarshalStrict(b []byte, v any) error {
 		return errors.New("trailing data")
 	}
 	return nil
+}
+
+// legacySnapshotPath is a snapshot as releases before the snapshot header
+// wrote it (format version 0): the state after the first legacyEntries
+// entries of golden.log. It is never regenerated.
+const (
+	legacySnapshotPath = "testdata/snapshot-v0.json"
+	legacyEntries      = 70
+)
+
+// TestGoldenSnapshotVersions: this release writes version 1, still reads
+// the legacy version 0 to the same state, and refuses a newer version or a
+// malformed header with raftstore.ErrBadSnapshot, keeping its state.
+func TestGoldenSnapshotVersions(t *testing.T) {
+	golden, err := os.ReadFile(goldenSnapshotPath)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(golden, []byte("molt-coordinator-snapshot 1\n{")), "this release writes version 1")
+
+	legacy, err := os.ReadFile(legacySnapshotPath)
+	require.NoError(t, err)
+	st, version, err := decodeSnapshot(legacy)
+	require.NoError(t, err)
+	require.Equal(t, 0, version)
+	fromLegacy, err := encodeSnapshot(st)
+	require.NoError(t, err)
+	head, _ := replay(t, readGoldenLog(t, goldenLogPath)[:legacyEntries])
+	want, err := head.Snapshot()
+	require.NoError(t, err)
+	requireSameBytes(t, want, fromLegacy, "a legacy snapshot restores to the state it was taken from")
+
+	body := golden[bytes.IndexByte(golden, '\n')+1:]
+	for _, tc := range []struct {
+		name, data, msg string
+	}{
+		{"newer version", "molt-coordinator-snapshot 2\n" + string(body), "version 2 is newer than this release reads"},
+		{"empty", "", "not a coordinator snapshot"},
+		{"other format", "MOLTSNAP\x01", "not a coordinator snapshot"},
+		{"no version", "molt-coordinator-snapshot \n{}", "no valid version"},
+		{"version 0 with header", "molt-coordinator-snapshot 0\n{}", "no valid version"},
+		{"padded version", "molt-coordinator-snapshot 01\n{}", "no valid version"},
+		{"no newline", "molt-coordinator-snapshot 1", "no valid version"},
+		{"bad body", "molt-coordinator-snapshot 1\n{\"clusters\":", "version 1"},
+		{"bad legacy body", "{\"clusters\":[]}", "version 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFSM()
+			require.NoError(t, f.Restore(golden))
+			err := f.Restore([]byte(tc.data))
+			require.ErrorIs(t, err, raftstore.ErrBadSnapshot)
+			require.ErrorContains(t, err, tc.msg)
+			after, err := f.Snapshot()
+			require.NoError(t, err)
+			requireSameBytes(t, golden, after, "a refused snapshot changes nothing")
+		})
+	}
+}
+
+// requireSameBytes fails with the first difference and some context,
+// rather than printing two whole snapshots.
+func requireSameBytes(t *testing.T, want, got []byte, msgAndArgs ...any) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	around := func(b []byte) string { return string(b[max(0, i-80):min(len(b), i+80)]) }
+	require.Fail(t, fmt.Sprintf("bytes differ at offset %d (lengths %d and %d)\nwant …%s…\ngot  …%s…", i, len(want), len(got), around(want), around(got)), msgAndArgs...)
 }
