@@ -67,8 +67,10 @@ type goldenEntry struct {
 // goldenEntries is the golden log's content: a cluster registered with its
 // releases, agents and maintenance policy, a preflight run, and a manual
 // upgrade to the next minor through to its end, with the refusals a real
-// log holds (late results, a stale retry, an unknown cluster). Append only:
-// see the comment on update.
+// log holds (late results, a stale retry, an unknown cluster). Every entry
+// is written out here, none is computed by the engine (phases.Decide,
+// preflight.HostOperations), so the entries stay put when the engine
+// changes. Append only: see the comment on update.
 func goldenEntries() []goldenEntry {
 	t := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	now := func() time.Time { t = t.Add(time.Minute); return t }
@@ -173,7 +175,10 @@ func goldenEntries() []goldenEntry {
 			add(cmdNodeStepResult, nodeResult(node, c, attempt, true, ""))
 		}
 	}
-	cpSteps, workerSteps := len(phases.BareMetalNodeSteps(phases.RoleControlPlane)), len(phases.BareMetalNodeSteps(phases.RoleWorker))
+	// The node steps this upgrade recorded for its pools (bare metal in this
+	// release): literal, so that the entries stay what they are when the
+	// engine's step lists change; the upgrade in the state keeps its own.
+	const cpSteps, workerSteps = 8, 7
 
 	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
 	advance(startStep("pool/cp"))
