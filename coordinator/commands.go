@@ -8,21 +8,29 @@ import (
 	"github.com/moltproject/molt/raftstore"
 )
 
-// Command types. Append-only: a number is never renumbered or reused, since
-// logs and snapshots on disk carry them.
+// Command types: every coordinator command number, each written out as a
+// literal, here and nowhere else. Append-only: logs and snapshots on disk
+// carry these numbers, so a number is never renumbered, never reused for
+// another command, and never computed from another. A new command takes
+// the next free number, a row in pinnedCommands (commands_golden_test.go)
+// and a golden file in testdata/commands/. Numbers 1–15 are raftstore's.
 const (
-	cmdPutRelease     raftstore.CommandType = 16
-	cmdPutCluster     raftstore.CommandType = 17
-	cmdDeleteCluster  raftstore.CommandType = 18
-	cmdStartUpgrade   raftstore.CommandType = 19
-	cmdAdvance        raftstore.CommandType = 20
-	cmdNodeStepResult raftstore.CommandType = 21
-	cmdStepResult     raftstore.CommandType = 22
-	cmdPoolCommand    raftstore.CommandType = 23
-	cmdRetryNode      raftstore.CommandType = 24
-	cmdAgentRegister  raftstore.CommandType = 25
-	cmdAgentHealth    raftstore.CommandType = 26
-	cmdSetProtection  raftstore.CommandType = 27
+	cmdPutRelease      raftstore.CommandType = 16
+	cmdPutCluster      raftstore.CommandType = 17
+	cmdDeleteCluster   raftstore.CommandType = 18
+	cmdStartUpgrade    raftstore.CommandType = 19
+	cmdAdvance         raftstore.CommandType = 20
+	cmdNodeStepResult  raftstore.CommandType = 21
+	cmdStepResult      raftstore.CommandType = 22
+	cmdPoolCommand     raftstore.CommandType = 23
+	cmdRetryNode       raftstore.CommandType = 24
+	cmdAgentRegister   raftstore.CommandType = 25
+	cmdAgentHealth     raftstore.CommandType = 26
+	cmdSetProtection   raftstore.CommandType = 27
+	cmdSetPolicy       raftstore.CommandType = 28 // maintenance.go
+	cmdPreflightStart  raftstore.CommandType = 29 // preflight.go
+	cmdPreflightResult raftstore.CommandType = 30 // preflight.go
+	cmdPreflightFinish raftstore.CommandType = 31 // preflight.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply

@@ -64,17 +64,19 @@ func apply[C any](f *fsm, fn func(*state, C) (any, error)) raftstore.ApplyFunc {
 	}
 }
 
-// Snapshot copies the whole state as JSON.
+// Snapshot copies the whole state in the current snapshot format
+// (snapshot.go).
 func (f *fsm) Snapshot() ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return json.Marshal(f.st)
+	return encodeSnapshot(f.st)
 }
 
-// Restore replaces the state with a snapshot's.
+// Restore builds a fresh state from a snapshot of any format version this
+// release reads and swaps it in; on error the state stays as it was.
 func (f *fsm) Restore(data []byte) error {
-	st := newState()
-	if err := json.Unmarshal(data, st); err != nil {
+	st, _, err := decodeSnapshot(data)
+	if err != nil {
 		return fmt.Errorf("coordinator: restore: %w", err)
 	}
 	f.mu.Lock()

@@ -11,9 +11,7 @@ import (
 	"github.com/moltproject/molt/phases"
 )
 
-// cmdSetPolicy stores a cluster's maintenance policy.
-const cmdSetPolicy = cmdSetProtection + 1
-
+// setPolicyCmd (cmdSetPolicy) stores a cluster's maintenance policy.
 type setPolicyCmd struct {
 	Cluster string             `json:"cluster"`
 	Policy  maintenance.Policy `json:"policy"`

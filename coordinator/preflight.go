@@ -18,12 +18,6 @@ import (
 // host answered or the run's deadline passed. A new leader resumes a run
 // from the log: it offers the same operation IDs and finishes it.
 
-const (
-	cmdPreflightStart  = cmdSetPolicy + 1
-	cmdPreflightResult = cmdSetPolicy + 2
-	cmdPreflightFinish = cmdSetPolicy + 3
-)
-
 // maxPreflights bounds the runs kept per cluster.
 const maxPreflights = 20
 

@@ -1,0 +1,491 @@
+package coordinator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// Golden files pin the coordinator's replicated state as a format that
+// outlives releases (testdata/):
+//
+//   - commands/<number>-<name>.golden: the exact bytes raftstore writes for
+//     one command of each type (type byte, then the JSON body).
+//   - golden.log: a realistic log, one entry per line, see goldenLogHeader.
+//   - golden.snapshot: the snapshot of the state golden.log leads to.
+//
+// `go test ./coordinator -run Golden -update` regenerates them. Regenerating
+// is for adding, never for changing what is old: a new command type gets a
+// new golden file, new entries are appended to goldenEntries (and so to
+// golden.log; -update keeps the checked-in entries byte for byte and refuses
+// to drop any). A command body may gain a field, which changes its golden
+// file; the log's old lines stay as they are, since logs on disk keep the
+// old bytes. Old logs must keep applying to the same state in every later
+// release: a diff of golden.snapshot that is not the effect of appended
+// entries (or of a new state field that old entries leave empty) is a
+// broken format, not a golden file to regenerate.
+var update = flag.Bool("update", false, "regenerate golden files under testdata/")
+
+const (
+	goldenLogPath      = "testdata/golden.log"
+	goldenSnapshotPath = "testdata/golden.snapshot"
+)
+
+// goldenLogHeader opens golden.log and documents its framing.
+const goldenLogHeader = `# molt coordinator golden log (see golden_test.go); do not edit.
+# One Raft entry per line: "<index> <type> <body>", where the entry's bytes
+# are the type as one byte followed by the JSON body (json.Marshal output
+# never holds a newline). Lines starting with # are comments.
+`
+
+// goldenEntry is one command of the golden log and how it must come out:
+// refused is nil for an applied command, or the sentinel of its refusal.
+type goldenEntry struct {
+	typ     raftstore.CommandType
+	cmd     any
+	refused error
+}
+
+// goldenEntries is the golden log's content: a cluster registered with its
+// releases, agents and maintenance policy, a preflight run, and a manual
+// upgrade to the next minor through to its end, with the refusals a real
+// log holds (late results, a stale retry, an unknown cluster). Every entry
+// is written out here, none is computed by the engine (phases.Decide,
+// preflight.HostOperations), so the entries stay put when the engine
+// changes. Append only: see the comment on update.
+func goldenEntries() []goldenEntry {
+	t := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { t = t.Add(time.Minute); return t }
+	var out []goldenEntry
+	add := func(typ raftstore.CommandType, cmd any) { out = append(out, goldenEntry{typ: typ, cmd: cmd}) }
+	refuse := func(err error, typ raftstore.CommandType, cmd any) {
+		out = append(out, goldenEntry{typ: typ, cmd: cmd, refused: err})
+	}
+
+	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	rel := func(v string) api.Release {
+		return api.Release{Version: v, EndOfSupport: time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC), Channels: []string{"regular"},
+			Components: api.ReleaseComponents{
+				Kubelet:    api.BinaryArtifact{URL: "http://artifacts.test/kubelet-" + v, SHA256: sum},
+				Containerd: api.BinaryArtifact{URL: "http://artifacts.test/containerd-" + v, SHA256: sum, Version: "1.7.0"},
+				StaticPods: map[string]string{"kube-apiserver": "registry.k8s.io/kube-apiserver:v" + v},
+			}}
+	}
+	spec := func(name string) phases.ClusterSpec {
+		return phases.ClusterSpec{Name: name, Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+			Pools: []phases.Pool{
+				{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal, Nodes: []phases.Node{{Name: "cp-1", Address: "10.0.0.11"}}},
+				{Name: "workers", Role: phases.RoleWorker, Backing: phases.BackingBareMetal,
+					Nodes: []phases.Node{{Name: "worker-1", Address: "10.0.0.21"}, {Name: "worker-2", Address: "10.0.0.22"}}},
+			}}
+	}
+	nodes := []string{"cp-1", "worker-1", "worker-2"}
+
+	// Catalog, clusters, agents, policy.
+	add(cmdPutRelease, putReleaseCmd{Release: rel("1.33.6"), Now: now()})
+	add(cmdPutRelease, putReleaseCmd{Release: rel("1.34.4"), Now: now()})
+	add(cmdPutCluster, putClusterCmd{Spec: spec("lab"), Kubeconfig: "apiVersion: v1\nkind: Config\n", Now: now()})
+	add(cmdPutCluster, putClusterCmd{Spec: spec("scratch"), Now: now()})
+	add(cmdDeleteCluster, deleteClusterCmd{Name: "scratch", Now: now()})
+	for _, n := range nodes {
+		add(cmdAgentRegister, agentRegisterCmd{Cluster: "lab", Node: n, Address: n + ":7443", Now: now()})
+	}
+	for _, n := range nodes {
+		add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: n, Healthy: true, Kubelet: "v1.33.6", Containerd: "1.7.0", Now: now()})
+	}
+	refuse(ErrNotFound, cmdAgentHealth, agentHealthCmd{Cluster: "scratch", Node: "cp-1", Healthy: true, Now: now()})
+	add(cmdSetPolicy, setPolicyCmd{Cluster: "lab", Policy: maintenance.Policy{Window: &maintenance.Window{
+		Start: time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), Recurrence: "FREQ=DAILY",
+	}}, Now: now()})
+
+	// A preflight run: every host checks artifacts and probes its peers.
+	pfStart := now()
+	ops := map[string][]api.Operation{}
+	for _, n := range nodes {
+		var peers []string
+		for _, p := range nodes {
+			if p != n {
+				peers = append(peers, p+":7443")
+			}
+		}
+		ops[n] = []api.Operation{
+			{ID: "preflight-lab-1-" + n + "-artifacts", Kind: api.OpCheckArtifacts, CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{
+				{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.34.4", SHA256: sum},
+				{Name: "containerd", URL: "http://artifacts.test/containerd-1.34.4", SHA256: sum},
+			}}},
+			{ID: "preflight-lab-1-" + n + "-peers", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: peers}},
+		}
+	}
+	add(cmdPreflightStart, preflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
+		CreatedAt: pfStart, Deadline: pfStart.Add(PreflightTimeout), Operations: ops}})
+	for _, n := range nodes {
+		for _, op := range ops[n] {
+			fin := now()
+			add(cmdPreflightResult, preflightResultCmd{Cluster: "lab", Run: "lab-1", Node: n, Result: api.OperationResult{
+				ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "ok", StartedAt: fin.Add(-30 * time.Second), FinishedAt: fin,
+				Details: map[string]string{"checked": "true"}}})
+		}
+	}
+	refuse(phases.ErrStale, cmdPreflightResult, preflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+		Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", Kind: api.OpProbePeers, State: api.OpSucceeded}})
+	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now(), Report: preflight.Report{Verdict: preflight.PassedWithWarnings,
+		Results: []preflight.Result{
+			{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"},
+			{Check: preflight.IDPDBsBlockingDrain, Severity: preflight.Warning, Status: preflight.Warn, Message: "pdb web/frontend allows no disruption",
+				Data: map[string]string{"worker-1": "web/frontend"}},
+		}}})
+
+	// A manual upgrade to 1.34.4.
+	const up = "lab-1.34.4-1"
+	advance := func(acts ...phases.Action) {
+		add(cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: up, Actions: acts, Now: now()})
+	}
+	startStep := func(step string) phases.Action {
+		return phases.Action{ID: up + "/start/" + step, Kind: phases.ActStartStep, Upgrade: up, Step: step}
+	}
+	completeStep := func(step string) phases.Action {
+		return phases.Action{ID: up + "/complete/" + step, Kind: phases.ActCompleteStep, Upgrade: up, Step: step}
+	}
+	startNode := func(pool, node string, attempt int) phases.Action {
+		return phases.Action{ID: fmt.Sprintf("%s/%s/start/a%d", up, node, attempt), Kind: phases.ActStartNode, Upgrade: up, Pool: pool, Node: node, Attempt: attempt}
+	}
+	nodeResult := func(node string, cursor, attempt int, ok bool, msg string) nodeStepResultCmd {
+		return nodeStepResultCmd{Cluster: "lab", Now: now(), Result: phases.NodeStepResult{Upgrade: up, Node: node, Cursor: cursor, Attempt: attempt, OK: ok, Message: msg}}
+	}
+	nodeSteps := func(node string, from, to, attempt int) {
+		for c := from; c < to; c++ {
+			add(cmdNodeStepResult, nodeResult(node, c, attempt, true, ""))
+		}
+	}
+	// The node steps this upgrade recorded for its pools (bare metal in this
+	// release): literal, so that the entries stay what they are when the
+	// engine's step lists change; the upgrade in the state keeps its own.
+	const cpSteps, workerSteps = 8, 7
+
+	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
+	advance(startStep("pool/cp"))
+	advance(startNode("cp", "cp-1", 0))
+	add(cmdNodeStepResult, nodeResult("cp-1", 0, 0, true, "cordoned"))
+	drain := nodeResult("cp-1", 1, 0, true, "")
+	drain.Result.LeftBehind = []phases.LeftPod{{Namespace: "kube-system", Name: "metrics-agent-x7", Reason: "terminating"}}
+	add(cmdNodeStepResult, drain)
+	refuse(phases.ErrStale, cmdNodeStepResult, nodeResult("cp-1", 1, 0, true, "")) // the same result again
+	nodeSteps("cp-1", 2, cpSteps, 0)
+	advance(completeStep("pool/cp"), startStep("pool/cp"), startStep("addons"), startStep("lifecycle")) // one stale action
+	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "lifecycle", OK: true}, Now: now()})
+	add(cmdSetProtection, setProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: t.Add(20 * time.Minute)})
+	advance(startStep("pool/workers"), startNode("workers", "worker-1", 0))
+	add(cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now()})
+	add(cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now()})
+	refuse(ErrCommandNotAllowed, cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolRollback, Now: now()})
+	add(cmdNodeStepResult, nodeResult("worker-1", 0, 0, true, ""))
+	add(cmdNodeStepResult, nodeResult("worker-1", 1, 0, false, "pdb web/frontend: eviction refused until deadline"))
+	add(cmdRetryNode, retryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	refuse(phases.ErrStale, cmdNodeStepResult, nodeResult("worker-1", 1, 0, true, "")) // the superseded attempt
+	refuse(ErrCommandNotAllowed, cmdRetryNode, retryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	nodeSteps("worker-1", 1, workerSteps, 1)
+	advance(phases.Action{ID: up + "/pause/MAINTENANCE_WINDOW", Kind: phases.ActPause, Upgrade: up, Reason: "MAINTENANCE_WINDOW"})
+	advance(phases.Action{ID: up + "/resume", Kind: phases.ActResume, Upgrade: up})
+	add(cmdSetProtection, setProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2"})
+	advance(startNode("workers", "worker-2", 0))
+	nodeSteps("worker-2", 0, workerSteps, 0)
+	advance(completeStep("pool/workers"), startStep("health"))
+	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", OK: false, Message: "kube-apiserver /readyz: etcd not ready"}, Now: now()})
+	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 1, OK: true, Message: "healthy"}, Now: now()})
+	advance(phases.Action{ID: up + "/finish", Kind: phases.ActFinish, Upgrade: up})
+	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
+	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
+	return out
+}
+
+// logEntry is one line of a golden log.
+type logEntry struct {
+	index uint64
+	data  []byte // as raftstore writes it: type byte, JSON body
+}
+
+func formatLogLine(e logEntry) string {
+	return fmt.Sprintf("%d %d %s\n", e.index, e.data[0], e.data[1:])
+}
+
+// readGoldenLog parses a golden log; indexes must increase by one from 1.
+func readGoldenLog(t *testing.T, path string) []logEntry {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []logEntry
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		idx, rest, ok1 := strings.Cut(line, " ")
+		typ, body, ok2 := strings.Cut(rest, " ")
+		require.True(t, ok1 && ok2, "golden log line %q", line)
+		i, err := strconv.ParseUint(idx, 10, 64)
+		require.NoError(t, err)
+		ty, err := strconv.ParseUint(typ, 10, 8)
+		require.NoError(t, err)
+		require.Equal(t, uint64(len(out)+1), i, "golden log indexes are 1, 2, 3, …")
+		out = append(out, logEntry{index: i, data: append([]byte{byte(ty)}, body...)})
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// replay applies entries through a fresh FSM's registry in order, as
+// raftstore's FSM does, and returns it with each entry's refusal (nil when
+// applied).
+func replay(t *testing.T, entries []logEntry) (*fsm, []error) {
+	t.Helper()
+	f := newFSM()
+	handlers := f.Handlers()
+	errs := make([]error, len(entries))
+	for i, e := range entries {
+		typ, body, err := raftstore.Decode(e.data)
+		require.NoError(t, err, "entry %d", e.index)
+		h, ok := handlers[typ]
+		require.True(t, ok, "entry %d: no handler for type %s", e.index, typ)
+		_, errs[i] = h(e.index, body)
+	}
+	return f, errs
+}
+
+// encodeEntries frames entries as raftstore does, from index first.
+func encodeEntries(t *testing.T, entries []goldenEntry, first uint64) []logEntry {
+	t.Helper()
+	out := make([]logEntry, len(entries))
+	for i, e := range entries {
+		b, err := raftstore.Encode(e.typ, e.cmd)
+		require.NoError(t, err)
+		out[i] = logEntry{index: first + uint64(i), data: b}
+	}
+	return out
+}
+
+// updateGoldenLog appends the entries of goldenEntries that golden.log
+// does not have yet, keeping every checked-in line byte for byte.
+func updateGoldenLog(t *testing.T, want []goldenEntry) {
+	t.Helper()
+	var old []logEntry
+	if _, err := os.Stat(goldenLogPath); err == nil {
+		old = readGoldenLog(t, goldenLogPath)
+	}
+	require.LessOrEqual(t, len(old), len(want), "entries are never removed from the golden log")
+	var buf strings.Builder
+	buf.WriteString(goldenLogHeader)
+	for _, e := range append(old, encodeEntries(t, want[len(old):], uint64(len(old))+1)...) {
+		buf.WriteString(formatLogLine(e))
+	}
+	require.NoError(t, os.WriteFile(goldenLogPath, []byte(buf.String()), 0o644))
+}
+
+// TestGoldenReplay applies the checked-in log through a fresh FSM: every
+// entry is applied or refused as goldenEntries says, and the state it
+// leads to snapshots to exactly the checked-in golden snapshot. Restoring
+// that snapshot gives the same state, which snapshots to the same bytes.
+func TestGoldenReplay(t *testing.T) {
+	want := goldenEntries()
+	if *update {
+		updateGoldenLog(t, want)
+	}
+	entries := readGoldenLog(t, goldenLogPath)
+	require.Len(t, entries, len(want), "golden.log and goldenEntries differ in length: run with -update after appending entries")
+	f, errs := replay(t, entries)
+	for i, err := range errs {
+		if want[i].refused == nil {
+			require.NoError(t, err, "entry %d (type %d) must apply", entries[i].index, entries[i].data[0])
+		} else {
+			require.ErrorIs(t, err, want[i].refused, "entry %d (type %d) must be refused", entries[i].index, entries[i].data[0])
+		}
+	}
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	if *update {
+		require.NoError(t, os.WriteFile(goldenSnapshotPath, snap, 0o644))
+	}
+	golden, err := os.ReadFile(goldenSnapshotPath)
+	require.NoError(t, err)
+	requireSameBytes(t, golden, snap, "the checked-in log no longer leads to the checked-in state")
+
+	restored := newFSM()
+	require.NoError(t, restored.Restore(golden))
+	again, err := restored.Snapshot()
+	require.NoError(t, err)
+	requireSameBytes(t, golden, again, "the golden snapshot restores to the state it holds")
+}
+
+// TestGoldenSnapshotAnywhere cuts the golden log at every index: the
+// snapshot of the state so far, restored into a fresh FSM that then applies
+// the rest of the log, refuses the same entries and ends in the golden
+// state. This is what a follower installing a snapshot relies on.
+func TestGoldenSnapshotAnywhere(t *testing.T) {
+	entries := readGoldenLog(t, goldenLogPath)
+	golden, err := os.ReadFile(goldenSnapshotPath)
+	require.NoError(t, err)
+	_, wantErrs := replay(t, entries)
+	for k := range entries {
+		head, _ := replay(t, entries[:k])
+		snap, err := head.Snapshot()
+		require.NoError(t, err)
+		f := newFSM()
+		require.NoError(t, f.Restore(snap))
+		for i, e := range entries[k:] {
+			typ, body, err := raftstore.Decode(e.data)
+			require.NoError(t, err)
+			_, err = f.Handlers()[typ](e.index, body)
+			require.Equal(t, wantErrs[k+i] == nil, err == nil, "cut at %d: entry %d refused differently: %v", k, e.index, err)
+		}
+		end, err := f.Snapshot()
+		require.NoError(t, err)
+		requireSameBytes(t, golden, end, "cut at %d", k)
+	}
+}
+
+// TestGoldenCommands pins the bytes of one command of each type: the first
+// applied command of that type in goldenEntries, encoded by raftstore,
+// must equal testdata/commands/<number>-<name>.golden. The golden bytes
+// decode to the same command and are applied by the FSM's handler to the
+// state the golden log has just before that command.
+func TestGoldenCommands(t *testing.T) {
+	entries := goldenEntries()
+	for _, pc := range pinnedCommands {
+		t.Run(pc.name, func(t *testing.T) {
+			at := -1
+			for i, e := range entries {
+				if e.typ == pc.typ && e.refused == nil {
+					at = i
+					break
+				}
+			}
+			require.NotEqual(t, -1, at, "goldenEntries has no applied %s command: append one", pc.name)
+			e := entries[at]
+			enc, err := raftstore.Encode(e.typ, e.cmd)
+			require.NoError(t, err)
+			path := filepath.Join("testdata", "commands", fmt.Sprintf("%d-%s.golden", pc.want, pc.name))
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, enc, 0o644))
+			}
+			golden, err := os.ReadFile(path)
+			require.NoError(t, err)
+			requireSameBytes(t, golden, enc, "%s encodes differently from its golden bytes", pc.name)
+
+			typ, body, err := raftstore.Decode(golden)
+			require.NoError(t, err)
+			require.Equal(t, pc.typ, typ)
+			decoded := reflect.New(reflect.TypeOf(e.cmd))
+			require.NoError(t, jsonUnmarshalStrict(body, decoded.Interface()))
+			require.Equal(t, e.cmd, decoded.Elem().Interface(), "golden bytes decode to the command")
+
+			f, _ := replay(t, encodeEntries(t, entries[:at], 1))
+			_, err = f.Handlers()[typ](uint64(at+1), body)
+			require.NoError(t, err)
+		})
+	}
+}
+
+// jsonUnmarshalStrict decodes and refuses unknown fields, so a golden file
+// that names a field the command no longer has fails.
+func jsonUnmarshalStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// legacySnapshotPath is a snapshot as releases before the snapshot header
+// wrote it (format version 0): the state after the first legacyEntries
+// entries of golden.log. It is never regenerated.
+const (
+	legacySnapshotPath = "testdata/snapshot-v0.json"
+	legacyEntries      = 70
+)
+
+// TestGoldenSnapshotVersions: this release writes version 1, still reads
+// the legacy version 0 to the same state, and refuses a newer version or a
+// malformed header with raftstore.ErrBadSnapshot, keeping its state.
+func TestGoldenSnapshotVersions(t *testing.T) {
+	golden, err := os.ReadFile(goldenSnapshotPath)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(golden, []byte("molt-coordinator-snapshot 1\n{")), "this release writes version 1")
+
+	legacy, err := os.ReadFile(legacySnapshotPath)
+	require.NoError(t, err)
+	st, version, err := decodeSnapshot(legacy)
+	require.NoError(t, err)
+	require.Equal(t, 0, version)
+	fromLegacy, err := encodeSnapshot(st)
+	require.NoError(t, err)
+	head, _ := replay(t, readGoldenLog(t, goldenLogPath)[:legacyEntries])
+	want, err := head.Snapshot()
+	require.NoError(t, err)
+	requireSameBytes(t, want, fromLegacy, "a legacy snapshot restores to the state it was taken from")
+
+	body := golden[bytes.IndexByte(golden, '\n')+1:]
+	for _, tc := range []struct {
+		name, data, msg string
+	}{
+		{"newer version", "molt-coordinator-snapshot 2\n" + string(body), "version 2 is newer than this release reads"},
+		{"empty", "", "not a coordinator snapshot"},
+		{"other format", "MOLTSNAP\x01", "not a coordinator snapshot"},
+		{"no version", "molt-coordinator-snapshot \n{}", "no valid version"},
+		{"version 0 with header", "molt-coordinator-snapshot 0\n{}", "no valid version"},
+		{"padded version", "molt-coordinator-snapshot 01\n{}", "no valid version"},
+		{"no newline", "molt-coordinator-snapshot 1", "no valid version"},
+		{"bad body", "molt-coordinator-snapshot 1\n{\"clusters\":", "version 1"},
+		{"bad legacy body", "{\"clusters\":[]}", "version 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFSM()
+			require.NoError(t, f.Restore(golden))
+			err := f.Restore([]byte(tc.data))
+			require.ErrorIs(t, err, raftstore.ErrBadSnapshot)
+			require.ErrorContains(t, err, tc.msg)
+			after, err := f.Snapshot()
+			require.NoError(t, err)
+			requireSameBytes(t, golden, after, "a refused snapshot changes nothing")
+		})
+	}
+}
+
+// requireSameBytes fails with the first difference and some context,
+// rather than printing two whole snapshots.
+func requireSameBytes(t *testing.T, want, got []byte, msgAndArgs ...any) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	around := func(b []byte) string { return string(b[max(0, i-80):min(len(b), i+80)]) }
+	require.Fail(t, fmt.Sprintf("bytes differ at offset %d (lengths %d and %d)\nwant …%s…\ngot  …%s…", i, len(want), len(got), around(want), around(got)), msgAndArgs...)
+}

@@ -1,0 +1,73 @@
+package coordinator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// Snapshot format of the coordinator's state (the Machine bytes inside
+// raftstore's snapshot file). Snapshots outlive releases: a release reads
+// every version up to its own and refuses a newer one.
+//
+//	version 1 (this release writes it):
+//	    "molt-coordinator-snapshot 1\n" then the state as JSON
+//	version 0 (releases before the header): the state as JSON alone; its
+//	    first byte is '{', which no header starts with
+//
+// The JSON body is json.Marshal of state: map keys sorted, so equal states
+// give equal bytes. A field added to state is read as its zero value from
+// older snapshots; anything else (a field renamed, a meaning changed) needs
+// a new version number and its own decoding here.
+const (
+	snapshotMagic   = "molt-coordinator-snapshot"
+	snapshotVersion = 1
+)
+
+// encodeSnapshot writes st in the current version.
+func encodeSnapshot(st *state) ([]byte, error) {
+	js, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: snapshot: %w", err)
+	}
+	hdr := snapshotMagic + " " + strconv.Itoa(snapshotVersion) + "\n"
+	return append([]byte(hdr), js...), nil
+}
+
+// decodeSnapshot builds a fresh state from a snapshot of any version this
+// release reads, and returns the version it found. Errors wrap
+// raftstore.ErrBadSnapshot.
+func decodeSnapshot(data []byte) (*state, int, error) {
+	version, body := 0, data
+	if len(data) == 0 || data[0] != '{' {
+		rest, ok := bytes.CutPrefix(data, []byte(snapshotMagic+" "))
+		if !ok {
+			return nil, 0, fmt.Errorf("%w: not a coordinator snapshot (no %q header, no legacy JSON)", raftstore.ErrBadSnapshot, snapshotMagic)
+		}
+		line, b, ok := bytes.Cut(rest, []byte("\n"))
+		v, err := strconv.Atoi(string(line))
+		if !ok || err != nil || v < 1 || string(line) != strconv.Itoa(v) {
+			return nil, 0, fmt.Errorf("%w: coordinator snapshot header has no valid version: %q", raftstore.ErrBadSnapshot, line)
+		}
+		if v > snapshotVersion {
+			return nil, v, fmt.Errorf("%w: coordinator snapshot format version %d is newer than this release reads (up to %d); run a newer molt-coordinator",
+				raftstore.ErrBadSnapshot, v, snapshotVersion)
+		}
+		version, body = v, b
+	}
+	st := newState()
+	if err := json.Unmarshal(body, st); err != nil {
+		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", raftstore.ErrBadSnapshot, version, err)
+	}
+	if st.Clusters == nil {
+		st.Clusters = map[string]*clusterRecord{}
+	}
+	if st.Releases == nil {
+		st.Releases = map[string]*api.Release{}
+	}
+	return st, version, nil
+}
