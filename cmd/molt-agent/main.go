@@ -10,17 +10,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/moltproject/molt/agent"
+	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/systemd"
 )
 
@@ -62,7 +61,7 @@ func run() error {
 	bus := fs.String("dbus-address", "", "D-Bus address of systemd (default: the system bus)")
 	holdAt := fs.String("test-hold-at", "", "TESTING ONLY: pause every operation at this step while --test-hold-file exists")
 	holdFile := fs.String("test-hold-file", "", "TESTING ONLY: see --test-hold-at")
-	if err := parse(fs, os.Args[1:]); err != nil {
+	if err := envflag.Parse(fs, os.Args[1:], "MOLT_AGENT_"); err != nil {
 		return err
 	}
 	if cfg.Node == "" {
@@ -123,29 +122,6 @@ func run() error {
 	err = a.Run(ctx)
 	_ = systemd.Stopping()
 	return err
-}
-
-// parse parses args, then fills every flag not given on the command line
-// from MOLT_AGENT_<NAME>.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
-			return
-		}
-		env := "MOLT_AGENT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
 }
 
 // holdHook pauses at step while file exists, so a test can kill the agent

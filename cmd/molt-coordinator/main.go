@@ -4,6 +4,10 @@
 // The embedded default is one member on loopback with its state under
 // --data-dir: a fresh data directory with no --join bootstraps a new
 // cluster of one.
+//
+// Every flag has an environment fallback MOLT_COORDINATOR_<FLAG> (upper
+// case, dashes as underscores), which is how /etc/molt/coordinator.env
+// configures molt-coordinator.service.
 package main
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/systemd"
@@ -39,30 +44,25 @@ func main() {
 	}
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
 func run() error {
 	def := coordinator.DefaultConfig()
-	dataDir := flag.String("data-dir", env("MOLT_DATA_DIR", "/var/lib/molt-coordinator"), "directory for the Raft log, snapshots and state")
-	httpAddr := flag.String("http-addr", env("MOLT_HTTP_ADDR", "127.0.0.1:7080"), "address of the REST API")
-	raftAddr := flag.String("raft-addr", env("MOLT_RAFT_ADDR", "127.0.0.1:7081"), "address of the Raft transport")
-	nodeID := flag.String("node-id", env("MOLT_NODE_ID", ""), "this member's ID (default: derived from --raft-addr)")
-	bootstrap := flag.Bool("bootstrap", env("MOLT_BOOTSTRAP", "") == "true", "start a new cluster (alone if no peers); implied on a fresh --data-dir without --join")
-	join := flag.String("join", env("MOLT_JOIN", ""), "HTTP address of a member to join (host:port)")
-	token := flag.String("agent-token", env("MOLT_AGENT_TOKEN", ""), "join token agents must present (empty: any)")
+	dataDir := flag.String("data-dir", "/var/lib/molt-coordinator", "directory for the Raft log, snapshots and state")
+	httpAddr := flag.String("http-addr", "127.0.0.1:7080", "address of the REST API")
+	raftAddr := flag.String("raft-addr", "127.0.0.1:7081", "address of the Raft transport")
+	nodeID := flag.String("node-id", "", "this member's ID (default: derived from --raft-addr)")
+	bootstrap := flag.Bool("bootstrap", false, "start a new cluster (alone if no peers); implied on a fresh --data-dir without --join")
+	join := flag.String("join", "", "HTTP address of a member to join (host:port)")
+	token := flag.String("agent-token", "", "join token agents must present (empty: any)")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
-	logLevel := flag.String("log-level", env("MOLT_LOG_LEVEL", "info"), "debug, info, warn or error")
-	artifactDir := flag.String("artifact-dir", env("MOLT_ARTIFACT_DIR", ""), "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
+	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
+	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	kcfg := kube.DefaultConfig()
 	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain: go on after this long even with pods left behind")
 	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain")
 	flag.DurationVar(&kcfg.ProtectionAge, "protection-age", kcfg.ProtectionAge, "automatic upgrades do not evict safe-to-evict=false pods younger than this")
-	flag.Parse()
+	if err := envflag.Parse(flag.CommandLine, os.Args[1:], "MOLT_COORDINATOR_"); err != nil {
+		return err
+	}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

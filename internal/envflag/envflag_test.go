@@ -1,4 +1,4 @@
-package main
+package envflag
 
 import (
 	"flag"
@@ -34,7 +34,7 @@ func TestParseFlagsWithEnvFallback(t *testing.T) {
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			coord := fs.String("coordinator", "", "")
 			hb := fs.Duration("heartbeat-interval", 10*time.Second, "")
-			err := parse(fs, tt.args)
+			err := Parse(fs, tt.args, "MOLT_AGENT_")
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

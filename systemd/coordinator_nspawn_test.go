@@ -1,0 +1,103 @@
+package systemd_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/nspawn"
+	"github.com/moltproject/molt/internal/testenv"
+	"github.com/moltproject/molt/systemd"
+)
+
+// TestCoordinatorUnderSystemd installs a coordinator member with
+// install.sh exactly as an operator does, in a booted nspawn host, and
+// checks that the unit really configures the binary: the member listens
+// where coordinator.env says, keeps its Raft state in the unit's state
+// directory (as the transient DynamicUser, not root), reports READY, and
+// comes back from a restart with the state it had.
+func TestCoordinatorUnderSystemd(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
+		testenv.RequireBinary(t, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
+	require.NoError(t, err)
+	bin := t.TempDir()
+	goBuild(t, "../cmd/molt-coordinator", filepath.Join(bin, "molt-coordinator"), "-ldflags=-s -w")
+
+	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("molt-coord-%d", os.Getpid()), Rootfs: rootfs})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Stop() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			o, _ := h.Exec(context.Background(), "journalctl", "--no-pager", "-n", "100", "-u", "molt-coordinator")
+			t.Log(string(o))
+		}
+	})
+
+	// The host shares this machine's loopback: free ports from here.
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	raftAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	out, err := exec.Command("sh", "install.sh", "coordinator", "--root", h.Root(), "--binary", filepath.Join(bin, "molt-coordinator"),
+		"http-addr="+httpAddr, "raft-addr="+raftAddr, "node-id=coord-1", "log-level=debug").CombinedOutput()
+	require.NoError(t, err, string(out))
+	env, err := os.ReadFile(filepath.Join(h.Root(), "etc/molt/coordinator.env"))
+	require.NoError(t, err)
+	require.Contains(t, string(env), "MOLT_COORDINATOR_HTTP_ADDR="+httpAddr+"\n")
+	st, err := os.Stat(filepath.Join(h.Root(), "etc/molt/coordinator.env"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	require.FileExists(t, filepath.Join(h.Root(), "etc/systemd/system/multi-user.target.wants/molt-coordinator.service"))
+	_, err = h.Exec(ctx, "systemctl", "daemon-reload")
+	require.NoError(t, err)
+
+	units, err := systemd.Connect(ctx, "unix:path="+h.Root()+"/run/dbus/system_bus_socket")
+	require.NoError(t, err)
+	t.Cleanup(units.Close)
+	// Type=notify: StartUnit returns once the member sent READY=1.
+	require.NoError(t, units.StartUnit(ctx, "molt-coordinator.service"))
+	us, err := units.UnitState(ctx, "molt-coordinator.service")
+	require.NoError(t, err)
+	require.Equal(t, systemd.UnitState{Active: "active", Sub: "running"}, us)
+
+	cl := api.NewClient("http://"+httpAddr, &http.Client{Timeout: 5 * time.Second})
+	var members []api.Member
+	require.Eventually(t, func() bool {
+		members = nil
+		_, err := cl.Do(ctx, http.MethodGet, "/v1/members", nil, &members)
+		return err == nil && len(members) == 1 && members[0].Leader
+	}, time.Minute, 50*time.Millisecond, "the member never led on %s", httpAddr)
+	require.Equal(t, "coord-1", members[0].ID, "node-id from coordinator.env")
+	require.Equal(t, raftAddr, members[0].RaftAddr, "raft-addr from coordinator.env")
+
+	// The state lives in the unit's StateDirectory, owned by the dynamic user.
+	o, err := h.Exec(ctx, "sh", "-c", "stat -c %U /var/lib/private/molt-coordinator/raft.db && readlink /var/lib/molt-coordinator")
+	require.NoError(t, err, string(o))
+	require.NotContains(t, strings.Fields(string(o))[0], "root")
+	require.Contains(t, string(o), "private/molt-coordinator")
+
+	// A restart keeps what was written.
+	rel := api.Release{Version: "1.34.4", Components: api.ReleaseComponents{
+		Kubelet:    api.BinaryArtifact{URL: "http://artifacts.invalid/kubelet", SHA256: strings.Repeat("a", 64)},
+		Containerd: api.BinaryArtifact{URL: "http://artifacts.invalid/containerd", SHA256: strings.Repeat("b", 64), Version: "1.7.0"},
+	}}
+	_, err = cl.Do(ctx, http.MethodPut, "/v1/releases/1.34.4", rel, nil)
+	require.NoError(t, err)
+	require.NoError(t, units.RestartUnit(ctx, "molt-coordinator.service"))
+	require.Eventually(t, func() bool {
+		_, err := cl.Do(ctx, http.MethodGet, "/v1/releases/1.34.4", nil, nil)
+		return err == nil
+	}, time.Minute, 50*time.Millisecond, "release lost across a restart")
+}
