@@ -23,14 +23,15 @@ K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
 ETCD_VERSION=3.6.4
 
 # Say up front what is about to be built and how long it takes, so a first
-# run is not mistaken for a hang. Minutes on 2 idle cores from nothing
-# (docs/e2e.md, "Measured"): Debian packages and Go modules ~3, etcd ~3,
-# each Kubernetes release ~8.
+# run is not mistaken for a hang. Minutes on 2 cores from nothing
+# (measured 2026-11-23, docs/e2e.md): Debian packages and Go modules ~3,
+# etcd ~1.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
+# cores to itself; 8-12 when they are shared).
 todo=() minutes=0
-[[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 3)); }
+[[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 2)); }
 for v in "${K8S_RELEASES[@]}"; do
 	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
-	todo+=("kubernetes $v"); minutes=$((minutes + 8))
+	todo+=("kubernetes $v"); minutes=$((minutes + 6))
 done
 if ((${#todo[@]})); then
 	minutes=$((minutes + 3))
