@@ -5,6 +5,10 @@
 # default /var/cache/molt); the lab makes its tools, images and Debian
 # rootfs itself under $MOLT_CACHE when it first needs them.
 set -euo pipefail
+
+# One function, parsed whole before it runs: editing this file while it
+# runs cannot derail it.
+main() {
 cd "$(dirname "$0")/.."
 export MOLT_CACHE=${MOLT_CACHE:-/var/cache/molt}
 export MOLT_BUILD_CACHE=${MOLT_BUILD_CACHE:-$MOLT_CACHE}
@@ -75,3 +79,6 @@ done
 log "etcd $ETCD_VERSION"
 build/k8s/etcd.sh "$ETCD_VERSION" >/dev/null
 log "done in $(( $(date +%s) - t0 ))s"
+}
+
+main "$@"; exit $?  # on the same line: bash must not read on after main returns
