@@ -8,8 +8,9 @@
 //
 // All I/O happens at the edges, in the coordinator: it gathers the Input
 // from its replicated state (versions, catalog, agents), from the cluster's
-// API server (GatherCluster over a ClusterReader, implemented over package
-// kube by KubeReader) and from the agents (HostOperations builds the typed
+// API server (GatherCluster over a ClusterReader, implemented by
+// kube.PreflightReader, so that this package imports no Kubernetes client)
+// and from the agents (HostOperations builds the typed
 // CheckArtifacts and ProbePeers operations; HostCheckFromResults reads their
 // results back). Run itself reads no clock and does no I/O, so the same
 // Input always gives the same Report and a stored run can be re-judged.
