@@ -93,5 +93,5 @@ func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) 
 // PreflightReader reads nodes, PDBs and protected pods through kube, and
 // the API server's /readyz.
 func (o *kubeOps) PreflightReader() preflight.ClusterReader {
-	return preflight.NewKubeReader(o.k, o.k)
+	return kube.NewPreflightReader(o.k)
 }

@@ -1,7 +1,9 @@
 // Package kube is molt's only door to the Kubernetes API: it cordons and
 // uncordons nodes, drains them best effort through the Eviction API, reads
 // node readiness and kubelet versions, and answers the preflight questions
-// "which pods are protected" and "which PodDisruptionBudgets block".
+// "which pods are protected" and "which PodDisruptionBudgets block" —
+// PreflightReader gathers those, with node readiness and /readyz, as
+// preflight's ClusterReader.
 // For tools such as the lab it also creates objects from manifest text
 // (objects.go), lists nodes and pods as plain Go values (node.go, pods.go)
 // and reads pod logs (logs.go), so no other package needs Kubernetes types.

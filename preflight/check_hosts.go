@@ -83,9 +83,13 @@ func checkDiskSpace(in Input) Result {
 		fmt.Sprintf("all %s have at least %s free", plural(len(names), "host", "hosts"), bytesString(floor)))
 }
 
-// checkNetworkReachability requires that no host failed to reach a peer
-// agent or the API endpoint: a node that cannot reach the API server will
-// not come back Ready after its kubelet restarts.
+// checkNetworkReachability requires that no host failed to reach an
+// address it probed: the agents of its ProbeTargets (at most ProbeFanout
+// peers, every agent probed by some other host) and the API endpoint when
+// the coordinator gave one. A node that cannot reach the API server will
+// not come back Ready after its kubelet restarts. Hosts are sampled, not
+// all pairs: a broken link between two hosts that do not probe each other
+// goes unseen, while a host cut off from the others is seen by its probers.
 func checkNetworkReachability(in Input) Result {
 	names := NodeNames(in.Cluster)
 	if len(names) == 0 {
@@ -105,7 +109,8 @@ func checkNetworkReachability(in Input) Result {
 		}
 	}
 	return hostVerdict("reachability probe", unreported, bad, len(names),
-		fmt.Sprintf("all %s reach their peers and the API endpoint", plural(len(names), "host", "hosts")))
+		fmt.Sprintf("all %s reached what they probed: up to %d peer agents each, chosen so that every agent is probed by another host, and the API endpoint when one was given",
+			plural(len(names), "host", "hosts"), ProbeFanout))
 }
 
 // hostVerdict turns per-host findings into a result: hosts that reported

@@ -167,7 +167,7 @@ func TestDiskSpace(t *testing.T) {
 
 func TestNetworkReachability(t *testing.T) {
 	runTable(t, preflight.IDNetworkReachability, []checkCase{
-		{"all reachable", goodInput(), preflight.Pass, nil},
+		{"all reachable", goodInput(), preflight.Pass, []string{"all 3 hosts reached what they probed", "up to 8 peer agents each"}},
 		{"API endpoint unreachable", with(func(in *preflight.Input) {
 			setHost(in, "w-2", func(h *preflight.HostCheck) {
 				h.Unreachable = map[string]string{"10.0.0.1:6443": "i/o timeout"}

@@ -8,11 +8,21 @@
 //
 // All I/O happens at the edges, in the coordinator: it gathers the Input
 // from its replicated state (versions, catalog, agents), from the cluster's
-// API server (GatherCluster over a ClusterReader, implemented over package
-// kube by KubeReader) and from the agents (HostOperations builds the typed
-// CheckArtifacts and ProbePeers operations; HostCheckFromResults reads their
-// results back). Run itself reads no clock and does no I/O, so the same
-// Input always gives the same Report and a stored run can be re-judged.
+// API server (GatherCluster over a ClusterReader, implemented by
+// kube.PreflightReader, so that this package imports no Kubernetes client)
+// and from the agents (HostOperations builds the typed CheckArtifacts and
+// ProbePeers operations; HostCheckFromResults reads their results back).
+// Run itself reads no clock and does no I/O, so the same Input always gives
+// the same Report and a stored run can be re-judged. The package imports
+// only the standard library, phases and api, for its wire types;
+// internal/purity's test holds it to that. (api's typed HTTP client still
+// drags net/http into the build; that test names it as its one exemption.)
+//
+// Hosts probe a sample of their peers: ProbeTargets puts the nodes on a
+// ring shuffled by the run's ID and has each probe the next ProbeFanout (8)
+// addressed nodes, so every agent is probed by another host, each host
+// dials at most 8 peers plus the API endpoint, and a run's operations grow
+// as O(N·8) rather than O(N²).
 //
 // Missing data never passes: a check whose data was not gathered fails and
 // says what is missing.

@@ -48,11 +48,13 @@ func OperationID(runID, node string, kind api.OperationKind) string {
 // operations of a preflight run:
 //   - CheckArtifacts with the release's artifacts (kubelet, containerd,
 //     image archives), when in.Release is set;
-//   - ProbePeers with every other node's agent address (sorted) and
-//     apiEndpoint (host:port of the cluster's API server).
+//   - ProbePeers with the agent addresses of the node's ProbeTargets (at
+//     most ProbeFanout peers, sorted) and then apiEndpoint (host:port of
+//     the cluster's API server), which every node probes when it is given.
 //
 // Nodes without an address in agentAddrs are not probed by the others:
-// agents-reporting already fails for them.
+// agents-reporting already fails for them. The whole result grows as
+// O(N·ProbeFanout) addresses, not O(N²): it is committed in one Raft entry.
 func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[string]string) map[string][]api.Operation {
 	var artifacts []api.Artifact
 	if in.Release != nil {
@@ -63,6 +65,7 @@ func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[s
 		}
 	}
 	nodes := NodeNames(in.Cluster)
+	targets := ProbeTargets(runID, nodes, agentAddrs)
 	out := make(map[string][]api.Operation, len(nodes))
 	for _, n := range nodes {
 		var ops []api.Operation
@@ -74,10 +77,8 @@ func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[s
 			})
 		}
 		addrs := []string{}
-		for _, peer := range nodes {
-			if a := agentAddrs[peer]; peer != n && a != "" {
-				addrs = append(addrs, a)
-			}
+		for _, peer := range targets[n] {
+			addrs = append(addrs, agentAddrs[peer])
 		}
 		slices.Sort(addrs)
 		if apiEndpoint != "" {

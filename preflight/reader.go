@@ -10,8 +10,9 @@ import (
 // coordinator has no ClusterReader for a cluster (no kubeconfig).
 var ErrNoClusterAccess = errors.New("no access to the cluster's API server is configured")
 
-// ClusterReader is what preflight reads from a cluster's API server.
-// KubeReader implements it over package kube.
+// ClusterReader is what preflight reads from a cluster's API server. It is
+// implemented at the edge, by kube.PreflightReader, so that this package
+// does no I/O and imports no Kubernetes client.
 type ClusterReader interface {
 	// Nodes returns the named nodes that exist; an absent name does not
 	// exist in the API server.

@@ -2,10 +2,13 @@ package preflight
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 )
+
+// statusOK is HTTP 200, written out so that this package does not import
+// net/http for one constant (see internal/purity).
+const statusOK = 200
 
 // ParseReadyz reads the API server's answer to GET /readyz?verbose: one
 // line per readiness check, "[+]name ok" or "[-]name failed: reason", and
@@ -30,10 +33,10 @@ func ParseReadyz(status int, body string) ControlPlaneHealth {
 	}
 	slices.Sort(h.Passed)
 	slices.Sort(h.Failing)
-	if status != http.StatusOK && len(h.Failing) == 0 {
+	if status != statusOK && len(h.Failing) == 0 {
 		h.Failing = []string{"readyz"}
 	}
-	h.Ready = status == http.StatusOK && len(h.Failing) == 0
+	h.Ready = status == statusOK && len(h.Failing) == 0
 	h.Message = fmt.Sprintf("/readyz answered %d", status)
 	if last != "" {
 		h.Message += ": " + last

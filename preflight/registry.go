@@ -39,7 +39,7 @@ func Checks() []Check {
 		{IDArtifacts, Blocking, "every host downloaded the target release's artifacts and their sha256 matched", checkArtifacts},
 		{IDControlPlaneHealth, Blocking, "the API server's /readyz is ok, etcd included", checkControlPlaneHealth},
 		{IDDiskSpace, Blocking, "every host has the free space the new artifacts need", checkDiskSpace},
-		{IDNetworkReachability, Blocking, "every host reaches every other agent and the API endpoint", checkNetworkReachability},
+		{IDNetworkReachability, Blocking, fmt.Sprintf("every host reaches the agents of the up to %d peers it probes (every agent is probed by another host) and, when the coordinator gives one, the API endpoint", ProbeFanout), checkNetworkReachability},
 		{IDNodesReady, Blocking, "every node of the cluster exists in the API server and is Ready", checkNodesReady},
 		{IDPDBsBlockingDrain, Warning, "PodDisruptionBudgets that would refuse evictions during drains", checkPDBs},
 		{IDProtectedPods, Warning, "pods protected from eviction by safe-to-evict=false, with the date each frees up", checkProtectedPods},

@@ -1,8 +1,7 @@
-package preflight_test
+package kube_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -18,25 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
-
-// The reader tests share one real control plane (kubetest); they skip
-// locally and fail under CI=true when its binaries are missing.
-func TestMain(m *testing.M) { os.Exit(kubetest.RunMain(m)) }
-
-// readyz fetches /readyz?verbose through the harness's admin client, the
-// way the coordinator's kube-backed Readyz source should.
-func readyz(cp *kubetest.ControlPlane) preflight.ReadyzFunc {
-	return func(ctx context.Context) (int, string, error) {
-		res := cp.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").Do(ctx)
-		var code int
-		res.StatusCode(&code)
-		body, err := res.Raw()
-		if code != 0 {
-			return code, string(body), nil
-		}
-		return 0, "", err
-	}
-}
 
 // clusterFixture is a cluster whose nodes exist in a real API server:
 // ready, not ready, and one absent; a budget with maxUnavailable 0 over a
@@ -115,11 +95,14 @@ func newClusterFixture(t *testing.T, cp *kubetest.ControlPlane) clusterFixture {
 
 func (f clusterFixture) nodes() []string { return []string{f.ready, f.notReady, f.gone} }
 
-func TestKubeReader(t *testing.T) {
+// TestPreflightReader reads each preflight source from a real API server
+// (the package's shared control plane: it skips locally and fails under
+// CI=true when the binaries are missing).
+func TestPreflightReader(t *testing.T) {
 	cp := kubetest.Shared(t)
 	ctx := context.Background()
 	f := newClusterFixture(t, cp)
-	r := preflight.NewKubeReader(kube.New(kube.DefaultConfig(), cp.Clientset), readyz(cp))
+	r := kube.NewPreflightReader(kube.New(kube.DefaultConfig(), cp.Clientset))
 
 	t.Run("nodes ready, not ready, absent", func(t *testing.T) {
 		nodes, err := r.Nodes(ctx, f.nodes())
@@ -153,15 +136,11 @@ func TestKubeReader(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, later, "protection ends after 7 days")
 	})
-	t.Run("no readyz source", func(t *testing.T) {
-		_, err := preflight.NewKubeReader(kube.New(kube.DefaultConfig(), cp.Clientset), nil).ControlPlane(ctx)
-		require.ErrorIs(t, err, preflight.ErrNoReadyz)
-	})
 }
 
-// TestGatherAndRunAgainstAPIServer gathers a real cluster's state and runs
+// TestPreflightGatherAndRun gathers a real cluster's state and runs
 // the cluster-facing checks on it.
-func TestGatherAndRunAgainstAPIServer(t *testing.T) {
+func TestPreflightGatherAndRun(t *testing.T) {
 	cp := kubetest.Shared(t)
 	f := newClusterFixture(t, cp)
 	in := preflight.Input{
@@ -171,7 +150,7 @@ func TestGatherAndRunAgainstAPIServer(t *testing.T) {
 		}},
 		Now: f.started.Add(time.Hour),
 	}
-	r := preflight.NewKubeReader(kube.New(kube.DefaultConfig(), cp.Clientset), readyz(cp))
+	r := kube.NewPreflightReader(kube.New(kube.DefaultConfig(), cp.Clientset))
 	preflight.GatherCluster(context.Background(), r, &in)
 
 	rep, err := preflight.RunOnly(in, preflight.IDNodesReady, preflight.IDControlPlaneHealth,

@@ -1,0 +1,161 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// BenchmarkPreflight15k runs preflights of a 15,000-host cluster on one
+// member (real Raft, bolt log, HTTP API, production tick) with simulated
+// agents: after
+// registering and one heartbeat each, the agents poll in rounds (32 at a
+// time, no long poll) and answer every preflight operation at once with a
+// success. It reports the time from the start request to the stored
+// report (s/preflight), the largest entry in the Raft log (entry-bytes:
+// the preflight start command, which carries every host's operations),
+// and the Raft entries each preflight commits.
+func BenchmarkPreflight15k(b *testing.B) {
+	const n = 15000
+	dir := b.TempDir()
+	m := startMemberAt(b, "m1", dir, true, newFakeOps(), "", "127.0.0.1:0", nil, func(cfg *coordinator.Config) {
+		// Keep every entry, so the largest can be read back afterwards.
+		cfg.Raft.SnapshotThreshold = 1 << 40
+		cfg.Raft.TrailingLogs = 1 << 40
+		// Agents beat once, before the runs; none may go missing during them.
+		cfg.MissingAfter = time.Hour
+		// The production tick, not the tests' 50 ms: every tick scans all
+		// 15,000 agents and operations, which at 50 ms would dominate.
+		cfg.TickInterval = coordinator.DefaultConfig().TickInterval
+	})
+	eventually(b, "leader", m.c.IsLeader)
+	put(b, m.client(), "/v1/releases/1.33.6", release("1.33.6"))
+	put(b, m.client(), "/v1/releases/1.34.4", release("1.34.4"))
+	// A kubeconfig, so that the leader reads the cluster through the fake
+	// ClusterOps (every node Ready, /readyz ok).
+	spec := api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n", ClusterSpec: phases.ClusterSpec{Name: "big", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6")}}
+	spec.Pools = []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-0"}}}}
+	w := phases.Pool{Name: "workers", Role: phases.RoleWorker}
+	for i := 1; i < n; i++ {
+		w.Nodes = append(w.Nodes, phases.Node{Name: fmt.Sprintf("w-%d", i)})
+	}
+	spec.Pools = append(spec.Pools, w)
+	put(b, m.client(), "/v1/clusters/big", spec)
+	nodes := nodeNames(spec)
+
+	cl := api.NewClient("http://"+m.addr, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}})
+	ctx := context.Background()
+	parallel(nodes, 32, func(node string) {
+		_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "big", Node: node, Address: node + ":7443"})
+		if err == nil {
+			err = cl.Heartbeat(ctx, api.AgentHealth{Cluster: "big", Node: node, Time: time.Now(),
+				Kubelet: api.ComponentHealth{Healthy: true, Version: "v1.33.6"}, Containerd: api.ComponentHealth{Healthy: true, Version: "1.7.0"}})
+		}
+		if err != nil {
+			b.Error(err)
+		}
+	})
+	waitAgents(b, tc1(m), "big", n)
+
+	b.ResetTimer()
+	var total time.Duration
+	var entries uint64
+	for i := 0; i < b.N; i++ {
+		idx0 := m.c.Store().AppliedIndex()
+		start := time.Now()
+		run, err := cl.StartPreflight(ctx, "big", "1.34.4")
+		require.NoError(b, err)
+		prefix := "preflight-" + run.ID + "-"
+		// Rounds until every operation is answered (the first may come
+		// before the leader's tick offers them), then the leader's tick
+		// sees the run complete and commits the report.
+		var answered atomic.Int64
+		for round := 0; answered.Load() < 2*n; round++ {
+			require.Less(b, round, 100, "operations never all offered")
+			parallel(nodes, 32, func(node string) {
+				ops, err := cl.PollOperations(ctx, "big", node, 0)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, op := range ops {
+					if !strings.HasPrefix(op.ID, prefix) {
+						continue
+					}
+					res := api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Details: simDetails(op)}
+					if err := cl.ReportResult(ctx, "big", node, res); err != nil {
+						b.Error(err)
+					}
+					answered.Add(1)
+				}
+			})
+			if b.Failed() {
+				b.FailNow()
+			}
+		}
+		eventually(b, "preflight done", func() bool {
+			got, err := m.c.Preflight("big", run.ID)
+			return err == nil && got.State == "done"
+		})
+		total += time.Since(start)
+		entries += m.c.Store().AppliedIndex() - idx0
+
+		b.StopTimer()
+		got, err := m.c.Preflight("big", run.ID)
+		require.NoError(b, err)
+		require.Equal(b, preflight.Passed, got.Report.Verdict, "%+v", got.Report.Failed)
+		require.Len(b, got.Results, 2*n, "every host answered both operations")
+		b.StartTimer()
+	}
+	b.StopTimer()
+	m.stop(false)
+	size, typ := largestEntry(b, filepath.Join(dir, "raft.db"))
+	b.Logf("largest Raft entry: %d bytes, command type %d", size, typ)
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/preflight")
+	b.ReportMetric(float64(size), "entry-bytes")
+	b.ReportMetric(float64(entries)/float64(b.N), "raft-entries/preflight")
+}
+
+// tc1 wraps one member as a test cluster, for helpers that take one.
+func tc1(m *member) *testCluster { return &testCluster{members: []*member{m}} }
+
+// largestEntry reads a stopped member's bolt log and returns the size of
+// its largest command entry and that command's type.
+func largestEntry(b *testing.B, path string) (int, raftstore.CommandType) {
+	s, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second}})
+	require.NoError(b, err)
+	defer s.Close()
+	first, err := s.FirstIndex()
+	require.NoError(b, err)
+	last, err := s.LastIndex()
+	require.NoError(b, err)
+	size, typ := 0, raftstore.CommandType(0)
+	for i := first; i <= last; i++ {
+		var l raft.Log
+		require.NoError(b, s.GetLog(i, &l))
+		if l.Type == raft.LogCommand && len(l.Data) > size {
+			size = len(l.Data)
+			t, _, err := raftstore.Decode(l.Data)
+			require.NoError(b, err)
+			typ = t
+		}
+	}
+	require.Equal(b, uint64(1), first, "the log was compacted: the largest entry may be gone")
+	return size, typ
+}

@@ -1,0 +1,212 @@
+// Package purity states which of molt's packages must stay pure — no I/O,
+// no logging, no clock reads — and what counts as impure, so that a test
+// (purity_test.go) can hold them to it.
+//
+// A pure package (Pure) may import the standard library's computing
+// packages, other pure packages and small pure libraries. The test lists
+// every package each one depends on (go list -deps) and fails on any that
+// matches Deny, naming the import chain; it also parses the pure packages'
+// own sources and fails on a call that reads the clock or waits on it
+// (ClockFuncs), since time must come in as a value. Exempt lists the few
+// module packages whose imports are not followed, each with its reason; the
+// test fails when an exemption no longer hides anything, so the list only
+// shrinks.
+//
+// To hold another package to these rules, add its import path to Pure and
+// a blank import of it to this file.
+package purity
+
+import (
+	"go/ast"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+
+	// Every package of Pure, imported so that go test's cache sees any
+	// change to them or to what they import: the test reads them through
+	// go list, a child process whose reads the cache does not record. The
+	// test fails when one of Pure is missing here.
+	_ "github.com/moltproject/molt/maintenance"
+	_ "github.com/moltproject/molt/phases"
+	_ "github.com/moltproject/molt/preflight"
+)
+
+// Module is molt's module path.
+const Module = "github.com/moltproject/molt"
+
+// Pure are the packages that must do no I/O. The coordinator's state
+// machine belongs here once it is a package of its own (today it is part
+// of package coordinator, which does I/O).
+var Pure = []string{
+	Module + "/phases",
+	Module + "/maintenance",
+	Module + "/preflight",
+}
+
+// Rule denies the packages that match Pattern: "x/..." matches x and every
+// package below it, "x*" every path that starts with x, anything else
+// exactly that path.
+type Rule struct {
+	Pattern string
+	// Why says what the denied packages do that a pure package must not.
+	Why string
+}
+
+// Match reports whether the import path p is denied by r.
+func (r Rule) Match(p string) bool {
+	switch {
+	case strings.HasSuffix(r.Pattern, "/..."):
+		root := strings.TrimSuffix(r.Pattern, "/...")
+		return p == root || strings.HasPrefix(p, root+"/")
+	case strings.HasSuffix(r.Pattern, "*"):
+		return strings.HasPrefix(p, strings.TrimSuffix(r.Pattern, "*"))
+	}
+	return p == r.Pattern
+}
+
+// Deny lists what a pure package must not depend on, directly or not. os,
+// io/fs and syscall are not here: fmt and time import them. Parsing and
+// encoding packages (encoding/json, net/url, net/netip) are allowed.
+var Deny = []Rule{
+	// The edges of molt, each behind one package.
+	{"k8s.io/...", "Kubernetes API clients and types (only package kube)"},
+	{"sigs.k8s.io/...", "Kubernetes client libraries (only package kube)"},
+	{"github.com/hashicorp/raft*", "Raft and its log stores (only package raftstore)"},
+	{"go.etcd.io/...", "bbolt and etcd clients: storage"},
+	{"github.com/boltdb/...", "bolt storage"},
+	{"github.com/coreos/go-systemd*", "systemd and D-Bus (only package systemd)"},
+	{"github.com/godbus/...", "D-Bus"},
+	{"github.com/containerd/...", "container runtime clients"},
+	{"google.golang.org/api/...", "the cloud SDK (only package cloud/gce)"},
+	{"cloud.google.com/go/...", "the cloud SDK"},
+	{"google.golang.org/grpc/...", "RPC clients and servers"},
+	{"github.com/prometheus/...", "metric registries and exporters (package metrics)"},
+	// Databases.
+	{"database/sql/...", "databases"},
+	{"github.com/lib/pq/...", "a database driver"},
+	{"github.com/jackc/...", "a database driver"},
+	{"github.com/go-sql-driver/...", "a database driver"},
+	{"github.com/mattn/go-sqlite3/...", "a database driver"},
+	{"modernc.org/sqlite/...", "a database driver"},
+	// The network, processes and signals.
+	{"net", "sockets and DNS"},
+	{"net/http/...", "an HTTP client or server"},
+	{"net/rpc/...", "RPC"},
+	{"net/smtp", "mail"},
+	{"crypto/tls", "TLS connections"},
+	{"os/exec", "running programs"},
+	{"os/signal", "process signals"},
+	{"plugin", "loading code at run time"},
+	// Log output: pure code returns values and errors; the edges log.
+	{"log/...", "log output (log, log/slog, log/syslog)"},
+	{"github.com/hashicorp/go-hclog/...", "log output"},
+	{"github.com/go-logr/...", "log output"},
+	{"github.com/sirupsen/logrus/...", "log output"},
+	{"go.uber.org/zap/...", "log output"},
+}
+
+// Exempt are module packages whose own imports are not followed, with the
+// reason. Each is debt: the test fails once an exemption hides nothing.
+var Exempt = map[string]string{
+	Module + "/api": "api holds the wire types that preflight's operations and results are made of, " +
+		"and beside them the typed HTTP client (client.go), which pulls in net/http; " +
+		"moving the client to a package of its own lifts this exemption",
+}
+
+// ClockFuncs are the functions of package time that read the clock or wait
+// on it. A pure package takes the time as a value (or a Clock) instead.
+var ClockFuncs = []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
+
+// Denied returns the first rule that denies p.
+func Denied(p string) (Rule, bool) {
+	for _, r := range Deny {
+		if r.Match(p) {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// Violation is a denied package that a pure package reaches.
+type Violation struct {
+	// Chain is the import path from the pure package to the denied one,
+	// both included: a shortest one.
+	Chain []string
+	Rule  Rule
+}
+
+func (v Violation) String() string {
+	return strings.Join(v.Chain, " → ") + ": " + v.Rule.Why
+}
+
+// Violations walks imports (import path → its imports) breadth first from
+// root, not following the imports of skip's packages (other than root),
+// and returns each denied package it reaches, with a shortest chain,
+// ordered by the denied package's path. The walk does not continue past a
+// denied package.
+func Violations(imports map[string][]string, root string, skip map[string]string) []Violation {
+	parent := map[string]string{root: ""}
+	queue := []string{root}
+	var out []Violation
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if r, ok := Denied(p); ok {
+			var chain []string
+			for q := p; q != ""; q = parent[q] {
+				chain = append(chain, q)
+			}
+			slices.Reverse(chain)
+			out = append(out, Violation{Chain: chain, Rule: r})
+			continue
+		}
+		if _, ok := skip[p]; ok && p != root {
+			continue
+		}
+		for _, q := range imports[p] {
+			if _, seen := parent[q]; !seen {
+				parent[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Violation) int {
+		return strings.Compare(a.Chain[len(a.Chain)-1], b.Chain[len(b.Chain)-1])
+	})
+	return out
+}
+
+// ClockCalls returns the positions and names ("time.Now") of the uses of
+// ClockFuncs in f, under whatever name f imports package time. A dot
+// import of time counts as a use: it hides every such call.
+func ClockCalls(fset *token.FileSet, f *ast.File) []string {
+	names := map[string]bool{}
+	var out []string
+	for _, imp := range f.Imports {
+		if path, _ := strconv.Unquote(imp.Path.Value); path != "time" {
+			continue
+		}
+		switch {
+		case imp.Name == nil:
+			names["time"] = true
+		case imp.Name.Name == ".":
+			out = append(out, fset.Position(imp.Pos()).String()+": dot import of time")
+		case imp.Name.Name != "_":
+			names[imp.Name.Name] = true
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		// A local variable that shadows the package name would be taken
+		// for it; pure code has no reason to shadow time.
+		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] && slices.Contains(ClockFuncs, sel.Sel.Name) {
+			out = append(out, fset.Position(sel.Pos()).String()+": time."+sel.Sel.Name)
+		}
+		return true
+	})
+	return out
+}

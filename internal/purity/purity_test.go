@@ -1,0 +1,187 @@
+package purity_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moltproject/molt/internal/purity"
+	"github.com/stretchr/testify/require"
+)
+
+// impure are packages known to do I/O; the deny list must catch each.
+var impure = map[string]string{
+	purity.Module + "/kube":      "k8s.io/",
+	purity.Module + "/raftstore": "github.com/hashicorp/raft",
+}
+
+// goPackage is the part of go list's answer the tests read.
+type goPackage struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Error      *struct{ Err string }
+}
+
+// goList runs go list -deps on patterns and returns every package found,
+// by import path. go test puts its own go first on PATH.
+func goList(t *testing.T, patterns ...string) map[string]goPackage {
+	t.Helper()
+	args := append([]string{"list", "-deps", "-e", "-json=ImportPath,Dir,GoFiles,Imports,Error"}, patterns...)
+	cmd := exec.Command("go", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	pkgs := map[string]goPackage{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p goPackage
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		require.Nil(t, p.Error, "go list %s: %+v", p.ImportPath, p.Error)
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+func importGraph(pkgs map[string]goPackage) map[string][]string {
+	g := make(map[string][]string, len(pkgs))
+	for path, p := range pkgs {
+		g[path] = p.Imports
+	}
+	return g
+}
+
+// TestPureImports fails when a pure package depends, directly or through
+// other packages, on one the deny list names, and shows the import chain.
+// It loads the known impure packages in the same go list, and fails when
+// the deny list does not catch each of them (a test that cannot fail
+// proves nothing) or when an exemption no longer hides a denied package.
+func TestPureImports(t *testing.T) {
+	patterns := slices.Clone(purity.Pure)
+	for p := range impure {
+		patterns = append(patterns, p)
+	}
+	self := purity.Module + "/internal/purity"
+	pkgs := goList(t, append(patterns, self)...)
+	graph := importGraph(pkgs)
+
+	t.Run("self-check: the pure packages are in the test binary", func(t *testing.T) {
+		for _, root := range purity.Pure {
+			require.Contains(t, pkgs[self].Imports, root, "blank-import %s in purity.go, or go test may replay a cached pass after it changed", root)
+		}
+	})
+
+	for _, root := range purity.Pure {
+		t.Run(strings.TrimPrefix(root, purity.Module+"/"), func(t *testing.T) {
+			require.Contains(t, pkgs, root, "pure package not found")
+			var msgs []string
+			for _, v := range purity.Violations(graph, root, purity.Exempt) {
+				msgs = append(msgs, v.String())
+			}
+			require.Empty(t, msgs, "%s depends on I/O packages:\n%s", root, strings.Join(msgs, "\n"))
+		})
+	}
+
+	t.Run("self-check: known impure packages are caught", func(t *testing.T) {
+		for pkg, want := range impure {
+			vs := purity.Violations(graph, pkg, purity.Exempt)
+			require.NotEmpty(t, vs, "the deny list lets %s through", pkg)
+			found := false
+			for _, v := range vs {
+				found = found || strings.HasPrefix(v.Chain[len(v.Chain)-1], want)
+			}
+			require.True(t, found, "%s: no violation under %s in %v", pkg, want, vs)
+		}
+	})
+
+	t.Run("self-check: every exemption still hides something", func(t *testing.T) {
+		for ex := range purity.Exempt {
+			hides := false
+			for _, root := range purity.Pure {
+				without := map[string]string{}
+				for k, v := range purity.Exempt {
+					if k != ex {
+						without[k] = v
+					}
+				}
+				hides = hides || len(purity.Violations(graph, root, without)) > len(purity.Violations(graph, root, purity.Exempt))
+			}
+			require.True(t, hides, "exemption %s hides no denied package from any pure package: remove it", ex)
+		}
+	})
+}
+
+// TestPureNoClock fails when a pure package's own code (tests aside) reads
+// the clock or waits on it: time comes in as data (Nomad lints its FSM the
+// same way).
+func TestPureNoClock(t *testing.T) {
+	pkgs := goList(t, purity.Pure...)
+	fset := token.NewFileSet()
+	for _, root := range purity.Pure {
+		p := pkgs[root]
+		require.NotEmpty(t, p.GoFiles, root)
+		var calls []string
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			calls = append(calls, purity.ClockCalls(fset, f)...)
+		}
+		require.Empty(t, calls, "%s reads the clock; take the time as a value instead", root)
+	}
+}
+
+// TestClockCalls is the clock scan's self-check: it finds clock reads
+// under any import name and ignores look-alikes.
+func TestClockCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"time.Now", "package x\nimport \"time\"\nvar _ = time.Now()\n", []string{"x.go:3:9: time.Now"}},
+		{"renamed import", "package x\nimport clock \"time\"\nfunc f() { clock.Sleep(1); _ = clock.Since(clock.Time{}) }\n",
+			[]string{"x.go:3:12: time.Sleep", "x.go:3:32: time.Since"}},
+		{"dot import", "package x\nimport . \"time\"\nvar _ = Now()\n", []string{"x.go:2:8: dot import of time"}},
+		{"time as a value is fine", "package x\nimport \"time\"\nfunc f(now time.Time) time.Time { return now.Add(time.Second) }\n", nil},
+		{"no time import", "package x\ntype c struct{ Now int }\nvar time c\nvar _ = time.Now\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", tc.src, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, purity.ClockCalls(fset, f))
+		})
+	}
+}
+
+// TestRuleMatch pins the pattern forms of the deny list.
+func TestRuleMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"net", "net", true},
+		{"net", "net/netip", false},
+		{"net/http/...", "net/http", true},
+		{"net/http/...", "net/http/httptrace", true},
+		{"net/http/...", "net/httpx", false},
+		{"github.com/hashicorp/raft*", "github.com/hashicorp/raft-boltdb/v2", true},
+		{"log/...", "log/slog", true},
+		{"log/...", "logger", false},
+	} {
+		require.Equal(t, tc.want, purity.Rule{Pattern: tc.pattern}.Match(tc.path), "%s ~ %s", tc.pattern, tc.path)
+	}
+}
