@@ -256,6 +256,7 @@ func (f *fakeOps) Cordon(ctx context.Context, node string) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			f.record("cordon cancelled " + node)
 			return ctx.Err()
 		}
 	}

@@ -8,25 +8,20 @@ import (
 	"github.com/moltproject/molt/phases"
 )
 
-// startWork runs fn once per action ID at a time. After a leader change
-// the new leader starts the same IDs again; the work is idempotent.
+// startWork runs fn once per action ID at a time, under the leadership
+// term that ctx belongs to (the context tick runs under): fn gets the
+// term's context, and the term's end cancels it and waits for fn to
+// return. When the term already runs MaxConcurrentWork items, fn does not
+// start now; a later tick decides the same action again and starts it then.
+// After a leader change the new leader starts the same IDs again; the work
+// is idempotent.
 func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.Context)) {
-	c.mu.Lock()
-	if c.inflight[id] {
-		c.mu.Unlock()
+	t := termOf(ctx)
+	if t == nil {
+		c.log.Error("work started outside a leadership term; not run", "id", id)
 		return
 	}
-	c.inflight[id] = true
-	c.mu.Unlock()
-	go func() {
-		defer func() {
-			c.mu.Lock()
-			delete(c.inflight, id)
-			c.mu.Unlock()
-			c.poke()
-		}()
-		fn(ctx)
-	}()
+	t.start(id, fn)
 }
 
 // clusterOps connects to a cluster, reusing the connection while the
