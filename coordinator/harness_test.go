@@ -292,7 +292,7 @@ func (f *fakeOps) Uncordon(_ context.Context, node string) error {
 	f.record("uncordon " + node)
 	return nil
 }
-func (f *fakeOps) ProtectedUntil(context.Context, string) (coordinator.ProtectedInfo, error) {
+func (f *fakeOps) ProtectedUntil(context.Context, string, time.Time) (coordinator.ProtectedInfo, error) {
 	return coordinator.ProtectedInfo{}, nil
 }
 func (f *fakeOps) ApplyAddons(_ context.Context, v phases.Version) error {

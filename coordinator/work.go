@@ -196,7 +196,7 @@ func (c *Coordinator) recordProtection(ctx context.Context, p tickPlan, stepID s
 	})
 	for _, node := range nodes {
 		n := phases.NodeTask{Node: node}
-		info, err := ops.ProtectedUntil(ctx, n.Node)
+		info, err := ops.ProtectedUntil(ctx, n.Node, c.cfg.Clock.Now())
 		if err != nil {
 			c.log.Warn("read protected pods", "cluster", p.cluster, "node", n.Node, "err", err)
 			continue
