@@ -68,8 +68,13 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 	require.Equal(t, phases.UpgradeRunning, u.State)
 	require.Equal(t, "lab-1.34.4-1", u.ID)
 
-	// A write sent to a follower is forwarded and succeeds.
-	put(t, follower.client(), "/v1/releases/1.34.5", release("1.34.5"))
+	// A write sent to a follower is forwarded and succeeds, once the
+	// follower knows the leader (right after the restart an election may
+	// still be settling: 503 no-leader until then).
+	eventually(t, "a write through a follower", func() bool {
+		_, err := follower.client().Do(ctx, http.MethodPut, "/v1/releases/1.34.5", release("1.34.5"), nil)
+		return err == nil
+	})
 	rel, err := leader.c.Release("1.34.5")
 	require.NoError(t, err)
 	require.Equal(t, "1.34.5", rel.Version)
