@@ -132,7 +132,13 @@ func (m *member) stop(crash bool) {
 	<-m.done
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = m.srv.Shutdown(ctx)
+	if err := m.srv.Shutdown(ctx); err != nil {
+		// Shutdown leaves a connection open that is still busy, or was
+		// accepted less than 5 s ago and has not sent a request yet (a
+		// client's spare dial): close them, or they and their clients'
+		// goroutines outlive the member.
+		_ = m.srv.Close()
+	}
 	if crash {
 		_ = m.c.Kill()
 	} else {
