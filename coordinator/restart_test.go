@@ -35,6 +35,18 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		return err == nil && u.Nodes[0].Cursor == 3 // static pods: needs an agent
 	})
 	before := snapshot(t, cl)
+	// Every member applies what the leader has before its snapshot: a
+	// restarted follower serves its snapshot until the new leader tells it
+	// what is committed.
+	applied := tc.leader().c.AppliedIndex()
+	eventually(t, "every member caught up", func() bool {
+		for _, m := range tc.list() {
+			if m.c.AppliedIndex() < applied {
+				return false
+			}
+		}
+		return true
+	})
 	for _, m := range tc.list() {
 		require.NoError(t, m.c.Store().Snapshot())
 	}
