@@ -134,7 +134,8 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 			applied = applied || len(res.Applied) > 0
 			for _, a := range commits {
 				if done[a.ID] && a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic {
-					c.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
+					// Decided once, when the step starts: wait for a slot.
+					c.startWorkWaiting(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
 				}
 			}
 		}

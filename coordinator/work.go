@@ -21,7 +21,19 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 		c.log.Error("work started outside a leadership term; not run", "id", id)
 		return
 	}
-	t.start(id, fn)
+	t.start(id, false, fn)
+}
+
+// startWorkWaiting is startWork for work that no later tick decides again
+// (recording protected pods when a pool starts): when every slot is taken
+// it waits for one, or for the term's end.
+func (c *Coordinator) startWorkWaiting(ctx context.Context, id string, fn func(context.Context)) {
+	t := termOf(ctx)
+	if t == nil {
+		c.log.Error("work started outside a leadership term; not run", "id", id)
+		return
+	}
+	t.start(id, true, fn)
 }
 
 // clusterOps connects to a cluster, reusing the connection while the
