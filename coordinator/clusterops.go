@@ -20,8 +20,8 @@ type ClusterOps interface {
 	WaitReady(ctx context.Context, node, kubeletVersion string) error
 	Uncordon(ctx context.Context, node string) error
 	// ProtectedUntil returns when the last pod protected from eviction on
-	// the node frees up (zero: none).
-	ProtectedUntil(ctx context.Context, node string) (ProtectedInfo, error)
+	// the node frees up (zero: none), judged at now (the leader's clock).
+	ProtectedUntil(ctx context.Context, node string, now time.Time) (ProtectedInfo, error)
 	ApplyAddons(ctx context.Context, version phases.Version) error
 	ApplyLifecycle(ctx context.Context, version phases.Version) error
 	// Health runs the final cluster checks on the named nodes: nil when

@@ -35,6 +35,11 @@ type Config struct {
 	// wait) before the node is marked failed; RetryBackoff spaces them.
 	WorkRetries  int
 	RetryBackoff time.Duration
+	// MaxConcurrentWork bounds the work items (cordon, drain, wait Ready,
+	// cluster steps, preflight reports) one leadership term runs at once;
+	// work beyond it is started by a later tick. 0 means
+	// DefaultMaxConcurrentWork.
+	MaxConcurrentWork int
 	// WaitReadyTimeout bounds the wait for a node to come back Ready at
 	// the new version.
 	WaitReadyTimeout time.Duration
@@ -46,6 +51,9 @@ type Config struct {
 	Clock    Clock
 	Logger   *slog.Logger
 }
+
+// DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
+const DefaultMaxConcurrentWork = 64
 
 // DefaultConfig is the embedded default: one member on loopback.
 func DefaultConfig() Config {
@@ -60,6 +68,7 @@ func DefaultConfig() Config {
 		MissingAfter:      30 * time.Second,
 		WorkRetries:       3,
 		RetryBackoff:      2 * time.Second,
+		MaxConcurrentWork: DefaultMaxConcurrentWork,
 		WaitReadyTimeout:  15 * time.Minute,
 		Clock:             realClock{},
 	}

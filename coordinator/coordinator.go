@@ -24,8 +24,15 @@ type Coordinator struct {
 	live     *liveness
 
 	mu       sync.Mutex
-	inflight map[string]bool
 	opsCache map[string]cachedOps
+
+	// runMu guards the member's lifecycle: closed is set (and quit closed)
+	// by Close or Kill; running is closed when the Run in progress returns
+	// (nil when none runs).
+	runMu   sync.Mutex
+	closed  bool
+	quit    chan struct{}
+	running chan struct{}
 }
 
 type cachedOps struct {
@@ -47,12 +54,15 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.MissingAfter <= 0 {
 		cfg.MissingAfter = 3 * cfg.HeartbeatInterval
 	}
+	if cfg.MaxConcurrentWork <= 0 {
+		cfg.MaxConcurrentWork = DefaultMaxConcurrentWork
+	}
 	c := &Coordinator{
 		cfg: cfg, log: cfg.Logger, fsm: newFSM(),
 		wake:     make(chan struct{}, 1),
 		dispatch: newDispatcher(),
-		inflight: map[string]bool{},
 		opsCache: map[string]cachedOps{},
+		quit:     make(chan struct{}),
 	}
 	c.live = newLiveness()
 	c.fsm.onChange = c.poke
@@ -81,33 +91,41 @@ func (c *Coordinator) poke() {
 	}
 }
 
-// Run follows leadership until ctx ends: while this member leads, the
-// leader loop runs; when it loses leadership, all leader work stops.
+// Run follows leadership until ctx ends or the member is closed: while
+// this member leads, one leadership term runs (the leader loop and the work
+// it starts); when leadership is lost, the term is cancelled and Run waits
+// for all of it before this member may lead again. Only one Run may be in
+// progress; after Close or Kill, Run returns raftstore.ErrClosed.
 func (c *Coordinator) Run(ctx context.Context) error {
+	done, err := c.enterRun()
+	if err != nil {
+		return err
+	}
+	defer c.leaveRun(done)
 	leaderCh := c.store.LeaderCh()
-	var stop context.CancelFunc
-	var done chan struct{}
+	var t *term
 	stopLeading := func() {
-		if stop != nil {
-			stop()
-			<-done
-			stop = nil
+		if t != nil {
+			c.endTerm(t)
+			t = nil
 		}
 	}
 	defer stopLeading()
 	if c.store.IsLeader() {
-		stop, done = c.startLeading(ctx)
+		t = c.startTerm(ctx)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.quit:
+			return nil
 		case leader, ok := <-leaderCh:
 			if !ok {
 				return nil
 			}
-			if leader && stop == nil {
-				stop, done = c.startLeading(ctx)
+			if leader && t == nil {
+				t = c.startTerm(ctx)
 			} else if !leader {
 				stopLeading()
 			}
@@ -115,18 +133,47 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-func (c *Coordinator) startLeading(parent context.Context) (context.CancelFunc, chan struct{}) {
-	ctx, cancel := context.WithCancel(parent)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.lead(ctx)
-	}()
-	return cancel, done
+func (c *Coordinator) enterRun() (chan struct{}, error) {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("coordinator: run: %w", raftstore.ErrClosed)
+	}
+	if c.running != nil {
+		return nil, errors.New("coordinator: Run is already running")
+	}
+	c.running = make(chan struct{})
+	return c.running, nil
+}
+
+func (c *Coordinator) leaveRun(done chan struct{}) {
+	c.runMu.Lock()
+	c.running = nil
+	c.runMu.Unlock()
+	close(done)
+}
+
+// startTerm begins a leadership term: the dispatcher serves agents' polls
+// again and the leader loop starts under the term.
+func (c *Coordinator) startTerm(parent context.Context) *term {
+	t := newTerm(parent, c.cfg.MaxConcurrentWork, c.poke)
+	c.dispatch.serve()
+	t.goLoop(c.lead)
+	return t
+}
+
+// endTerm ends a leadership term. The dispatcher stops serving first, so
+// agents' long polls return at once (not leader) and go to the new leader
+// while this member still waits for its work to return.
+func (c *Coordinator) endTerm(t *term) {
+	c.dispatch.stop()
+	t.end()
 }
 
 // lead is the leader loop: a barrier so the replica has applied every
-// committed entry, then a tick on every change and every TickInterval.
+// committed entry, then a tick on every change, at the earliest time a
+// decision changes by itself (phases.Decision.NextWake), and at least every
+// TickInterval.
 func (c *Coordinator) lead(ctx context.Context) {
 	log := c.log.With("role", "leader")
 	for {
@@ -148,20 +195,20 @@ func (c *Coordinator) lead(ctx context.Context) {
 		c.cfg.Recorder.LeaderChange()
 	}
 	log.Info("leading")
-	t := time.NewTicker(c.cfg.TickInterval)
-	defer t.Stop()
-	defer c.dispatch.clear()
+	timer := time.NewTimer(c.cfg.TickInterval)
+	defer timer.Stop()
 	for {
-		again := c.tick(ctx)
-		if again {
+		again, sleep := c.tick(ctx)
+		if again && ctx.Err() == nil {
 			continue
 		}
+		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
 			log.Info("no longer leading")
 			return
 		case <-c.wake:
-		case <-t.C:
+		case <-timer.C:
 		}
 	}
 }
@@ -176,11 +223,35 @@ func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body a
 	return v, err
 }
 
-// Close shuts the member down gracefully.
-func (c *Coordinator) Close() error { return c.store.Close() }
+// Close shuts the member down gracefully: Run returns (its leadership term,
+// if any, cancelled and waited for), then the store hands leadership to a
+// peer and closes. Safe whether or not Run is running, and more than once.
+func (c *Coordinator) Close() error {
+	c.stopRun()
+	return c.store.Close()
+}
 
-// Kill stops the member abruptly, as a crash would (tests).
-func (c *Coordinator) Kill() error { return c.store.Kill() }
+// Kill stops the member abruptly, as a crash would (tests). The leader's
+// goroutines are still cancelled and waited for, so none outlives it.
+func (c *Coordinator) Kill() error {
+	c.stopRun()
+	return c.store.Kill()
+}
+
+// stopRun makes Run return and waits until it has (with it, every goroutine
+// of its leadership term); later calls of Run return at once.
+func (c *Coordinator) stopRun() {
+	c.runMu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.quit)
+	}
+	done := c.running
+	c.runMu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
 
 // IsLeader reports whether this member leads.
 func (c *Coordinator) IsLeader() bool { return c.store.IsLeader() }

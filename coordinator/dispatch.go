@@ -2,22 +2,31 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // dispatcher holds, on the leader only, the operations each node's agent
 // should run now. It is rebuilt from the replicated state on every tick, so
 // a new leader offers exactly what the old one did, under the same IDs.
+// It serves only during a leadership term (serve … stop): outside one,
+// polls return errNotServing at once, so that agents go to the leader.
 type dispatcher struct {
 	mu      sync.Mutex
+	serving bool                                  // a leadership term runs
+	term    uint64                                // counts serve calls
 	offers  map[string]map[string][]api.Operation // cluster → node → ops
 	waiters map[string]chan struct{}              // cluster/node → closed on change
 }
+
+// errNotServing is what poll returns outside a leadership term.
+var errNotServing = fmt.Errorf("%w: no leadership term served here", raftstore.ErrNotLeader)
 
 func newDispatcher() *dispatcher {
 	return &dispatcher{offers: map[string]map[string][]api.Operation{}, waiters: map[string]chan struct{}{}}
@@ -25,11 +34,38 @@ func newDispatcher() *dispatcher {
 
 func nodeKey(cluster, node string) string { return cluster + "/" + node }
 
+// serve starts serving polls (a leadership term begins) with no offers;
+// the term's first tick fills them.
+func (d *dispatcher) serve() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.serving = true
+	d.term++
+	d.offers = map[string]map[string][]api.Operation{}
+}
+
+// stop ends serving (leadership lost or the member closes): every offer
+// is dropped and every waiting poll returns errNotServing at once.
+func (d *dispatcher) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.serving = false
+	d.offers = map[string]map[string][]api.Operation{}
+	for k, ch := range d.waiters {
+		close(ch)
+		delete(d.waiters, k)
+	}
+}
+
 // setCluster replaces a cluster's offers and wakes the pollers of every node
-// whose offer changed.
+// whose offer changed. Outside a term (a tick finishing after stop) it does
+// nothing.
 func (d *dispatcher) setCluster(cluster string, byNode map[string][]api.Operation) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.serving {
+		return
+	}
 	old := d.offers[cluster]
 	for node := range mergeKeys(old, byNode) {
 		if !sameOps(old[node], byNode[node]) {
@@ -50,28 +86,25 @@ func (d *dispatcher) notify(key string) {
 	}
 }
 
-// clear drops every offer (leadership lost) and wakes all pollers, which
-// then learn this member no longer leads.
-func (d *dispatcher) clear() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.offers = map[string]map[string][]api.Operation{}
-	for k, ch := range d.waiters {
-		close(ch)
-		delete(d.waiters, k)
-	}
-}
-
 // poll returns the node's offered operations, waiting up to wait for some.
-func (d *dispatcher) poll(ctx context.Context, cluster, node string, wait time.Duration) []api.Operation {
+// It returns errNotServing at once when no term is being served, or when
+// the term it started in ends while it waits.
+func (d *dispatcher) poll(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	d.mu.Lock()
+	term := d.term
+	d.mu.Unlock()
 	for {
 		d.mu.Lock()
+		if !d.serving || d.term != term {
+			d.mu.Unlock()
+			return nil, errNotServing
+		}
 		ops := slices.Clone(d.offers[cluster][node])
 		if len(ops) > 0 || wait <= 0 {
 			d.mu.Unlock()
-			return ops
+			return ops, nil
 		}
 		key := nodeKey(cluster, node)
 		ch, ok := d.waiters[key]
@@ -83,9 +116,9 @@ func (d *dispatcher) poll(ctx context.Context, cluster, node string, wait time.D
 		select {
 		case <-ch:
 		case <-deadline.C:
-			return nil
+			return nil, nil
 		case <-ctx.Done():
-			return nil
+			return nil, nil
 		}
 	}
 }

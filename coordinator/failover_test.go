@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // TestLeaderKilledMidUpgrade runs a scripted upgrade on three members with
@@ -126,4 +128,103 @@ func assertSerial(t *testing.T, calls []string, nodes []string) {
 			}
 		}
 	}
+}
+
+// TestPollReturnsWhenLeadershipMoves hands leadership to another member
+// while an agent's long poll waits at the leader, which stays up: the poll
+// returns at once with "not leader" instead of holding the agent for its
+// whole wait, and a poll at the new leader (or forwarded there by the old
+// one) gets the offers.
+func TestPollReturnsWhenLeadershipMoves(t *testing.T) {
+	tc := newTestCluster(t, 3, newFakeOps())
+	old := tc.waitLeader()
+	cl := old.client()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "lab", Node: "cp-1", Address: "cp-1:7443"})
+	require.NoError(t, err)
+	eventually(t, "the leader serving polls", func() bool {
+		_, err := old.c.PollOperations(ctx, "lab", "cp-1", 0)
+		return err == nil
+	})
+
+	// The poll would wait an hour for an offer; no timed assertion: only
+	// the result (not-leader, not an empty answer) and the test deadline.
+	type answer struct {
+		ops []api.Operation
+		err error
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		ops, err := old.c.PollOperations(ctx, "lab", "cp-1", time.Hour)
+		polled <- answer{ops, err}
+	}()
+	eventually(t, "leadership transferred", func() bool {
+		err := old.c.Store().TransferLeadership(ctx)
+		return err == nil || !old.c.IsLeader()
+	})
+	select {
+	case a := <-polled:
+		require.ErrorIs(t, a.err, raftstore.ErrNotLeader)
+		require.Empty(t, a.ops)
+	case <-ctx.Done():
+		t.Fatal("the poll at the deposed leader did not return")
+	}
+	require.False(t, old.dead.Load(), "the old leader is still up")
+	newLeader := tc.waitLeader()
+	require.NotEqual(t, old.id, newLeader.id)
+	eventually(t, "the old leader knowing the new one", func() bool { return old.c.LeaderHTTPAddr() == newLeader.addr })
+
+	// At the new leader the same agent gets offers: a preflight run's host
+	// checks, started through the old leader (forwarded).
+	var run struct{ ID string }
+	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/preflight", httpapi.PreflightRequest{Version: "1.34.4"}, &run)
+	require.NoError(t, err)
+	var ops []api.Operation
+	eventually(t, "offers at the new leader", func() bool {
+		ops, err = newLeader.c.PollOperations(ctx, "lab", "cp-1", time.Second)
+		return err == nil && len(ops) > 0
+	})
+	for _, op := range ops {
+		require.True(t, strings.HasPrefix(op.ID, "preflight-"+run.ID+"-"), op.ID)
+	}
+	// An agent that still talks to the old leader is forwarded to the new.
+	viaOld, err := cl.PollOperations(ctx, "lab", "cp-1", time.Second)
+	require.NoError(t, err)
+	require.Equal(t, ops, viaOld)
+}
+
+// TestCloseEndsTheLeadersWork closes the leader while its work is in
+// flight (a cordon that only returns when cancelled), without cancelling
+// Run's context first: when Close returns, Run has returned and the
+// cordon has been cancelled and has returned.
+func TestCloseEndsTheLeadersWork(t *testing.T) {
+	ops := newFakeOps()
+	m := startMember(t, "m1", t.TempDir(), true, ops, "")
+	tc := &testCluster{t: t, members: []*member{m}, ops: ops}
+	tc.waitLeader()
+	cl := m.client()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startAgents(ctx, tc, "lab", nodeNames(spec), true)
+	waitAgents(t, tc, "lab", 7)
+	_ = ops.holdCordon("cplb-1") // never released: only cancellation ends it
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	eventually(t, "the cordon of cplb-1 in flight", func() bool { return ops.called("cordon cplb-1") })
+
+	require.NoError(t, m.c.Close())
+	select {
+	case <-m.done:
+	default:
+		t.Fatal("Run still running after Close returned")
+	}
+	require.True(t, ops.called("cordon cancelled cplb-1"), "the cordon returned before Close did")
 }

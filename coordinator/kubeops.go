@@ -52,8 +52,8 @@ func (o *kubeOps) WaitReady(ctx context.Context, node, kubeletVersion string) er
 	return o.k.WaitNodeReady(ctx, node, kubeletVersion)
 }
 
-func (o *kubeOps) ProtectedUntil(ctx context.Context, node string) (ProtectedInfo, error) {
-	pods, err := o.k.ProtectedPods(ctx, node, time.Now())
+func (o *kubeOps) ProtectedUntil(ctx context.Context, node string, now time.Time) (ProtectedInfo, error) {
+	pods, err := o.k.ProtectedPods(ctx, node, now)
 	if err != nil {
 		return ProtectedInfo{}, err
 	}

@@ -86,8 +86,11 @@ func (c *Coordinator) Policy(cluster string) (maintenance.Policy, error) {
 }
 
 // CheckMaintenance answers whether a change may run at a time, and when
-// it next may.
+// it next may. A zero at means now, on the member's clock (Config.Clock).
 func (c *Coordinator) CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error) {
+	if at.IsZero() {
+		at = c.cfg.Clock.Now()
+	}
 	p, err := c.Policy(cluster)
 	if err != nil {
 		return api.MaintenanceCheck{}, err

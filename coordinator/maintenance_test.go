@@ -53,6 +53,12 @@ func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 	require.False(t, check.Allowed)
 	require.Equal(t, []string{"window"}, check.BlockedBy)
 	require.Equal(t, time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC), check.NextOpportunity.UTC())
+	// Without at, the check judges now on the member's clock (01:30, inside
+	// the window), not the wall clock.
+	check = api.MaintenanceCheck{}
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/maintenance-policy/check?target=nodes&change=patch", nil, &check)
+	require.NoError(t, err)
+	require.True(t, check.Allowed, "%+v", check)
 
 	runAgents(ctx, tc, "lab", nodeNames(spec))
 	waitAgents(t, tc, "lab", 7)
@@ -76,6 +82,10 @@ func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 	w2, _ := u.Node("worker-2")
 	require.Equal(t, phases.StatePending, w2.State, "nothing new starts outside the window")
 	require.False(t, ops.called("cordon worker-2"))
+	check = api.MaintenanceCheck{}
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/maintenance-policy/check?target=nodes&change=patch", nil, &check)
+	require.NoError(t, err)
+	require.False(t, check.Allowed, "05:30 on the member's clock is outside the window")
 
 	clock.Set(time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)) // next night
 	eventually(t, "upgrade done in the next window", func() bool {

@@ -103,10 +103,18 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	return err
 }
 
-// PollOperations is an agent's long poll for its work.
+// PollOperations is an agent's long poll for its work. Offers live in the
+// leader's memory: on a member that does not lead, or stops leading while
+// the poll waits, it returns at once with an error wrapping
+// raftstore.ErrNotLeader (HTTP 503 not-leader), and the agent asks again,
+// at the leader.
 func (c *Coordinator) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error) {
 	if err := c.checkAgent(cluster, node); err != nil {
 		return nil, err
 	}
-	return c.dispatch.poll(ctx, cluster, node, wait), nil
+	ops, err := c.dispatch.poll(ctx, cluster, node, wait)
+	if err != nil {
+		return nil, fmt.Errorf("poll of %s/%s: %w", cluster, node, err)
+	}
+	return ops, nil
 }

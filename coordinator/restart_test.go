@@ -35,6 +35,18 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		return err == nil && u.Nodes[0].Cursor == 3 // static pods: needs an agent
 	})
 	before := snapshot(t, cl)
+	// Every member applies what the leader has before its snapshot: a
+	// restarted follower serves its snapshot until the new leader tells it
+	// what is committed.
+	applied := tc.leader().c.AppliedIndex()
+	eventually(t, "every member caught up", func() bool {
+		for _, m := range tc.list() {
+			if m.c.AppliedIndex() < applied {
+				return false
+			}
+		}
+		return true
+	})
 	for _, m := range tc.list() {
 		require.NoError(t, m.c.Store().Snapshot())
 	}
@@ -68,8 +80,13 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 	require.Equal(t, phases.UpgradeRunning, u.State)
 	require.Equal(t, "lab-1.34.4-1", u.ID)
 
-	// A write sent to a follower is forwarded and succeeds.
-	put(t, follower.client(), "/v1/releases/1.34.5", release("1.34.5"))
+	// A write sent to a follower is forwarded and succeeds, once the
+	// follower knows the leader (right after the restart an election may
+	// still be settling: 503 no-leader until then).
+	eventually(t, "a write through a follower", func() bool {
+		_, err := follower.client().Do(ctx, http.MethodPut, "/v1/releases/1.34.5", release("1.34.5"), nil)
+		return err == nil
+	})
 	rel, err := leader.c.Release("1.34.5")
 	require.NoError(t, err)
 	require.Equal(t, "1.34.5", rel.Version)

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
@@ -16,12 +17,50 @@ type tickPlan struct {
 	kubeconfig string
 }
 
+// minWake is the shortest sleep of the leader loop between ticks that
+// applied nothing, so that a wake time already due cannot spin it.
+const minWake = 10 * time.Millisecond
+
 // tick decides for every cluster with an active upgrade, commits the
 // decisions that are state transitions, and starts the work the others
-// describe. It returns true when it committed something, so the loop
-// decides again at once on the new state.
-func (c *Coordinator) tick(ctx context.Context) bool {
+// describe. again is true when the FSM applied at least one of the
+// committed actions, so the loop decides again at once on the new state; a
+// batch refused entirely as stale changed nothing and does not count.
+// Otherwise the loop may sleep for sleep: until the earliest time a
+// decision changes by itself (phases.Decision.NextWake), at most
+// TickInterval.
+func (c *Coordinator) tick(ctx context.Context) (again bool, sleep time.Duration) {
 	now := c.cfg.Clock.Now()
+	plans := c.plan(now)
+	again = c.act(ctx, now, plans)
+	return again, wakeDelay(now, earliestWake(plans), c.cfg.TickInterval)
+}
+
+// earliestWake is the earliest NextWake of the plans' decisions (zero when
+// none has one).
+func earliestWake(plans []tickPlan) time.Time {
+	var next time.Time
+	for _, p := range plans {
+		w := p.decision.NextWake
+		if !w.IsZero() && (next.IsZero() || w.Before(next)) {
+			next = w
+		}
+	}
+	return next
+}
+
+// wakeDelay is how long the leader loop sleeps at now when a decision
+// changes by itself at next (zero: never): until then, at most interval,
+// at least minWake (or interval, when that is shorter).
+func wakeDelay(now, next time.Time, interval time.Duration) time.Duration {
+	if next.IsZero() {
+		return interval
+	}
+	return min(max(next.Sub(now), minWake), interval)
+}
+
+// plan decides, under the FSM read lock, for every cluster.
+func (c *Coordinator) plan(now time.Time) []tickPlan {
 	var plans []tickPlan
 	c.fsm.read(func(st *state) {
 		for _, name := range sortedKeys(st.Clusters) {
@@ -38,7 +77,14 @@ func (c *Coordinator) tick(ctx context.Context) bool {
 			})
 		}
 	})
-	committed := false
+	return plans
+}
+
+// act commits the plans' transitions, offers their dispatches and starts
+// their work, then runs the preflights and the liveness sweep. It reports
+// whether the FSM applied any committed action.
+func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) bool {
+	applied := false
 	allOffers := map[string]map[string][]api.Operation{}
 	c.preflightWork(ctx, now, allOffers)
 	for _, p := range plans {
@@ -72,19 +118,28 @@ func (c *Coordinator) tick(ctx context.Context) bool {
 		}
 		c.dispatch.setCluster(p.cluster, offers)
 		if len(commits) > 0 {
-			_, err := c.apply(ctx, cmdAdvance, advanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
+			v, err := c.apply(ctx, cmdAdvance, advanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
 			if err != nil {
 				c.log.Warn("commit decisions", "cluster", p.cluster, "err", err)
 				continue
 			}
-			committed = true
+			res, _ := v.(advanceResult)
+			if len(res.Stale) > 0 {
+				c.log.Debug("decisions refused as stale", "cluster", p.cluster, "stale", res.Stale)
+			}
+			done := map[string]bool{}
+			for _, id := range res.Applied {
+				done[id] = true
+			}
+			applied = applied || len(res.Applied) > 0
 			for _, a := range commits {
-				if a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic {
-					c.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
+				if done[a.ID] && a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic {
+					// Decided once, when the step starts: wait for a slot.
+					c.startWorkWaiting(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
 				}
 			}
 		}
 	}
 	c.live.sweep(ctx, c, now)
-	return committed
+	return applied
 }

@@ -8,25 +8,32 @@ import (
 	"github.com/moltproject/molt/phases"
 )
 
-// startWork runs fn once per action ID at a time. After a leader change
-// the new leader starts the same IDs again; the work is idempotent.
+// startWork runs fn once per action ID at a time, under the leadership
+// term that ctx belongs to (the context tick runs under): fn gets the
+// term's context, and the term's end cancels it and waits for fn to
+// return. When the term already runs MaxConcurrentWork items, fn does not
+// start now; a later tick decides the same action again and starts it then.
+// After a leader change the new leader starts the same IDs again; the work
+// is idempotent.
 func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.Context)) {
-	c.mu.Lock()
-	if c.inflight[id] {
-		c.mu.Unlock()
+	t := termOf(ctx)
+	if t == nil {
+		c.log.Error("work started outside a leadership term; not run", "id", id)
 		return
 	}
-	c.inflight[id] = true
-	c.mu.Unlock()
-	go func() {
-		defer func() {
-			c.mu.Lock()
-			delete(c.inflight, id)
-			c.mu.Unlock()
-			c.poke()
-		}()
-		fn(ctx)
-	}()
+	t.start(id, false, fn)
+}
+
+// startWorkWaiting is startWork for work that no later tick decides again
+// (recording protected pods when a pool starts): when every slot is taken
+// it waits for one, or for the term's end.
+func (c *Coordinator) startWorkWaiting(ctx context.Context, id string, fn func(context.Context)) {
+	t := termOf(ctx)
+	if t == nil {
+		c.log.Error("work started outside a leadership term; not run", "id", id)
+		return
+	}
+	t.start(id, true, fn)
 }
 
 // clusterOps connects to a cluster, reusing the connection while the
@@ -201,7 +208,7 @@ func (c *Coordinator) recordProtection(ctx context.Context, p tickPlan, stepID s
 	})
 	for _, node := range nodes {
 		n := phases.NodeTask{Node: node}
-		info, err := ops.ProtectedUntil(ctx, n.Node)
+		info, err := ops.ProtectedUntil(ctx, n.Node, c.cfg.Clock.Now())
 		if err != nil {
 			c.log.Warn("read protected pods", "cluster", p.cluster, "node", n.Node, "err", err)
 			continue

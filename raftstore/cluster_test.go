@@ -137,6 +137,20 @@ func TestGracefulCloseHandsOverLeadership(t *testing.T) {
 	require.Equal(t, map[string]kvEntry{"a": {"1", v}}, newLeader.kv.dump())
 }
 
+func TestTransferLeadershipKeepsOldLeaderUp(t *testing.T) {
+	nodes := newCluster(t, 3, nil)
+	leader := waitLeader(t, nodes)
+	require.NoError(t, leader.s.TransferLeadership(ctx(t)))
+	require.False(t, leader.s.IsLeader(), "stepped down when the transfer returns")
+	newLeader := waitLeader(t, nodes)
+	require.NotEqual(t, leader.cfg.NodeID, newLeader.cfg.NodeID)
+	// The old leader is a follower now: it refuses writes and follows.
+	err := leader.s.TransferLeadership(ctx(t))
+	require.ErrorIs(t, err, ErrNotLeader)
+	v := putAny(t, nodes, "a", "1")
+	waitKV(t, nodes, map[string]kvEntry{"a": {"1", v}})
+}
+
 func TestRemoveMember(t *testing.T) {
 	nodes := newCluster(t, 3, nil)
 	leader := waitLeader(t, nodes)

@@ -173,3 +173,19 @@ func (s *Store) numPeers() int {
 	}
 	return n
 }
+
+// TransferLeadership hands leadership to the most up-to-date voter and
+// waits until this member has stepped down (it stays up, as a follower).
+// Leader only (ErrNotLeader elsewhere); fails when there is no other voter
+// or the chosen one did not take over within an election timeout.
+func (s *Store) TransferLeadership(ctx context.Context) error {
+	if err := s.checkLeader(); err != nil {
+		return err
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	if err := s.wait(ctx, s.raft.LeadershipTransfer()); err != nil {
+		return fmt.Errorf("raftstore: leadership transfer: %w", err)
+	}
+	return nil
+}

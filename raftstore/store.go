@@ -106,7 +106,19 @@ func Open(cfg Config, m Machine) (*Store, error) {
 			return fail(fmt.Errorf("raftstore: advertise address: %w", err))
 		}
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, transportMaxPool, transportTimeout, hlog.Named("transport"))
+	// Pipelined replication is off (MaxRPCsInFlight 1). In hashicorp/raft
+	// v1.7.3, when a follower's answer ends the pipeline's decoder (a
+	// rejection, a newer term after a leadership transfer), the sender can
+	// park on an unbuffered channel nobody reads again: replication to that
+	// follower stops for good and Raft's Shutdown never returns. Raft's own
+	// documentation finds pipelining of little benefit but on very slow
+	// links; a coordinator's write rate does not need it.
+	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, advertise, &raft.NetworkTransportConfig{
+		MaxPool:         transportMaxPool,
+		MaxRPCsInFlight: 1,
+		Timeout:         transportTimeout,
+		Logger:          hlog.Named("transport"),
+	})
 	if err != nil {
 		return fail(fmt.Errorf("raftstore: transport: %w", err))
 	}
@@ -217,6 +229,10 @@ func (s *Store) shutdown(transfer bool) error {
 		close(s.done)
 		s.wg.Wait()
 		s.fanout.close()
+		// Closing the transport stops its listener but not the connections
+		// this member opened to its peers, whose handlers on the peers would
+		// wait on them until this process exits; CloseStreams closes them.
+		s.trans.CloseStreams()
 		if err := s.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("transport: %w", err))
 		}

@@ -54,6 +54,7 @@ func run() error {
 	join := flag.String("join", "", "HTTP address of a member to join (host:port)")
 	token := flag.String("agent-token", "", "join token agents must present (empty: any)")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
+	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	kcfg := kube.DefaultConfig()
@@ -97,6 +98,7 @@ func run() error {
 	cfg.Raft.Bootstrap = *bootstrap
 	cfg.AgentToken = *token
 	cfg.TickInterval = *tick
+	cfg.MaxConcurrentWork = *maxWork
 	cfg.Logger = log
 	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	reg := prometheus.NewRegistry()

@@ -53,6 +53,7 @@ type Service interface {
 
 	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
 	Policy(cluster string) (maintenance.Policy, error)
+	// CheckMaintenance judges at the member's own clock when at is zero.
 	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
 
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
@@ -474,7 +475,7 @@ func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		bad("change", fmt.Sprintf("change=%q: want minor, patch or disruption", ch.Kind))
 		return
 	}
-	at := time.Now().UTC()
+	var at time.Time // zero: the member's clock (Service.CheckMaintenance)
 	if s := q.Get("at"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
