@@ -67,6 +67,12 @@ type advanceCmd struct {
 	Upgrade string          `json:"upgrade"`
 	Actions []phases.Action `json:"actions"`
 	Now     time.Time       `json:"now"`
+	// Protections go with a batch that starts an automatic upgrade's pool
+	// step: node → when the last pod on it protected from eviction (SPEC
+	// §8) becomes evictable. They are recorded by the same apply that
+	// starts the step, so no node of the pool can start before its
+	// protection is known. Entries older than this field carry none.
+	Protections map[string]time.Time `json:"protections,omitempty"`
 }
 
 type nodeStepResultCmd struct {

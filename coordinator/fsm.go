@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
@@ -245,6 +246,9 @@ func (s *state) advance(c advanceCmd) (any, error) {
 			continue
 		}
 		res.Applied = append(res.Applied, a.ID)
+		if a.Kind == phases.ActStartStep && len(c.Protections) > 0 {
+			protectPool(u, a.Step, c.Protections)
+		}
 		if a.Kind == phases.ActFinish {
 			s.finish(r, u)
 		}
@@ -393,6 +397,26 @@ func (s *state) agentHealth(c agentHealthCmd) (any, error) {
 	return nil, nil
 }
 
+// protectPool records the protections of the nodes of the pool that step
+// upgrades; names outside that pool are ignored.
+func protectPool(u *phases.Upgrade, step string, until map[string]time.Time) {
+	s, ok := u.Step(step)
+	if !ok || s.Kind != phases.StepPool {
+		return
+	}
+	p, ok := u.Pool(s.Pool)
+	if !ok {
+		return
+	}
+	for _, n := range u.PoolNodes(p) {
+		if t, ok := until[n.Node]; ok {
+			_ = u.SetProtection(n.Node, t) // n is the pool's own node
+		}
+	}
+}
+
+// setProtection is how releases before advanceCmd.Protections recorded a
+// protection, after the step had started; logs still carry it.
 func (s *state) setProtection(c setProtectionCmd) (any, error) {
 	_, u, err := s.upgrade(c.Cluster, c.Upgrade)
 	if err != nil {

@@ -38,7 +38,8 @@ func TestApplyCommands(t *testing.T) {
 		cpRunning  = before(cmdNodeStepResult, 0) // upgrade running, cp-1 at cursor 0
 		w1Failed   = before(cmdRetryNode, 0)      // worker-1 failed at its drain
 		w1Retried  = w1Failed + 1                 // worker-1 at its drain, attempt 1
-		finished   = len(entries)                 // upgrade done, lab at 1.34.4
+		finished   = before(cmdPutRelease, 2)     // upgrade done, lab at 1.34.4
+		autoCP     = len(entries)                 // automatic lab-1.34.5-2: pool/cp started, cp-1 protected
 		up         = "lab-1.34.4-1"               // the golden upgrade
 		now        = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
 		v          = phases.MustParseVersion
@@ -68,6 +69,13 @@ func TestApplyCommands(t *testing.T) {
 			func(t *testing.T, st *state) { require.Len(t, st.Clusters["lab"].Agents, 3) }},
 		{"delete an unknown cluster", registered, cmdDeleteCluster, deleteClusterCmd{Name: "nope", Now: now}, ErrNotFound, nil},
 		{"delete during an upgrade", cpRunning, cmdDeleteCluster, deleteClusterCmd{Name: "lab", Now: now}, ErrUpgradeInProgress, nil},
+		{"protections only with the start they came with", autoCP, cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: "lab-1.34.5-2", Now: now,
+			Actions:     []phases.Action{{ID: "lab-1.34.5-2/start/pool/cp", Kind: phases.ActStartStep, Upgrade: "lab-1.34.5-2", Step: "pool/cp"}},
+			Protections: map[string]time.Time{"cp-1": now}}, nil,
+			func(t *testing.T, st *state) {
+				n, _ := st.Clusters["lab"].Upgrade.Node("cp-1")
+				require.NotEqual(t, now, n.ProtectedUntil, "a start refused as stale recorded its protections")
+			}},
 		{"delete", finished, cmdDeleteCluster, deleteClusterCmd{Name: "lab", Now: now}, nil,
 			func(t *testing.T, st *state) { require.Empty(t, st.Clusters) }},
 		{"upgrade an unknown cluster", registered, cmdStartUpgrade, startUpgradeCmd{Cluster: "nope", To: v("1.34.4"), Now: now}, ErrNotFound, nil},

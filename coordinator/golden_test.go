@@ -214,6 +214,15 @@ func goldenEntries() []goldenEntry {
 	advance(phases.Action{ID: up + "/finish", Kind: phases.ActFinish, Upgrade: up})
 	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
 	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
+
+	// An automatic patch: the pool starts with its protections in the same
+	// entry (advanceCmd.Protections); a name outside the pool is ignored.
+	add(cmdPutRelease, putReleaseCmd{Release: rel("1.34.5"), Now: now()})
+	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.5"), Options: phases.Options{Automatic: true, ConcurrentWorkerPools: 1}, Now: now()})
+	const auto = "lab-1.34.5-2"
+	add(cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
+		Actions:     []phases.Action{{ID: auto + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: auto, Step: "pool/cp"}},
+		Protections: map[string]time.Time{"cp-1": t.Add(7 * 24 * time.Hour), "worker-1": t.Add(time.Hour)}})
 	return out
 }
 

@@ -235,6 +235,9 @@ type fakeOps struct {
 	calls  []string
 	health int // health checks to fail before passing
 	block  map[string]chan struct{}
+	// protected: node → when its pods protected from eviction become
+	// evictable (ProtectedUntil).
+	protected map[string]time.Time
 }
 
 func newFakeOps() *fakeOps { return &fakeOps{block: map[string]chan struct{}{}} }
@@ -298,7 +301,13 @@ func (f *fakeOps) Uncordon(_ context.Context, node string) error {
 	f.record("uncordon " + node)
 	return nil
 }
-func (f *fakeOps) ProtectedUntil(context.Context, string, time.Time) (coordinator.ProtectedInfo, error) {
+func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "protected "+node)
+	if t, ok := f.protected[node]; ok {
+		return coordinator.ProtectedInfo{Pods: 1, Until: t}, nil
+	}
 	return coordinator.ProtectedInfo{}, nil
 }
 func (f *fakeOps) ApplyAddons(_ context.Context, v phases.Version) error {

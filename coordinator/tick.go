@@ -99,6 +99,11 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 		var commits []phases.Action
 		for _, a := range p.decision.Actions {
 			switch {
+			case a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic && isPoolStep(p.upgrade, a.Step):
+				// The pool's protected pods are read first and committed
+				// with the start (SPEC §8); until then Decide offers the
+				// same start again.
+				c.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { c.startProtectedPool(ctx, p, a) })
 			case a.Commits():
 				commits = append(commits, a)
 			case a.Kind == phases.ActDispatch:
@@ -127,19 +132,15 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 			if len(res.Stale) > 0 {
 				c.log.Debug("decisions refused as stale", "cluster", p.cluster, "stale", res.Stale)
 			}
-			done := map[string]bool{}
-			for _, id := range res.Applied {
-				done[id] = true
-			}
 			applied = applied || len(res.Applied) > 0
-			for _, a := range commits {
-				if done[a.ID] && a.Kind == phases.ActStartStep && p.upgrade.Options.Automatic {
-					// Decided once, when the step starts: wait for a slot.
-					c.startWorkWaiting(ctx, "protect/"+a.ID, func(ctx context.Context) { c.recordProtection(ctx, p, a.Step) })
-				}
-			}
 		}
 	}
 	c.live.sweep(ctx, c, now)
 	return applied
+}
+
+// isPoolStep reports whether step is one of u's pool steps.
+func isPoolStep(u *phases.Upgrade, step string) bool {
+	s, ok := u.Step(step)
+	return ok && s.Kind == phases.StepPool
 }

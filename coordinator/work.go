@@ -24,18 +24,6 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 	t.start(id, false, fn)
 }
 
-// startWorkWaiting is startWork for work that no later tick decides again
-// (recording protected pods when a pool starts): when every slot is taken
-// it waits for one, or for the term's end.
-func (c *Coordinator) startWorkWaiting(ctx context.Context, id string, fn func(context.Context)) {
-	t := termOf(ctx)
-	if t == nil {
-		c.log.Error("work started outside a leadership term; not run", "id", id)
-		return
-	}
-	t.start(id, true, fn)
-}
-
 // clusterOps connects to a cluster, reusing the connection while the
 // kubeconfig is unchanged.
 func (c *Coordinator) clusterOps(cluster, kubeconfig string) (ClusterOps, error) {
@@ -181,43 +169,40 @@ func upgradeNodes(u *phases.Upgrade) []string {
 	return out
 }
 
-// recordProtection asks the cluster, when an automatic upgrade starts a
-// pool, which of its nodes hold pods protected from eviction and until when
-// (SPEC §8), and commits it: such nodes then go last, and not before.
-func (c *Coordinator) recordProtection(ctx context.Context, p tickPlan, stepID string) {
-	var st phases.Step
-	ok := false
-	c.fsm.read(func(*state) {
-		if s, found := p.upgrade.Step(stepID); found {
-			st, ok = *s, true
-		}
-	})
-	if !ok || st.Kind != phases.StepPool {
-		return
-	}
+// startProtectedPool starts an automatic upgrade's pool step together with
+// the protections of its nodes (SPEC §8): it asks the cluster which nodes
+// hold pods protected from eviction and until when, and commits both in one
+// advance, so such nodes go last and not before. A node it cannot read
+// leaves the step unstarted: the next tick decides the start again and this
+// runs again, rather than a protected pod being evicted.
+func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phases.Action) {
 	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
 	if err != nil {
+		c.log.Warn("pool start waits: no access to the cluster to read protected pods", "cluster", p.cluster, "step", a.Step, "err", err)
 		return
 	}
 	var nodes []string
 	c.fsm.read(func(*state) {
-		pool, _ := p.upgrade.Pool(st.Pool)
+		s, _ := p.upgrade.Step(a.Step)
+		pool, _ := p.upgrade.Pool(s.Pool)
 		for _, n := range p.upgrade.PoolNodes(pool) {
 			nodes = append(nodes, n.Node)
 		}
 	})
+	now := c.cfg.Clock.Now()
+	protect := map[string]time.Time{}
 	for _, node := range nodes {
-		n := phases.NodeTask{Node: node}
-		info, err := ops.ProtectedUntil(ctx, n.Node, c.cfg.Clock.Now())
+		info, err := ops.ProtectedUntil(ctx, node, now)
 		if err != nil {
-			c.log.Warn("read protected pods", "cluster", p.cluster, "node", n.Node, "err", err)
-			continue
+			c.log.Warn("pool start waits: read protected pods", "cluster", p.cluster, "node", node, "err", err)
+			return
 		}
-		if info.Pods == 0 {
-			continue
+		if info.Pods > 0 {
+			protect[node] = info.Until
 		}
-		if _, err := c.apply(ctx, cmdSetProtection, setProtectionCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Node: n.Node, Until: info.Until}); err != nil && !isStale(err) {
-			c.log.Warn("commit protection", "cluster", p.cluster, "node", n.Node, "err", err)
-		}
+	}
+	_, err = c.apply(ctx, cmdAdvance, advanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
+	if err != nil && !isStale(err) {
+		c.log.Warn("commit pool start", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
 }
