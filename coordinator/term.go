@@ -58,32 +58,21 @@ func (t *term) goLoop(fn func(context.Context)) {
 // slot is taken, or the term has ended; it reports whether fn started.
 // Work that did not start is decided again by a later tick (every work
 // item is idempotent and keyed by its action ID), so the caller need not
-// wait for a slot. With wait set, it waits for a slot instead (for work no
-// later tick decides again), until the term ends.
-func (t *term) start(id string, wait bool, fn func(context.Context)) bool {
+// wait for a slot.
+func (t *term) start(id string, fn func(context.Context)) bool {
 	t.mu.Lock()
 	if t.ended || t.ctx.Err() != nil || t.inflight[id] {
 		t.mu.Unlock()
 		return false
 	}
-	t.inflight[id] = true // reserved while waiting for a slot
-	t.mu.Unlock()
-	release := func() {
-		t.mu.Lock()
-		delete(t.inflight, id)
+	select {
+	case t.slots <- struct{}{}:
+	default:
 		t.mu.Unlock()
-	}
-	if !t.acquire(wait) {
-		release()
 		return false
 	}
-	t.mu.Lock()
+	t.inflight[id] = true
 	defer t.mu.Unlock()
-	if t.ended {
-		<-t.slots
-		delete(t.inflight, id)
-		return false
-	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -101,26 +90,7 @@ func (t *term) start(id string, wait bool, fn func(context.Context)) bool {
 	return true
 }
 
-// acquire takes a slot: at once or not at all, or with wait until one frees
-// up or the term ends.
-func (t *term) acquire(wait bool) bool {
-	if !wait {
-		select {
-		case t.slots <- struct{}{}:
-			return true
-		default:
-			return false
-		}
-	}
-	select {
-	case t.slots <- struct{}{}:
-		return true
-	case <-t.ctx.Done():
-		return false
-	}
-}
-
-// running returns how many work items run now (or wait for a slot).
+// running returns how many work items run now.
 func (t *term) running() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -48,50 +48,25 @@ func TestTermBoundsConcurrencyAndWaitsForItsWork(t *testing.T) {
 	var returned atomic.Int32
 	releaseA := make(chan struct{})
 	blockUntilEnd := func(ctx context.Context) { <-ctx.Done(); returned.Add(1) }
-	require.True(t, tm.start("a", false, func(context.Context) { <-releaseA; returned.Add(1) }))
-	require.True(t, tm.start("b", false, blockUntilEnd))
-	require.False(t, tm.start("a", false, blockUntilEnd), "one run per action ID at a time")
-	require.False(t, tm.start("c", false, blockUntilEnd), "no free slot: left to a later tick")
+	require.True(t, tm.start("a", func(context.Context) { <-releaseA; returned.Add(1) }))
+	require.True(t, tm.start("b", blockUntilEnd))
+	require.False(t, tm.start("a", blockUntilEnd), "one run per action ID at a time")
+	require.False(t, tm.start("c", blockUntilEnd), "no free slot: left to a later tick")
 	require.Equal(t, 2, tm.running())
 
 	close(releaseA)
 	waitFor(t, "a's slot to free up", func() bool { return finished.Load() == 1 })
-	require.True(t, tm.start("c", false, blockUntilEnd), "a later tick finds the free slot")
+	require.True(t, tm.start("c", blockUntilEnd), "a later tick finds the free slot")
 
 	tm.end()
 	require.Equal(t, int32(3), returned.Load(), "end returns after every item returned")
 	require.Equal(t, 0, tm.running())
-	require.False(t, tm.start("d", false, blockUntilEnd), "nothing starts after the term ended")
+	require.False(t, tm.start("d", blockUntilEnd), "nothing starts after the term ended")
 	loopRan := false
 	tm.goLoop(func(context.Context) { loopRan = true })
 	require.False(t, loopRan)
 }
 
-// TestTermWaitingStart: work that no later tick decides again waits for a
-// slot and then runs; it keeps its action ID while waiting; a waiting start
-// gives up when the term ends.
-func TestTermWaitingStart(t *testing.T) {
-	tm := newTerm(context.Background(), 1, nil)
-	release := make(chan struct{})
-	require.True(t, tm.start("a", false, func(context.Context) { <-release }))
-	started := make(chan bool, 1)
-	ran := make(chan bool, 1)
-	go func() { started <- tm.start("p", true, func(context.Context) { ran <- true }) }()
-	waitFor(t, "p to wait for a slot", func() bool { return tm.running() == 2 })
-	require.False(t, tm.start("p", true, nil), "one run per action ID, waiting included")
-	close(release)
-	require.True(t, receive(t, "p to start", started))
-	require.True(t, receive(t, "p to run", ran))
-
-	block := func(ctx context.Context) { <-ctx.Done() }
-	waitFor(t, "the slot to free up", func() bool { return tm.running() == 0 })
-	require.True(t, tm.start("b", false, block))
-	go func() { started <- tm.start("q", true, block) }()
-	waitFor(t, "q to wait for a slot", func() bool { return tm.running() == 2 })
-	tm.end()
-	require.False(t, receive(t, "q to give up", started))
-	require.Equal(t, 0, tm.running())
-}
 
 // TestDispatcherServesOnlyDuringATerm: outside a term a poll returns at
 // once with ErrNotLeader; a poll waiting when the term ends returns at

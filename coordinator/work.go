@@ -21,7 +21,7 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 		c.log.Error("work started outside a leadership term; not run", "id", id)
 		return
 	}
-	t.start(id, false, fn)
+	t.start(id, fn)
 }
 
 // clusterOps connects to a cluster, reusing the connection while the
