@@ -67,7 +67,6 @@ func TestTermBoundsConcurrencyAndWaitsForItsWork(t *testing.T) {
 	require.False(t, loopRan)
 }
 
-
 // TestDispatcherServesOnlyDuringATerm: outside a term a poll returns at
 // once with ErrNotLeader; a poll waiting when the term ends returns at
 // once with ErrNotLeader too (it does not wait out its deadline); a tick
