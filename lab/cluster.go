@@ -60,7 +60,8 @@ func waitAPI(ctx context.Context, kc *kube.Client, timeout time.Duration) error 
 
 // waitNodesReady waits until every host of topo is a Ready Node whose
 // kubelet reports version, printing a line whenever the count changes.
-func waitNodesReady(ctx context.Context, kc *kube.Client, topo Topology, version string, timeout time.Duration, out io.Writer) error {
+// On failure, notReady names the hosts that were not.
+func waitNodesReady(ctx context.Context, kc *kube.Client, topo Topology, version string, timeout time.Duration, out io.Writer, notReady *[]string) error {
 	want := "v" + strings.TrimPrefix(version, "v")
 	lastReady := -1
 	return poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -85,6 +86,7 @@ func waitNodesReady(ctx context.Context, kc *kube.Client, topo Topology, version
 			fmt.Fprintf(out, "    %d/%d Nodes Ready\n", ready, len(topo.Hosts))
 			lastReady = ready
 		}
+		*notReady = missing
 		return len(missing) == 0, "not Ready at " + want + ": " + strings.Join(missing, ","), nil
 	})
 }

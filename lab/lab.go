@@ -207,7 +207,9 @@ func (l *Lab) Up(ctx context.Context) error {
 		return err
 	}
 	l.step("waiting for %d Nodes Ready at v%s", len(c.Topology.Hosts), c.Version)
-	if err := waitNodesReady(ctx, kc, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out); err != nil {
+	var notReady []string
+	if err := waitNodesReady(ctx, kc, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out, &notReady); err != nil {
+		l.describeHosts(context.WithoutCancel(ctx), notReady)
 		return err
 	}
 	if err := labelNodes(ctx, kc, c.Topology); err != nil {
@@ -339,4 +341,16 @@ func writeState(dir string, st State) error {
 		return fmt.Errorf("%w: %v", ErrHost, err)
 	}
 	return nil
+}
+
+// describeHosts writes, for hosts that did not come up, what their kubelet
+// says: whether the unit runs and the end of its journal. A lab that
+// failed is removed by its caller, and this is then all that is left.
+func (l *Lab) describeHosts(ctx context.Context, hosts []string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, h := range hosts {
+		out, err := l.Exec(ctx, h, "sh", "-c", "systemctl is-active kubelet; journalctl -u kubelet --no-pager -n 25 | cut -c1-300")
+		fmt.Fprintf(l.cfg.Out, "--- %s: kubelet (err %v)\n%s", h, err, out)
+	}
 }
