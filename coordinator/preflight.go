@@ -265,6 +265,16 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 						offers[cn][node] = append(offers[cn][node], op)
 					}
 				}
+				// A new leader has seen no agent's heartbeat yet; the
+				// agents-reporting check would fail every agent that the
+				// last leader saw. Wait for the first beats (or for the
+				// sweep to declare the silent ones missing), at most
+				// MissingAfter after the term began.
+				for node, a := range st.Clusters[cn].Agents {
+					if a.Registered && !a.Missing && c.live.awaiting(nodeKey(cn, node), now, c.cfg.MissingAfter) {
+						pending++
+					}
+				}
 				if pending == 0 || !now.Before(run.Deadline) {
 					due = append(due, finish{cn, run.ID})
 				}
