@@ -37,7 +37,6 @@ const (
 	ProblemNoLeader          = "no-leader"
 	ProblemLagging           = "lagging"
 	ProblemConflict          = "conflict"
-	ProblemPreflightFailed   = "preflight-failed"
 	ProblemPolicyInvalid     = "maintenance-policy-invalid"
 	ProblemUnauthorized      = "unauthorized"
 	ProblemMethodNotAllowed  = "method-not-allowed"

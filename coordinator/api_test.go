@@ -167,7 +167,8 @@ func TestAPI(t *testing.T) {
 	require.Greater(t, plan.Total, plan.CriticalPath/2)
 	require.Equal(t, before, snapshot(t, cl), "a dry run changes nothing")
 
-	// Start: 202; a second start is refused while it runs.
+	// Start: 202 at once with the upgrade in preflight; a second start is
+	// refused while it is in progress.
 	var u phases.Upgrade
 	code2, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
@@ -175,9 +176,14 @@ func TestAPI(t *testing.T) {
 	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/upgrade", "application/json", []byte(`{"version":"1.34.4"}`))
 	require.Equal(t, 409, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemUpgradeInProgress, prob.Type)
-	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
-	require.NoError(t, err)
+	require.Equal(t, phases.UpgradePreflight, u.State, "preflight is the upgrade's first step")
+	eventually(t, "upgrade past its preflight", func() bool {
+		u = phases.Upgrade{}
+		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
+		return err == nil && u.State != phases.UpgradePreflight
+	})
 	require.Equal(t, "lab-1.34.4-1", u.ID)
+	require.Equal(t, phases.UpgradeRunning, u.State)
 	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &got)
 	require.NoError(t, err)
 	require.Equal(t, phases.MustParseVersion("1.34.4"), got.Spec.Version, "spec.version is the target once an upgrade starts")

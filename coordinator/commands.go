@@ -58,6 +58,12 @@ type startUpgradeCmd struct {
 	To      phases.Version `json:"to"`
 	Options phases.Options `json:"options"`
 	Now     time.Time      `json:"now"`
+	// Preflight is the run the upgrade waits for, started by this same
+	// entry: the upgrade begins in state preflight, and the entry that
+	// stores the run's report moves it to running or refused. Entries
+	// written before preflight was replicated with the upgrade carry none
+	// and start the upgrade running at once.
+	Preflight *PreflightRun `json:"preflight,omitempty"`
 }
 
 // advanceCmd commits a batch of decisions for one upgrade. Each action is

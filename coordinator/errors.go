@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"errors"
-	"strings"
 )
 
 // Sentinel errors. The HTTP layer maps each to a status and problem type in
@@ -15,7 +14,6 @@ var (
 	ErrUnknownVersion    = errors.New("version not in the release catalog")
 	ErrCommandNotAllowed = errors.New("command not allowed")
 	ErrUnauthorized      = errors.New("unauthorized")
-	ErrPreflightFailed   = errors.New("preflight failed")
 )
 
 // RuleError is a refusal naming the rule it enforces, for refusals that are
@@ -33,16 +31,3 @@ func (e *RuleError) Unwrap() error { return e.Err }
 
 // ErrPolicyInvalid is wrapped by maintenance-policy refusals.
 var ErrPolicyInvalid = errors.New("invalid maintenance policy")
-
-// PreflightError refuses an upgrade whose preflight had a blocking failure.
-type PreflightError struct {
-	ID     string
-	Failed []string
-}
-
-func (e *PreflightError) Error() string {
-	return "preflight " + e.ID + " failed: " + strings.Join(e.Failed, ", ")
-}
-
-// Unwrap ties the refusal to ErrPreflightFailed.
-func (e *PreflightError) Unwrap() error { return ErrPreflightFailed }

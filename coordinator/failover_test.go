@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
@@ -227,4 +228,40 @@ func TestCloseEndsTheLeadersWork(t *testing.T) {
 		t.Fatal("Run still running after Close returned")
 	}
 	require.True(t, ops.called("cordon cancelled cplb-1"), "the cordon returned before Close did")
+}
+
+// TestLeaderKilledDuringPreflight: the leader dies while the upgrade waits
+// for its preflight run; the new leader finishes the replicated run, and
+// the report's entry starts the upgrade, which completes.
+func TestLeaderKilledDuringPreflight(t *testing.T) {
+	ops := newFakeOps()
+	tc := newTestCluster(t, 3, ops)
+	cl := tc.anyClient(1)
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
+
+	old := tc.leader()
+	require.NotNil(t, old)
+	var u phases.Upgrade
+	_, err := old.client().Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
+	require.NoError(t, err)
+	require.Equal(t, phases.UpgradePreflight, u.State)
+	old.stop(true)
+	require.NotEqual(t, old.id, tc.waitLeader().id)
+
+	eventually(t, "upgrade done under the new leader", func() bool {
+		u = phases.Upgrade{}
+		_, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
+		return err == nil && u.State == phases.UpgradeDone
+	})
+	var run coordinator.PreflightRun
+	_, err = tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/"+u.Preflight, nil, &run)
+	require.NoError(t, err)
+	require.False(t, run.Report.Blocked(), "the upgrade ran on the passing run it names")
 }

@@ -128,7 +128,7 @@ func (s *state) putCluster(c putClusterCmd) (any, error) {
 		}
 	}
 	old, exists := s.Clusters[spec.Name]
-	if exists && old.activeUpgrade() != nil {
+	if exists && old.pendingUpgrade() != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s is running; its shape cannot change now: %w", spec.Name, old.Upgrade.ID, ErrUpgradeInProgress)
 	}
 	if !exists {
@@ -154,7 +154,7 @@ func (s *state) deleteCluster(c deleteClusterCmd) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.activeUpgrade() != nil {
+	if r.pendingUpgrade() != nil {
 		return nil, fmt.Errorf("cluster %s: %w", c.Name, ErrUpgradeInProgress)
 	}
 	for name, o := range s.Clusters {
@@ -173,8 +173,8 @@ func (s *state) checkUpgrade(name string, to phases.Version) (*clusterRecord, er
 	if err != nil {
 		return nil, err
 	}
-	if u := r.activeUpgrade(); u != nil {
-		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is running: %w", name, u.ID, u.To, ErrUpgradeInProgress)
+	if u := r.pendingUpgrade(); u != nil {
+		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is %s: %w", name, u.ID, u.To, u.State, ErrUpgradeInProgress)
 	}
 	if _, ok := s.Releases[to.String()]; !ok {
 		return nil, &RuleError{Rule: phases.RuleUnknown, Detail: fmt.Sprintf("version %s is not in the release catalog", to), Err: ErrUnknownVersion}
@@ -208,6 +208,9 @@ func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Preflight != nil && (c.Preflight.Cluster != c.Cluster || r.preflight(c.Preflight.ID) != nil) {
+		return nil, fmt.Errorf("preflight %s of cluster %s cannot start here: %w", c.Preflight.ID, c.Preflight.Cluster, phases.ErrStale)
+	}
 	if c.Options.EmergencyReason != "" {
 		if c.To.Minor != r.StatusVersion.Minor {
 			return nil, &RuleError{Rule: "emergency-patch-only", Detail: fmt.Sprintf("an emergency override forces patches only; %s → %s is a minor upgrade", r.StatusVersion, c.To), Err: ErrInvalid}
@@ -219,7 +222,15 @@ func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
 	spec.Version = r.StatusVersion
 	u := phases.NewUpgrade(phases.UpgradeID(c.Cluster, c.To, r.Seq), &spec, c.To, c.Options, c.Now)
 	r.Upgrade = u
-	r.Spec.Version = c.To
+	if c.Preflight == nil {
+		// Entries from releases that ran preflight before proposing.
+		r.Spec.Version = c.To
+		return u.ID, nil
+	}
+	// SPEC §4: preflight first; spec.version is set, and the steps may
+	// run, only once the run this entry starts has passed (preflightFinish).
+	addPreflight(r, *c.Preflight)
+	u.State, u.Preflight = phases.UpgradePreflight, c.Preflight.ID
 	return u.ID, nil
 }
 

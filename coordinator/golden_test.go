@@ -223,6 +223,25 @@ func goldenEntries() []goldenEntry {
 	add(cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
 		Actions:     []phases.Action{{ID: auto + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: auto, Step: "pool/cp"}},
 		Protections: map[string]time.Time{"cp-1": t.Add(7 * 24 * time.Hour), "worker-1": t.Add(time.Hour)}})
+
+	// Preflight as the upgrade's first step: the upgrade and its run start
+	// in one entry; the report's entry refuses it (a blocking check) or
+	// moves it to running and sets spec.version.
+	add(cmdPutCluster, putClusterCmd{Spec: spec("edge"), Now: now()})
+	edgeRun := func(id string) *PreflightRun {
+		at := now()
+		return &PreflightRun{ID: id, Cluster: "edge", Target: phases.MustParseVersion("1.34.4"), CreatedAt: at, Deadline: at.Add(PreflightTimeout),
+			Operations: map[string][]api.Operation{"cp-1": {{ID: "preflight-" + id + "-cp-1-artifacts", Kind: api.OpCheckArtifacts,
+				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.34.4", SHA256: sum}}}}}}}
+	}
+	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-1")})
+	refuse(ErrUpgradeInProgress, cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-9")})
+	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "edge", Run: "edge-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
+		Failed:  []string{preflight.IDAgentsReporting},
+		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Fail, Blocks: true, Message: "0 of 3 agents report"}}}})
+	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
+	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
+		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"}}}})
 	return out
 }
 

@@ -44,6 +44,17 @@ func (l *liveness) lastSeen(key string) (time.Time, bool) {
 	return t, ok
 }
 
+// awaiting reports whether this term is still waiting for the first beat
+// of agent key: it has not beaten here, and its grace since the term began
+// (MissingAfter) has not run out — after which it beats or is declared
+// missing.
+func (l *liveness) awaiting(key string, now time.Time, grace time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, seen := l.seen[key]
+	return !seen && now.Sub(l.since) <= grace
+}
+
 // sweep commits "missing" for registered agents that stopped beating.
 func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 	var gone []agentHealthCmd

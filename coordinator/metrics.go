@@ -72,6 +72,10 @@ func clusterMetrics(st *state, r *clusterRecord, now time.Time) metrics.ClusterV
 		return v
 	}
 	switch {
+	case u.State == phases.UpgradePreflight:
+		v.Phase = "preflight"
+	case u.State == phases.UpgradeRefused:
+		v.Phase = "refused"
 	case u.State == phases.UpgradeRunning && u.PauseReason != "":
 		v.Phase, v.PauseReason = "paused", u.PauseReason
 	case u.State == phases.UpgradeRunning:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,14 +71,19 @@ func (s *state) preflightStart(c preflightStartCmd) (any, error) {
 	if r.preflight(c.Run.ID) != nil {
 		return nil, fmt.Errorf("preflight %s exists: %w", c.Run.ID, phases.ErrStale)
 	}
-	run := c.Run
+	addPreflight(r, c.Run)
+	return nil, nil
+}
+
+// addPreflight stores a new running preflight run, keeping the latest
+// maxPreflights.
+func addPreflight(r *clusterRecord, run PreflightRun) {
 	run.State = "running"
 	r.PreflightSeq++
 	r.Preflights = append(r.Preflights, &run)
 	if len(r.Preflights) > maxPreflights {
 		r.Preflights = r.Preflights[len(r.Preflights)-maxPreflights:]
 	}
-	return nil, nil
 }
 
 // runningPreflight finds a run that still takes results.
@@ -122,6 +128,21 @@ func (s *state) preflightFinish(c preflightFinishCmd) (any, error) {
 	}
 	rep := c.Report
 	run.Report, run.State, run.FinishedAt = &rep, "done", c.Now
+	// The upgrade waiting for this run starts or is refused by the same
+	// entry that stores the report: the replicated state never holds a
+	// running upgrade without the passing run it names.
+	r := s.Clusters[c.Cluster]
+	if u := r.Upgrade; u != nil && u.State == phases.UpgradePreflight && u.Preflight == run.ID {
+		u.Revision++
+		if rep.Blocked() {
+			u.State, u.FinishedAt, u.RefusedChecks = phases.UpgradeRefused, c.Now, slices.Clone(rep.Failed)
+			r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
+				State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+		} else {
+			u.State = phases.UpgradeRunning
+			r.Spec.Version = u.To
+		}
+	}
 	return nil, nil
 }
 
@@ -135,8 +156,24 @@ func (c *Coordinator) StartPreflight(ctx context.Context, cluster, version strin
 	if err != nil {
 		return "", &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
 	}
+	run, err := c.newPreflightRun(cluster, to)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.apply(ctx, cmdPreflightStart, preflightStartCmd{Run: run}); err != nil {
+		return "", err
+	}
+	return run.ID, nil
+}
+
+// newPreflightRun decides a run for an upgrade of cluster to version: its
+// ID and every host's operations, from the state this member has applied.
+// The entry that carries it re-checks the ID, so a run decided on stale
+// state is refused, not stored twice.
+func (c *Coordinator) newPreflightRun(cluster string, to phases.Version) (PreflightRun, error) {
 	now := c.cfg.Clock.Now()
 	var run PreflightRun
+	var err error
 	c.fsm.read(func(st *state) {
 		var r *clusterRecord
 		if r, err = st.cluster(cluster); err != nil {
@@ -151,13 +188,7 @@ func (c *Coordinator) StartPreflight(ctx context.Context, cluster, version strin
 		run = PreflightRun{ID: id, Cluster: cluster, Target: to, CreatedAt: now, Deadline: now.Add(PreflightTimeout),
 			Operations: preflight.HostOperations(id, in, "", addrs)}
 	})
-	if err != nil {
-		return "", err
-	}
-	if _, err := c.apply(ctx, cmdPreflightStart, preflightStartCmd{Run: run}); err != nil {
-		return "", err
-	}
-	return run.ID, nil
+	return run, err
 }
 
 // Preflight returns a stored run.
@@ -232,6 +263,16 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 							offers[cn] = map[string][]api.Operation{}
 						}
 						offers[cn][node] = append(offers[cn][node], op)
+					}
+				}
+				// A new leader has seen no agent's heartbeat yet; the
+				// agents-reporting check would fail every agent that the
+				// last leader saw. Wait for the first beats (or for the
+				// sweep to declare the silent ones missing), at most
+				// MissingAfter after the term began.
+				for node, a := range st.Clusters[cn].Agents {
+					if a.Registered && !a.Missing && c.live.awaiting(nodeKey(cn, node), now, c.cfg.MissingAfter) {
+						pending++
 					}
 				}
 				if pending == 0 || !now.Before(run.Deadline) {
@@ -315,30 +356,6 @@ func (c *Coordinator) reportPreflightResult(ctx context.Context, cluster, node s
 		return nil
 	}
 	return err
-}
-
-// RunPreflight starts a run and waits for its report.
-func (c *Coordinator) RunPreflight(ctx context.Context, cluster, version string) (PreflightRun, error) {
-	id, err := c.StartPreflight(ctx, cluster, version)
-	if err != nil {
-		return PreflightRun{}, err
-	}
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		run, err := c.Preflight(cluster, id)
-		if err != nil {
-			return run, err
-		}
-		if run.State == "done" {
-			return run, nil
-		}
-		select {
-		case <-ctx.Done():
-			return run, ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // copyPreflight copies a run so the FSM may go on recording results.

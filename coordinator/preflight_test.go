@@ -9,12 +9,15 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
 
-// TestPreflightRunAndUpgradeRefusal runs a preflight alone, then shows an
-// upgrade refused by a blocking failure (one agent stopped) leaving spec,
-// status and every node untouched.
+// TestPreflightRunAndUpgradeRefusal runs a preflight alone, then shows
+// preflight as the replicated first step of an upgrade: the request answers
+// 202 at once with the upgrade in state preflight; a blocking failure (one
+// agent never runs) ends it refused, naming the checks, with spec, status
+// and every node untouched; a passing run moves it to running.
 func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	ops := newFakeOps()
 	tc := newTestCluster(t, 1, ops)
@@ -55,17 +58,54 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 		c, err := m.c.Cluster("lab2")
 		return err == nil && len(c.Status.Agents) == len(nodes)-1
 	})
-	before := snapshot(t, cl)
 	calls := len(ops.Calls())
-	code2, prob, body := raw(t, m, http.MethodPost, "/v1/clusters/lab2/upgrade", "application/json", []byte(`{"version":"1.34.4"}`))
-	require.Equal(t, http.StatusConflict, code2, string(body))
-	require.Equal(t, api.ProblemTypeBase+api.ProblemPreflightFailed, prob.Type)
-	require.Contains(t, prob.Extra["failed"], preflight.IDAgentsReporting)
-	require.Contains(t, prob.Detail, "agents-reporting")
-	require.Equal(t, before, snapshot(t, cl), "spec and status untouched")
+	versions := func() string {
+		c, err := m.c.Cluster("lab2")
+		require.NoError(t, err)
+		return c.Spec.Version.String() + " " + c.Status.Version
+	}
+	var u phases.Upgrade
+	code2, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab2/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, code2, "the request does not wait for preflight")
+	require.Equal(t, phases.UpgradePreflight, u.State)
+	require.NotEmpty(t, u.Preflight)
+	require.Equal(t, "1.33.6 1.33.6", versions(), "spec.version is set only after preflight passed")
+	eventually(t, "upgrade refused", func() bool {
+		u = phases.Upgrade{}
+		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab2/upgrade", nil, &u)
+		return err == nil && u.State == phases.UpgradeRefused
+	})
+	require.Contains(t, u.RefusedChecks, preflight.IDAgentsReporting)
+	require.Equal(t, "1.33.6 1.33.6", versions(), "spec and status untouched")
 	require.Equal(t, calls, len(ops.Calls()), "no node touched")
 	c2, err := m.c.Cluster("lab2")
 	require.NoError(t, err)
-	require.Nil(t, c2.Status.Upgrade)
 	require.Equal(t, "1.33.6", c2.Spec.Version.String())
+	require.Equal(t, phases.UpgradeRefused, c2.Status.Upgrade.State)
+	var refusing coordinator.PreflightRun
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab2/preflight/"+u.Preflight, nil, &refusing)
+	require.NoError(t, err)
+	require.True(t, refusing.Report.Blocked(), "the run the refused upgrade names is the blocking one")
+
+	// A refused upgrade does not block the next request; with every agent
+	// reporting, the upgrade of lab moves from preflight to running on the
+	// passing run it names, and only then is spec.version set.
+	code3, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, code3)
+	require.Equal(t, phases.UpgradePreflight, u.State)
+	eventually(t, "upgrade past preflight", func() bool {
+		u = phases.Upgrade{}
+		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
+		return err == nil && u.State != phases.UpgradePreflight
+	})
+	require.Equal(t, phases.UpgradeRunning, u.State)
+	var passing coordinator.PreflightRun
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/"+u.Preflight, nil, &passing)
+	require.NoError(t, err)
+	require.False(t, passing.Report.Blocked())
+	c1, err := m.c.Cluster("lab")
+	require.NoError(t, err)
+	require.Equal(t, "1.34.4", c1.Spec.Version.String())
 }

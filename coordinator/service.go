@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
@@ -154,19 +153,16 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 	if _, err := c.Plan(cluster, req); err != nil {
 		return nil, err
 	}
-	// A preflight runs first; a blocking failure refuses the upgrade with
-	// nothing changed but the stored preflight run itself.
-	pctx, cancel := context.WithTimeout(ctx, PreflightTimeout+30*time.Second)
-	run, err := c.RunPreflight(pctx, cluster, req.Version)
-	cancel()
+	// The upgrade and its preflight run start in one entry; the leader runs
+	// the checks, and the entry that stores the report moves the upgrade
+	// to running, or to refused with the blocking checks (SPEC §4 step 1).
+	// Nothing here waits for them.
+	to, _ := phases.ParseVersion(req.Version)
+	run, err := c.newPreflightRun(cluster, to)
 	if err != nil {
 		return nil, err
 	}
-	if run.Report.Blocked() {
-		return nil, &PreflightError{ID: run.ID, Failed: run.Report.Failed}
-	}
-	to, _ := phases.ParseVersion(req.Version)
-	if _, err := c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now()}); err != nil {
+	if _, err := c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
 	return c.Upgrade(cluster)

@@ -81,6 +81,16 @@ func (r *clusterRecord) activeUpgrade() *phases.Upgrade {
 	return nil
 }
 
+// pendingUpgrade returns the cluster's upgrade that has not ended (waiting
+// for its preflight or running), or nil: while there is one, no other
+// upgrade starts and the cluster's shape does not change.
+func (r *clusterRecord) pendingUpgrade() *phases.Upgrade {
+	if r.Upgrade != nil && r.Upgrade.InProgress() {
+		return r.Upgrade
+	}
+	return nil
+}
+
 // nodeVersions counts nodes per version: from the upgrade while one has
 // run, else every node at the status version.
 func (r *clusterRecord) nodeVersions(pool string) map[string]int {

@@ -104,9 +104,10 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	})
 }
 
-// testRefusals: a skipped minor, a downgrade and a preflight failure (one
-// agent stopped) are refused with the rule they broke, and the cluster's
-// spec, status and upgrade stay as they were.
+// testRefusals: a skipped minor and a downgrade are refused with the rule
+// they broke, changing nothing; an upgrade whose preflight fails (one agent
+// stopped) ends refused by its own run, naming the check, with the
+// cluster's spec and status as they were and no node touched.
 func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 	c := env.API()
 	for _, v := range []string{"1.35.0", "1.32.9"} {
@@ -138,13 +139,21 @@ func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 		}
 		return false, nil
 	}), "worker-2's agent never counted missing")
+	// The upgrade is accepted in state preflight and its own run refuses
+	// it; nothing of the cluster changed.
 	before = snapshot(t, ctx, env)
-	_, err = env.StartUpgrade(ctx, minorVersion)
-	require.True(t, api.IsProblem(err, "preflight-failed"), "stopped agent: %v", err)
-	require.Contains(t, err.Error(), "agents-reporting")
+	started, err := env.StartUpgrade(ctx, minorVersion)
+	require.NoError(t, err)
+	require.Equal(t, phases.UpgradePreflight, started.State)
+	refused, err := env.Watch(ctx, started.ID, 4*time.Minute, nil)
+	require.ErrorContains(t, err, "refused")
+	require.Equal(t, phases.UpgradeRefused, refused.State)
+	require.Contains(t, refused.RefusedChecks, "agents-reporting")
+	for _, n := range refused.Nodes {
+		require.Equal(t, phases.StatePending, n.State, "node %s touched by a refused upgrade", n.Node)
+	}
 	after := snapshot(t, ctx, env)
 	require.Equal(t, before.spec, after.spec)
-	require.Equal(t, before.upgrade, after.upgrade)
 	require.Equal(t, before.version, after.version)
 
 	_, err = env.Lab.Exec(ctx, "worker-2", "systemctl", "start", "molt-agent.service")

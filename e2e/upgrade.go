@@ -19,7 +19,12 @@ func (e *Env) Preflight(ctx context.Context, version string) (coordinator.Prefli
 	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/preflight", map[string]string{"version": version}, &run); err != nil {
 		return run, err
 	}
-	id := run.ID
+	return e.waitPreflight(ctx, run.ID)
+}
+
+// waitPreflight waits for preflight run id's report.
+func (e *Env) waitPreflight(ctx context.Context, id string) (coordinator.PreflightRun, error) {
+	var run coordinator.PreflightRun
 	err := poll(ctx, 3*time.Minute, func() (bool, error) {
 		if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/preflight/"+id, nil, &run); err != nil {
 			return false, nil
@@ -48,8 +53,9 @@ func (e *Env) PrintReport(run coordinator.PreflightRun) {
 }
 
 // StartUpgrade asks for an upgrade to version (manual: not gated by
-// maintenance windows). The coordinator runs preflight first and refuses
-// with the blocking checks if any fail.
+// maintenance windows). The coordinator answers at once with the upgrade
+// in state preflight; its preflight run then moves it to running, or to
+// refused with the blocking checks.
 func (e *Env) StartUpgrade(ctx context.Context, version string) (*phases.Upgrade, error) {
 	var u phases.Upgrade
 	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", map[string]string{"version": version}, &u); err != nil {
@@ -67,7 +73,7 @@ func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
 	return &u, nil
 }
 
-// Watch follows upgrade id until it leaves running, printing every change
+// Watch follows upgrade id until it ends (leaves preflight and running), printing every change
 // of a step or a node and calling observe (when set) with each revision it
 // sees, so a test can inject faults at chosen moments. Reads go to any
 // running member; a member that does not answer is simply skipped. A
@@ -96,10 +102,13 @@ func (e *Env) Watch(ctx context.Context, id string, timeout time.Duration, obser
 				return false, fmt.Errorf("node %s failed: %s (after fixing the cause: moltctl node retry %s %s)", n.Node, n.Error, ClusterName, n.Node)
 			}
 		}
-		return !u.Active(), nil
+		return !u.InProgress(), nil
 	})
 	if err != nil {
 		return last, fmt.Errorf("upgrade did not finish in %s: %w", timeout, err)
+	}
+	if last.State == phases.UpgradeRefused {
+		return last, fmt.Errorf("upgrade %s refused by preflight %s: %s", last.ID, last.Preflight, strings.Join(last.RefusedChecks, ", "))
 	}
 	if last.State != phases.UpgradeDone {
 		return last, fmt.Errorf("upgrade %s ended %s", last.ID, last.State)
@@ -122,25 +131,21 @@ func (e *Env) WaitVersion(ctx context.Context, v string, timeout time.Duration) 
 // the time from start to status.version.
 func (e *Env) RunUpgrade(ctx context.Context, to string) (*phases.Upgrade, time.Duration, error) {
 	out := e.cfg.Out
-	fmt.Fprintf(out, "==> preflight for v%s\n", to)
-	run, err := e.Preflight(ctx, to)
-	if err != nil {
-		return nil, 0, err
-	}
-	e.PrintReport(run)
-	if len(run.Report.Failed) > 0 {
-		return nil, 0, fmt.Errorf("preflight failed: %s", strings.Join(run.Report.Failed, ", "))
-	}
-	c, err := e.Cluster(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	fmt.Fprintf(out, "==> upgrade %s v%s → v%s (control-plane LB, control plane, add-ons, LB nodes, workers)\n", ClusterName, c.Status.Version, to)
 	t0 := time.Now()
 	started, err := e.StartUpgrade(ctx, to)
 	if err != nil {
 		return nil, 0, err
 	}
+	fmt.Fprintf(out, "==> upgrade %s v%s → v%s accepted; its preflight %s runs first\n", started.ID, started.From, to, started.Preflight)
+	run, err := e.waitPreflight(ctx, started.Preflight)
+	if err != nil {
+		return nil, 0, err
+	}
+	e.PrintReport(run)
+	if len(run.Report.Failed) > 0 {
+		return nil, 0, fmt.Errorf("upgrade %s refused by preflight %s: %s", started.ID, run.ID, strings.Join(run.Report.Failed, ", "))
+	}
+	fmt.Fprintf(out, "==> upgrade %s v%s → v%s (control-plane LB, control plane, add-ons, LB nodes, workers)\n", ClusterName, started.From, to)
 	u, err := e.Watch(ctx, started.ID, 45*time.Minute, nil)
 	if err != nil {
 		return u, 0, err

@@ -76,7 +76,7 @@ const (
 // "unknown" so that a value the coordinator invents later still yields
 // exactly one series at 1 instead of none.
 var (
-	ClusterPhases = []string{"idle", "preflight", "running", "paused", "done", "failed", Unknown}
+	ClusterPhases = []string{"idle", "preflight", "refused", "running", "paused", "done", "failed", Unknown}
 	StepStates    = []string{"pending", "running", "paused", "done", "failed", Unknown}
 	// PoolPhases covers bare-metal and surge pools (pending → running →
 	// done) and the blue/green phases of SPEC §7.

@@ -12,6 +12,13 @@ type UpgradeState string
 
 // Upgrade states.
 const (
+	// UpgradePreflight: the upgrade waits for its preflight run (Upgrade.
+	// Preflight); nothing of the cluster is touched and spec.version is not
+	// set yet (SPEC §4, steps 1–2).
+	UpgradePreflight UpgradeState = "preflight"
+	// UpgradeRefused: its preflight had blocking failures (RefusedChecks);
+	// nothing was touched. Final.
+	UpgradeRefused   UpgradeState = "refused"
 	UpgradeRunning   UpgradeState = "running"
 	UpgradeDone      UpgradeState = "done"
 	UpgradeFailed    UpgradeState = "failed"
@@ -63,9 +70,16 @@ type Upgrade struct {
 	PauseReason string    `json:"pauseReason,omitempty"`
 	PausedAt    time.Time `json:"pausedAt,omitzero"`
 	// ResumedAt is when the upgrade last left a pause.
-	ResumedAt time.Time   `json:"resumedAt,omitzero"`
-	Steps     []Step      `json:"steps"`
-	Pools     []PoolTrack `json:"pools"`
+	ResumedAt time.Time `json:"resumedAt,omitzero"`
+	// Preflight is the preflight run the upgrade waits for (state
+	// preflight) or was started on; empty for upgrades started before
+	// preflight was part of the upgrade.
+	Preflight string `json:"preflight,omitempty"`
+	// RefusedChecks are the blocking checks of a refused upgrade's
+	// preflight, sorted.
+	RefusedChecks []string    `json:"refusedChecks,omitempty"`
+	Steps         []Step      `json:"steps"`
+	Pools         []PoolTrack `json:"pools"`
 	// Nodes are grouped by pool in the order of Pools; inside a pool in the
 	// order the cluster lists them.
 	Nodes []NodeTask `json:"nodes"`
@@ -212,8 +226,13 @@ func (u *Upgrade) VersionCounts() map[Version]int {
 	return m
 }
 
-// Active reports whether the upgrade is still in progress.
+// Active reports whether the upgrade is running its steps.
 func (u *Upgrade) Active() bool { return u.State == UpgradeRunning }
+
+// InProgress reports whether the upgrade has not ended: it waits for its
+// preflight or runs. Another upgrade, or a change of the cluster's shape,
+// must wait for it.
+func (u *Upgrade) InProgress() bool { return u.State == UpgradePreflight || u.State == UpgradeRunning }
 
 func depsDone(u *Upgrade, s *Step) bool {
 	for _, d := range s.Deps {

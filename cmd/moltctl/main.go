@@ -227,7 +227,9 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		if watch {
 			return c.watch(cmd.Context(), args[0], u.ID)
 		}
-		return c.print(u, func() { fmt.Fprintf(c.out, "upgrade %s started: %s → %s\n", u.ID, u.From, u.To) })
+		return c.print(u, func() {
+			fmt.Fprintf(c.out, "upgrade %s accepted: %s → %s; preflight %s runs first (moltctl upgrade watch %s)\n", u.ID, u.From, u.To, u.Preflight, args[0])
+		})
 	}}
 	start.Flags().Bool("dry-run", false, "only check the rules and print the plan")
 	start.Flags().Bool("watch", false, "watch the upgrade until it ends")
@@ -265,7 +267,10 @@ func (c *cli) watch(ctx context.Context, cluster, id string) error {
 			} else if err := c.print(u, nil); err != nil {
 				return err
 			}
-			if u.State != phases.UpgradeRunning {
+			if u.State == phases.UpgradeRefused {
+				return fmt.Errorf("upgrade %s refused by preflight %s: %s", u.ID, u.Preflight, strings.Join(u.RefusedChecks, ", "))
+			}
+			if !u.InProgress() {
 				return nil
 			}
 		}

@@ -29,6 +29,13 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 		elapsed = u.FinishedAt.Sub(u.CreatedAt)
 	}
 	fmt.Fprintf(w, "  elapsed %s\n\n", elapsed.Round(time.Second))
+	switch u.State {
+	case phases.UpgradePreflight:
+		fmt.Fprintf(w, "  preflight %s runs; the steps below start when it passes (moltctl preflight get %s %s)\n\n", u.Preflight, u.Cluster, u.Preflight)
+	case phases.UpgradeRefused:
+		fmt.Fprintf(w, "  refused by preflight %s: %s (nothing was touched; moltctl preflight get %s %s)\n", u.Preflight, strings.Join(u.RefusedChecks, ", "), u.Cluster, u.Preflight)
+		return
+	}
 	doneNodes := 0
 	for _, n := range u.Nodes {
 		if n.State == phases.StateDone {

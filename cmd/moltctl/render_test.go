@@ -78,6 +78,17 @@ func TestRenderUpgradeGolden(t *testing.T) {
 			u.PauseReason, u.PausedAt = "MAINTENANCE_WINDOW", now
 			return u
 		},
+		"preflight": func() *phases.Upgrade {
+			u := fresh()
+			u.State, u.Preflight = phases.UpgradePreflight, "lab-3"
+			return u
+		},
+		"refused": func() *phases.Upgrade {
+			u := fresh()
+			u.State, u.Preflight, u.FinishedAt = phases.UpgradeRefused, "lab-3", t0.Add(40*time.Second)
+			u.RefusedChecks = []string{"agents-reporting", "disk-space"}
+			return u
+		},
 		"done": func() *phases.Upgrade {
 			u := fresh()
 			for i := range u.Steps {

@@ -45,12 +45,6 @@ func problemFor(err error) *api.Problem {
 	if errors.As(err, &ce) {
 		rule = ce.Rule
 	}
-	var pf *coordinator.PreflightError
-	if errors.As(err, &pf) {
-		pr := p(http.StatusConflict, api.ProblemPreflightFailed, "Preflight failed", "preflight")
-		pr.Extra = map[string]any{"preflight": pf.ID, "failed": pf.Failed}
-		return pr
-	}
 	switch {
 	case errors.Is(err, errBadRequest):
 		return p(http.StatusBadRequest, api.ProblemValidation, "Malformed request", "request-body")
