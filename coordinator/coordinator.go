@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
 )
@@ -16,7 +17,7 @@ import (
 type Coordinator struct {
 	cfg   Config
 	log   *slog.Logger
-	fsm   *fsm
+	sm    *statemachine.Machine
 	store *raftstore.Store
 
 	wake     chan struct{}
@@ -58,18 +59,18 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.MaxConcurrentWork = DefaultMaxConcurrentWork
 	}
 	c := &Coordinator{
-		cfg: cfg, log: cfg.Logger, fsm: newFSM(),
+		cfg: cfg, log: cfg.Logger, sm: statemachine.New(),
 		wake:     make(chan struct{}, 1),
 		dispatch: newDispatcher(),
 		opsCache: map[string]cachedOps{},
 		quit:     make(chan struct{}),
 	}
 	c.live = newLiveness()
-	c.fsm.onChange = c.poke
+	c.sm.SetOnChange(c.poke)
 	if cfg.Raft.Logger == nil {
 		cfg.Raft.Logger = cfg.Logger.With("component", "raft")
 	}
-	st, err := raftstore.Open(cfg.Raft, c.fsm)
+	st, err := raftstore.Open(cfg.Raft, c.sm)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: open store: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 )
 
 // liveness keeps agents' last heartbeats in the leader's memory. 15,000
@@ -57,30 +58,25 @@ func (l *liveness) awaiting(key string, now time.Time, grace time.Duration) bool
 
 // sweep commits "missing" for registered agents that stopped beating.
 func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
-	var gone []agentHealthCmd
-	c.fsm.read(func(st *state) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for _, cn := range sortedKeys(st.Clusters) {
-			r := st.Clusters[cn]
-			for _, node := range sortedKeys(r.Agents) {
-				a := r.Agents[node]
-				if !a.Registered || a.Missing {
-					continue
-				}
-				last, ok := l.seen[nodeKey(cn, node)]
-				if !ok {
-					last = l.since
-				}
-				if now.Sub(last) > c.cfg.MissingAfter {
-					gone = append(gone, agentHealthCmd{Cluster: cn, Node: node, Missing: true, Healthy: false, Now: now})
-				}
-			}
+	var gone []statemachine.AgentHealthCmd
+	agents := c.sm.Agents()
+	l.mu.Lock()
+	for _, a := range agents {
+		if !a.Registered || a.Missing {
+			continue
 		}
-	})
+		last, ok := l.seen[nodeKey(a.Cluster, a.Node)]
+		if !ok {
+			last = l.since
+		}
+		if now.Sub(last) > c.cfg.MissingAfter {
+			gone = append(gone, statemachine.AgentHealthCmd{Cluster: a.Cluster, Node: a.Node, Missing: true, Healthy: false, Now: now})
+		}
+	}
+	l.mu.Unlock()
 	for _, cmd := range gone {
 		c.log.Warn("agent missing", "cluster", cmd.Cluster, "node", cmd.Node)
-		if _, err := c.apply(ctx, cmdAgentHealth, cmd); err != nil {
+		if _, err := c.apply(ctx, statemachine.CmdAgentHealth, cmd); err != nil {
 			c.log.Warn("commit agent missing", "err", err)
 		}
 	}
@@ -93,7 +89,7 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 		return api.RegisterResponse{}, fmt.Errorf("agent %s/%s: join token refused: %w", r.Cluster, r.Node, ErrUnauthorized)
 	}
 	now := c.cfg.Clock.Now()
-	if _, err := c.apply(ctx, cmdAgentRegister, agentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}); err != nil {
+	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}); err != nil {
 		return api.RegisterResponse{}, err
 	}
 	c.live.beat(nodeKey(r.Cluster, r.Node), now)
@@ -101,39 +97,26 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 }
 
 func (c *Coordinator) checkAgent(cluster, node string) error {
-	var err error
-	c.fsm.read(func(st *state) {
-		r, ok := st.Clusters[cluster]
-		if !ok || r.Agents[node] == nil || !r.Agents[node].Registered {
-			err = fmt.Errorf("agent %s/%s is not registered: %w", cluster, node, ErrNotFound)
-		}
-	})
-	return err
+	if a, ok := c.sm.Agent(cluster, node); !ok || !a.Registered {
+		return fmt.Errorf("agent %s/%s is not registered: %w", cluster, node, ErrNotFound)
+	}
+	return nil
 }
 
 // Heartbeat notes a beat in memory and commits only a change of health.
 func (c *Coordinator) Heartbeat(ctx context.Context, h api.AgentHealth) error {
 	now := c.cfg.Clock.Now()
 	healthy := h.Kubelet.Healthy && h.Containerd.Healthy
-	changed := false
-	var err error
-	c.fsm.read(func(st *state) {
-		r, ok := st.Clusters[h.Cluster]
-		if !ok || r.Agents[h.Node] == nil || !r.Agents[h.Node].Registered {
-			err = fmt.Errorf("agent %s/%s is not registered: %w", h.Cluster, h.Node, ErrNotFound)
-			return
-		}
-		a := r.Agents[h.Node]
-		changed = a.Missing || a.Healthy != healthy || a.Kubelet != h.Kubelet.Version || a.Containerd != h.Containerd.Version
-	})
-	if err != nil {
-		return err
+	a, ok := c.sm.Agent(h.Cluster, h.Node)
+	if !ok || !a.Registered {
+		return fmt.Errorf("agent %s/%s is not registered: %w", h.Cluster, h.Node, ErrNotFound)
 	}
+	changed := a.Missing || a.Healthy != healthy || a.Kubelet != h.Kubelet.Version || a.Containerd != h.Containerd.Version
 	c.live.beat(nodeKey(h.Cluster, h.Node), now)
 	if !changed {
 		return nil
 	}
-	_, err = c.apply(ctx, cmdAgentHealth, agentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: healthy,
+	_, err := c.apply(ctx, statemachine.CmdAgentHealth, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: healthy,
 		Kubelet: h.Kubelet.Version, Containerd: h.Containerd.Version, Now: now})
 	return err
 }

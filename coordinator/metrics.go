@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
@@ -28,40 +29,44 @@ func (c *Coordinator) RaftView() metrics.RaftView {
 // AgentsView reports every registered agent's liveness.
 func (c *Coordinator) AgentsView() []metrics.AgentView {
 	var out []metrics.AgentView
-	c.fsm.read(func(st *state) {
-		for _, cn := range sortedKeys(st.Clusters) {
-			r := st.Clusters[cn]
-			for _, n := range sortedKeys(r.Agents) {
-				v := metrics.AgentView{Cluster: cn, Node: n, Missing: r.Agents[n].Missing}
-				if t, ok := c.live.lastSeen(nodeKey(cn, n)); ok {
-					v.LastSeen = t
-				}
-				out = append(out, v)
-			}
+	for _, a := range c.sm.Agents() {
+		v := metrics.AgentView{Cluster: a.Cluster, Node: a.Node, Missing: a.Missing}
+		if t, ok := c.live.lastSeen(nodeKey(a.Cluster, a.Node)); ok {
+			v.LastSeen = t
 		}
-	})
+		out = append(out, v)
+	}
 	return out
 }
 
 // ClustersView reports every cluster's versions and upgrade progress.
 func (c *Coordinator) ClustersView() []metrics.ClusterView {
 	now := c.cfg.Clock.Now()
+	recs := c.sm.Clusters()
+	byName := make(map[string]*statemachine.ClusterRecord, len(recs))
+	for i := range recs {
+		byName[recs[i].Spec.Name] = &recs[i]
+	}
 	var out []metrics.ClusterView
-	c.fsm.read(func(st *state) {
-		for _, cn := range sortedKeys(st.Clusters) {
-			out = append(out, clusterMetrics(st, st.Clusters[cn], now))
+	for i := range recs {
+		r := &recs[i]
+		pctx, err := c.sm.PolicyContext(r.Spec.Name, now)
+		if err != nil {
+			continue // deleted since
 		}
-	})
+		out = append(out, clusterMetrics(r, byName[r.Spec.AdminCluster], pctx, now))
+	}
 	return out
 }
 
-func clusterMetrics(st *state, r *clusterRecord, now time.Time) metrics.ClusterView {
+// clusterMetrics renders a cluster's record for the metrics; admin is its
+// admin cluster's record (nil: none) and ctx its policy context.
+func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.ValidationContext, now time.Time) metrics.ClusterView {
 	v := metrics.ClusterView{Name: r.Spec.Name, Version: r.StatusVersion.String(), TargetVersion: r.Spec.Version.String(),
-		Phase: "idle", NodesPerVersion: r.nodeVersions("")}
-	ctx := st.policyContext(r, now)
+		Phase: "idle", NodesPerVersion: r.NodeVersions("")}
 	v.EndOfSupport = ctx.EndOfSupport
-	v.SkewViolation = skewViolated(st, r)
-	if r.Policy != nil && !ctx.EndOfSupport.IsZero() && r.activeUpgrade() == nil {
+	v.SkewViolation = skewViolated(r, admin)
+	if r.Policy != nil && !ctx.EndOfSupport.IsZero() && r.ActiveUpgrade() == nil {
 		if cp, err := r.Policy.Compile(); err == nil {
 			next, ok := cp.NextOpportunity(maintenance.Change{Target: maintenance.TargetControlPlane, Kind: maintenance.KindMinor}, now)
 			v.MinorBlockedPastEOS = !ok || next.After(ctx.EndOfSupport)
@@ -133,13 +138,13 @@ func clusterMetrics(st *state, r *clusterRecord, now time.Time) metrics.ClusterV
 // skewViolated reports a broken version rule: more than two versions or a
 // kubelet newer than the control plane inside the cluster, or an admin
 // cluster more than one minor ahead of this user cluster.
-func skewViolated(st *state, r *clusterRecord) bool {
+func skewViolated(r, admin *statemachine.ClusterRecord) bool {
 	cp := r.StatusVersion
 	if u := r.Upgrade; u != nil && u.Active() {
 		cp = u.To // the control plane goes first; nodes follow
 	}
 	counts := map[phases.Version]int{}
-	for s, n := range r.nodeVersions("") {
+	for s, n := range r.NodeVersions("") {
 		if v, err := phases.ParseVersion(s); err == nil {
 			counts[v] += n
 		}
@@ -147,7 +152,7 @@ func skewViolated(st *state, r *clusterRecord) bool {
 	if phases.CheckNodeVersions(cp, counts) != nil {
 		return true
 	}
-	if admin, ok := st.Clusters[r.Spec.AdminCluster]; ok && r.Spec.Kind == phases.KindUser {
+	if admin != nil && r.Spec.Kind == phases.KindUser {
 		return admin.StatusVersion.Minor-r.StatusVersion.Minor > 1
 	}
 	return false

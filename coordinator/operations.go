@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -90,7 +91,7 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
 	}
 	res := phases.NodeStepResult{Upgrade: upgrade, Node: node, Cursor: cursor, Attempt: attempt, OK: r.State == api.OpSucceeded, Message: r.Message}
-	v, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
+	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, statemachine.NodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
 	if isStale(err) {
 		return nil
 	}

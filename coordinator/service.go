@@ -3,9 +3,9 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -15,10 +15,10 @@ import (
 
 // PutRelease adds or replaces a release catalog entry.
 func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
-	if _, err := validateRelease(&r); err != nil {
+	if _, err := statemachine.ValidateRelease(&r); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, cmdPutRelease, putReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
 	return err
 }
 
@@ -28,28 +28,16 @@ func (c *Coordinator) Release(version string) (api.Release, error) {
 	if err != nil {
 		return api.Release{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
 	}
-	var out api.Release
-	err = fmt.Errorf("release %s: %w", v, ErrNotFound)
-	c.fsm.read(func(st *state) {
-		if r, ok := st.Releases[v.String()]; ok {
-			out, err = *r, nil
-		}
-	})
-	return out, err
+	r, ok := c.sm.Release(v.String())
+	if !ok {
+		return api.Release{}, fmt.Errorf("release %s: %w", v, ErrNotFound)
+	}
+	return r, nil
 }
 
 // Releases lists the catalog, oldest version first.
 func (c *Coordinator) Releases() []api.Release {
-	var out []api.Release
-	c.fsm.read(func(st *state) {
-		for _, r := range st.Releases {
-			out = append(out, *r)
-		}
-	})
-	slices.SortFunc(out, func(a, b api.Release) int {
-		return phases.MustParseVersion(a.Version).Compare(phases.MustParseVersion(b.Version))
-	})
-	return out
+	return c.sm.Releases()
 }
 
 // PutCluster registers a cluster or updates its shape.
@@ -57,55 +45,37 @@ func (c *Coordinator) PutCluster(ctx context.Context, spec api.ClusterSpec) erro
 	if err := spec.ClusterSpec.Validate(); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, cmdPutCluster, putClusterCmd{Spec: spec.ClusterSpec, Kubeconfig: spec.Kubeconfig, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec.ClusterSpec, Kubeconfig: spec.Kubeconfig, Now: c.cfg.Clock.Now()})
 	return err
 }
 
 // DeleteCluster forgets a cluster that is not upgrading.
 func (c *Coordinator) DeleteCluster(ctx context.Context, name string) error {
-	_, err := c.apply(ctx, cmdDeleteCluster, deleteClusterCmd{Name: name, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdDeleteCluster, statemachine.DeleteClusterCmd{Name: name, Now: c.cfg.Clock.Now()})
 	return err
 }
 
 // Cluster returns a cluster's spec and status.
 func (c *Coordinator) Cluster(name string) (api.Cluster, error) {
-	var out api.Cluster
-	err := fmt.Errorf("cluster %q: %w", name, ErrNotFound)
-	c.fsm.read(func(st *state) {
-		if r, ok := st.Clusters[name]; ok {
-			out, err = clusterView(r, c.live, c.cfg.Clock), nil
-		}
-	})
-	return out, err
+	r, err := c.sm.Cluster(name)
+	if err != nil {
+		return api.Cluster{}, err
+	}
+	return clusterView(&r, c.live), nil
 }
 
 // Clusters lists every cluster by name.
 func (c *Coordinator) Clusters() []api.Cluster {
 	var out []api.Cluster
-	c.fsm.read(func(st *state) {
-		for _, n := range sortedKeys(st.Clusters) {
-			out = append(out, clusterView(st.Clusters[n], c.live, c.cfg.Clock))
-		}
-	})
+	for _, r := range c.sm.Clusters() {
+		out = append(out, clusterView(&r, c.live))
+	}
 	return out
 }
 
 // Upgrade returns a cluster's current (or last) upgrade.
 func (c *Coordinator) Upgrade(cluster string) (*phases.Upgrade, error) {
-	var out *phases.Upgrade
-	err := fmt.Errorf("cluster %q: %w", cluster, ErrNotFound)
-	c.fsm.read(func(st *state) {
-		r, ok := st.Clusters[cluster]
-		if !ok {
-			return
-		}
-		if r.Upgrade == nil {
-			err = fmt.Errorf("cluster %s has never been upgraded by molt: %w", cluster, ErrNoUpgrade)
-			return
-		}
-		out, err = copyUpgrade(r.Upgrade), nil
-	})
-	return out, err
+	return c.sm.Upgrade(cluster)
 }
 
 // Plan checks every rule for an upgrade of cluster to version and returns
@@ -115,21 +85,16 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	if err != nil {
 		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
 	}
-	var plan phases.Plan
-	c.fsm.read(func(st *state) {
-		var r *clusterRecord
-		if r, err = st.checkUpgrade(cluster, to); err != nil {
-			return
-		}
-		if req.Emergency != nil && to.Minor != r.StatusVersion.Minor {
-			err = &RuleError{Rule: "emergency-patch-only", Detail: fmt.Sprintf("an emergency override forces patches only; %s → %s is a minor upgrade", r.StatusVersion, to), Err: ErrInvalid}
-			return
-		}
-		spec := r.Spec
-		spec.Version = r.StatusVersion
-		plan = phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now())
-	})
-	return plan, err
+	r, err := c.sm.CheckUpgrade(cluster, to)
+	if err != nil {
+		return phases.Plan{}, err
+	}
+	if req.Emergency != nil && to.Minor != r.StatusVersion.Minor {
+		return phases.Plan{}, &RuleError{Rule: "emergency-patch-only", Detail: fmt.Sprintf("an emergency override forces patches only; %s → %s is a minor upgrade", r.StatusVersion, to), Err: ErrInvalid}
+	}
+	spec := r.Spec
+	spec.Version = r.StatusVersion
+	return phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now()), nil
 }
 
 func upgradeOptions(req api.UpgradeRequest) phases.Options {
@@ -162,7 +127,7 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
+	if _, err := c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
 	return c.Upgrade(cluster)
@@ -170,13 +135,13 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 
 // PoolCommand runs cancel, resume, rollback or complete on a pool.
 func (c *Coordinator) PoolCommand(ctx context.Context, cluster, pool, command string) error {
-	_, err := c.apply(ctx, cmdPoolCommand, poolCommandCmd{Cluster: cluster, Pool: pool, Command: command, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdPoolCommand, statemachine.PoolCommandCmd{Cluster: cluster, Pool: pool, Command: command, Now: c.cfg.Clock.Now()})
 	return err
 }
 
 // RetryNode gives a failed node a new attempt.
 func (c *Coordinator) RetryNode(ctx context.Context, cluster, node string) error {
-	_, err := c.apply(ctx, cmdRetryNode, retryNodeCmd{Cluster: cluster, Node: node, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdRetryNode, statemachine.RetryNodeCmd{Cluster: cluster, Node: node, Now: c.cfg.Clock.Now()})
 	return err
 }
 
@@ -208,9 +173,7 @@ func (c *Coordinator) RemoveMember(ctx context.Context, id string) error {
 
 // Audit returns the replicated audit trail.
 func (c *Coordinator) Audit() []AuditEntry {
-	var out []AuditEntry
-	c.fsm.read(func(st *state) { out = slices.Clone(st.Audit) })
-	return out
+	return c.sm.Audit()
 }
 
 // LeaderHTTPAddr is the leader's REST address, "" when no leader is known.

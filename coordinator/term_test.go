@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
@@ -175,15 +176,15 @@ func TestTickCountsOnlyAppliedActions(t *testing.T) {
 	rel := func(v string) api.Release {
 		return api.Release{Version: v, EndOfSupport: now.AddDate(1, 0, 0), Channels: []string{"regular"}}
 	}
-	_, err := c.apply(ctx, cmdPutRelease, putReleaseCmd{Release: rel("1.33.6"), Now: now})
+	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: rel("1.33.6"), Now: now})
 	require.NoError(t, err)
-	_, err = c.apply(ctx, cmdPutRelease, putReleaseCmd{Release: rel("1.34.4"), Now: now})
+	_, err = c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: rel("1.34.4"), Now: now})
 	require.NoError(t, err)
 	spec := phases.ClusterSpec{Name: "lab", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}}}}}
-	_, err = c.apply(ctx, cmdPutCluster, putClusterCmd{Spec: spec, Now: now})
+	_, err = c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec, Now: now})
 	require.NoError(t, err)
-	_, err = c.apply(ctx, cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Now: now})
+	_, err = c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Now: now})
 	require.NoError(t, err)
 
 	tm := newTerm(ctx, 4, nil)

@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
-// tickPlan is what one cluster's decision needs outside the FSM lock.
+// tickPlan is one cluster's decision and what acting on it needs: copies
+// taken from the state machine, never references into its state.
 type tickPlan struct {
 	cluster    string
-	upgrade    *phases.Upgrade // nil when no upgrade is active
+	upgrade    *phases.Upgrade // a copy; nil when no upgrade is active
 	decision   phases.Decision
 	release    *api.Release
 	kubeconfig string
@@ -59,24 +61,27 @@ func wakeDelay(now, next time.Time, interval time.Duration) time.Duration {
 	return min(max(next.Sub(now), minWake), interval)
 }
 
-// plan decides, under the FSM read lock, for every cluster.
+// plan decides for every cluster, on copies of the running upgrades the
+// state machine holds (ActiveUpgrades); a decision made on a state that has
+// moved on since is refused when its advance applies.
 func (c *Coordinator) plan(now time.Time) []tickPlan {
+	active := map[string]statemachine.ActiveUpgrade{}
+	for _, a := range c.sm.ActiveUpgrades() {
+		active[a.Cluster] = a
+	}
 	var plans []tickPlan
-	c.fsm.read(func(st *state) {
-		for _, name := range sortedKeys(st.Clusters) {
-			r := st.Clusters[name]
-			u := r.activeUpgrade()
-			if u == nil {
-				plans = append(plans, tickPlan{cluster: name})
-				continue
-			}
-			gate := gateFor(r, u, now)
-			plans = append(plans, tickPlan{
-				cluster: name, upgrade: u, decision: phases.Decide(u, now, gate),
-				release: st.Releases[u.To.String()], kubeconfig: r.Kubeconfig,
-			})
+	for _, name := range c.sm.ClusterNames() {
+		a, ok := active[name]
+		if !ok {
+			plans = append(plans, tickPlan{cluster: name})
+			continue
 		}
-	})
+		gate := gateFor(a.Policy, a.Upgrade, now)
+		plans = append(plans, tickPlan{
+			cluster: name, upgrade: a.Upgrade, decision: phases.Decide(a.Upgrade, now, gate),
+			release: a.Release, kubeconfig: a.Kubeconfig,
+		})
+	}
 	return plans
 }
 
@@ -123,12 +128,12 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 		}
 		c.dispatch.setCluster(p.cluster, offers)
 		if len(commits) > 0 {
-			v, err := c.apply(ctx, cmdAdvance, advanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
+			v, err := c.apply(ctx, statemachine.CmdAdvance, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
 			if err != nil {
 				c.log.Warn("commit decisions", "cluster", p.cluster, "err", err)
 				continue
 			}
-			res, _ := v.(advanceResult)
+			res, _ := v.(statemachine.AdvanceResult)
 			if len(res.Stale) > 0 {
 				c.log.Debug("decisions refused as stale", "cluster", p.cluster, "stale", res.Stale)
 			}

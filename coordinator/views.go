@@ -1,47 +1,34 @@
 package coordinator
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
-// copyUpgrade copies an upgrade deep enough that the FSM may go on
-// changing the original: transitions assign fields of slice elements and
-// replace (never modify) inner slices.
-func copyUpgrade(u *phases.Upgrade) *phases.Upgrade {
-	if u == nil {
-		return nil
-	}
-	cp := *u
-	cp.Steps = slices.Clone(u.Steps)
-	cp.Pools = slices.Clone(u.Pools)
-	cp.Nodes = slices.Clone(u.Nodes)
-	return &cp
-}
-
-// clusterView renders a record for the API, under the FSM read lock.
-func clusterView(r *clusterRecord, live *liveness, clock Clock) api.Cluster {
-	spec := r.Spec
-	spec.Pools = slices.Clone(r.Spec.Pools)
-	out := api.Cluster{Spec: api.ClusterSpec{ClusterSpec: spec}}
+// clusterView renders a copy of a cluster's record (statemachine.Cluster)
+// for the API, with the agents' last beats from the leader's liveness.
+func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
+	out := api.Cluster{Spec: api.ClusterSpec{ClusterSpec: r.Spec}}
 	st := &out.Status
 	st.Version = r.StatusVersion.String()
-	st.Versions = r.nodeVersions("")
+	st.Versions = r.NodeVersions("")
 	for _, p := range r.Spec.Pools {
 		switch p.Role {
 		case phases.RoleControlPlane:
-			st.ControlPlaneNodepoolStatus = api.PoolStatus{Name: p.Name, Versions: r.nodeVersions(p.Name)}
+			st.ControlPlaneNodepoolStatus = api.PoolStatus{Name: p.Name, Versions: r.NodeVersions(p.Name)}
 		case phases.RoleControlPlaneLB:
-			st.ControlPlaneLBNodepoolStatus = api.PoolStatus{Name: p.Name, Versions: r.nodeVersions(p.Name)}
+			st.ControlPlaneLBNodepoolStatus = api.PoolStatus{Name: p.Name, Versions: r.NodeVersions(p.Name)}
 		}
 	}
 	st.AppliedManifestsVersion = r.AddonsVersion.String()
 	st.LifecycleControllersManifestsVersion = r.LifecycleVersion.String()
-	st.Upgrade = copyUpgrade(r.Upgrade)
-	st.History = slices.Clone(r.History)
-	for _, node := range sortedKeys(r.Agents) {
+	st.Upgrade = r.Upgrade
+	st.History = r.History
+	for _, node := range slices.Sorted(maps.Keys(r.Agents)) {
 		a := r.Agents[node]
 		as := api.AgentStatus{Node: node, Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy, Kubelet: a.Kubelet, Containerd: a.Containerd}
 		if t, ok := live.lastSeen(nodeKey(r.Spec.Name, node)); ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -102,7 +103,7 @@ func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a ph
 	if err != nil {
 		r.Message = err.Error()
 	}
-	v, err := c.apply(ctx, cmdNodeStepResult, nodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
+	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
 	if err != nil && !isStale(err) {
 		c.log.Warn("commit node step result", "cluster", cluster, "id", a.ID, "err", err)
 	}
@@ -156,7 +157,7 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 		res.Message = err.Error()
 		c.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
-	if _, err := c.apply(ctx, cmdStepResult, stepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+	if _, err := c.apply(ctx, statemachine.CmdStepResult, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
 		c.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
 }
@@ -181,14 +182,13 @@ func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phas
 		c.log.Warn("pool start waits: no access to the cluster to read protected pods", "cluster", p.cluster, "step", a.Step, "err", err)
 		return
 	}
+	// p.upgrade is the tick's copy: the pool's nodes as decided on.
 	var nodes []string
-	c.fsm.read(func(*state) {
-		s, _ := p.upgrade.Step(a.Step)
-		pool, _ := p.upgrade.Pool(s.Pool)
-		for _, n := range p.upgrade.PoolNodes(pool) {
-			nodes = append(nodes, n.Node)
-		}
-	})
+	s, _ := p.upgrade.Step(a.Step)
+	pool, _ := p.upgrade.Pool(s.Pool)
+	for _, n := range p.upgrade.PoolNodes(pool) {
+		nodes = append(nodes, n.Node)
+	}
 	now := c.cfg.Clock.Now()
 	protect := map[string]time.Time{}
 	for _, node := range nodes {
@@ -201,7 +201,7 @@ func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phas
 			protect[node] = info.Until
 		}
 	}
-	_, err = c.apply(ctx, cmdAdvance, advanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
+	_, err = c.apply(ctx, statemachine.CmdAdvance, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
 	if err != nil && !isStale(err) {
 		c.log.Warn("commit pool start", "cluster", p.cluster, "step", a.Step, "err", err)
 	}

@@ -19,7 +19,7 @@ import (
 // ErrLeadershipLost the command may or may not have been applied; commands
 // that carry their expected version can be retried safely.
 func (s *Store) Apply(ctx context.Context, t CommandType, body any) (any, error) {
-	if t.isInternal() {
+	if t.Internal() {
 		return nil, fmt.Errorf("%w: type %s is reserved for raftstore", ErrUnknownCommand, t)
 	}
 	if _, ok := s.fsm.handlers[t]; !ok {

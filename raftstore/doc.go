@@ -4,7 +4,10 @@
 // nothing about Raft.
 //
 // Every log entry is one CommandType byte followed by a JSON body (see
-// Encode). The domain registers one ApplyFunc per command type; the FSM here
+// Encode). That framing, ApplyFunc and the errors of bad entries and
+// snapshots live in the pure subpackage raftstore/command, re-exported
+// here, so that a domain machine can register its handlers without
+// importing Raft. The domain registers one ApplyFunc per command type; the FSM here
 // decodes each entry, looks its handler up and returns the handler's value or
 // refusal to the caller of Store.Apply. Types 1–15 are reserved for the store's
 // own commands, which replicate each member's HTTP address so that a follower

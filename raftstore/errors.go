@@ -1,6 +1,10 @@
 package raftstore
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/moltproject/molt/raftstore/command"
+)
 
 // Sentinel errors. Store methods wrap them with %w, so callers (the one
 // function that maps errors to HTTP problems) test them with errors.Is.
@@ -32,8 +36,8 @@ var (
 
 	// ErrBadCommand means bytes could not be framed or unframed as a command
 	// (empty entry, type 0, body that does not marshal).
-	ErrBadCommand = errors.New("raftstore: malformed command")
+	ErrBadCommand = command.ErrBadCommand
 
 	// ErrBadSnapshot means a snapshot could not be parsed.
-	ErrBadSnapshot = errors.New("raftstore: malformed snapshot")
+	ErrBadSnapshot = command.ErrBadSnapshot
 )

@@ -46,7 +46,7 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 		members:  map[string]memberMeta{},
 	}
 	for t, h := range m.Handlers() {
-		if t.isInternal() {
+		if t.Internal() {
 			return nil, fmt.Errorf("raftstore: command type %s is reserved (domain types start at %d)", t, FirstDomainType)
 		}
 		if h == nil {

@@ -1,14 +1,10 @@
 package raftstore
 
-// ApplyFunc applies one decoded command body at a log index. A domain refusal
-// (stale decision, rule broken) is returned as an error value, never a panic:
-// the entry is committed on every replica and every replica refuses it the
-// same way, so state stays identical. The value and the error reach the
-// caller of Store.Apply on the leader; on followers they are dropped.
-//
-// An ApplyFunc must be deterministic: no clock reads, no randomness, no I/O.
-// Everything it decides on travels in the body.
-type ApplyFunc func(index uint64, body []byte) (any, error)
+import "github.com/moltproject/molt/raftstore/command"
+
+// ApplyFunc applies one decoded command body at a log index; it must be
+// deterministic (see command.ApplyFunc).
+type ApplyFunc = command.ApplyFunc
 
 // Machine is the domain state machine that the Store replicates.
 //

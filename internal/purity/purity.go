@@ -27,21 +27,25 @@ import (
 	// change to them or to what they import: the test reads them through
 	// go list, a child process whose reads the cache does not record. The
 	// test fails when one of Pure is missing here.
+	_ "github.com/moltproject/molt/coordinator/statemachine"
 	_ "github.com/moltproject/molt/maintenance"
 	_ "github.com/moltproject/molt/phases"
 	_ "github.com/moltproject/molt/preflight"
+	_ "github.com/moltproject/molt/raftstore/command"
 )
 
 // Module is molt's module path.
 const Module = "github.com/moltproject/molt"
 
-// Pure are the packages that must do no I/O. The coordinator's state
-// machine belongs here once it is a package of its own (today it is part
-// of package coordinator, which does I/O).
+// Pure are the packages that must do no I/O: among them the coordinator's
+// replicated state machine, and the log framing it registers its apply
+// functions with (raftstore/command, not raftstore, which owns Raft).
 var Pure = []string{
 	Module + "/phases",
 	Module + "/maintenance",
 	Module + "/preflight",
+	Module + "/coordinator/statemachine",
+	Module + "/raftstore/command",
 }
 
 // Rule denies the packages that match Pattern: "x/..." matches x and every

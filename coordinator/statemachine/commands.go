@@ -1,11 +1,11 @@
-package coordinator
+package statemachine
 
 import (
 	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
-	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Command types: every coordinator command number, each written out as a
@@ -15,45 +15,49 @@ import (
 // the next free number, a row in pinnedCommands (commands_golden_test.go)
 // and a golden file in testdata/commands/. Numbers 1–15 are raftstore's.
 const (
-	cmdPutRelease      raftstore.CommandType = 16
-	cmdPutCluster      raftstore.CommandType = 17
-	cmdDeleteCluster   raftstore.CommandType = 18
-	cmdStartUpgrade    raftstore.CommandType = 19
-	cmdAdvance         raftstore.CommandType = 20
-	cmdNodeStepResult  raftstore.CommandType = 21
-	cmdStepResult      raftstore.CommandType = 22
-	cmdPoolCommand     raftstore.CommandType = 23
-	cmdRetryNode       raftstore.CommandType = 24
-	cmdAgentRegister   raftstore.CommandType = 25
-	cmdAgentHealth     raftstore.CommandType = 26
-	cmdSetProtection   raftstore.CommandType = 27
-	cmdSetPolicy       raftstore.CommandType = 28 // maintenance.go
-	cmdPreflightStart  raftstore.CommandType = 29 // preflight.go
-	cmdPreflightResult raftstore.CommandType = 30 // preflight.go
-	cmdPreflightFinish raftstore.CommandType = 31 // preflight.go
+	CmdPutRelease      command.Type = 16
+	CmdPutCluster      command.Type = 17
+	CmdDeleteCluster   command.Type = 18
+	CmdStartUpgrade    command.Type = 19
+	CmdAdvance         command.Type = 20
+	CmdNodeStepResult  command.Type = 21
+	CmdStepResult      command.Type = 22
+	CmdPoolCommand     command.Type = 23
+	CmdRetryNode       command.Type = 24
+	CmdAgentRegister   command.Type = 25
+	CmdAgentHealth     command.Type = 26
+	CmdSetProtection   command.Type = 27
+	CmdSetPolicy       command.Type = 28 // maintenance.go
+	CmdPreflightStart  command.Type = 29 // preflight.go
+	CmdPreflightResult command.Type = 30 // preflight.go
+	CmdPreflightFinish command.Type = 31 // preflight.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply
 // functions never read a clock, so every replica applies the same bytes to
 // the same result.
 
-type putReleaseCmd struct {
+// PutReleaseCmd (CmdPutRelease) adds or replaces a release catalog entry.
+type PutReleaseCmd struct {
 	Release api.Release `json:"release"`
 	Now     time.Time   `json:"now"`
 }
 
-type putClusterCmd struct {
+// PutClusterCmd (CmdPutCluster) registers a cluster or changes its shape.
+type PutClusterCmd struct {
 	Spec       phases.ClusterSpec `json:"spec"`
 	Kubeconfig string             `json:"kubeconfig,omitempty"`
 	Now        time.Time          `json:"now"`
 }
 
-type deleteClusterCmd struct {
+// DeleteClusterCmd (CmdDeleteCluster) forgets a cluster that is not upgrading.
+type DeleteClusterCmd struct {
 	Name string    `json:"name"`
 	Now  time.Time `json:"now"`
 }
 
-type startUpgradeCmd struct {
+// StartUpgradeCmd (CmdStartUpgrade) starts an upgrade, re-checking every rule on the state it lands on.
+type StartUpgradeCmd struct {
 	Cluster string         `json:"cluster"`
 	To      phases.Version `json:"to"`
 	Options phases.Options `json:"options"`
@@ -66,9 +70,9 @@ type startUpgradeCmd struct {
 	Preflight *PreflightRun `json:"preflight,omitempty"`
 }
 
-// advanceCmd commits a batch of decisions for one upgrade. Each action is
+// AdvanceCmd commits a batch of decisions for one upgrade. Each action is
 // re-checked against the state it lands on; stale ones are dropped.
-type advanceCmd struct {
+type AdvanceCmd struct {
 	Cluster string          `json:"cluster"`
 	Upgrade string          `json:"upgrade"`
 	Actions []phases.Action `json:"actions"`
@@ -81,39 +85,45 @@ type advanceCmd struct {
 	Protections map[string]time.Time `json:"protections,omitempty"`
 }
 
-type nodeStepResultCmd struct {
+// NodeStepResultCmd (CmdNodeStepResult) commits a node step's outcome, pinned to the node's cursor and attempt.
+type NodeStepResultCmd struct {
 	Cluster string                `json:"cluster"`
 	Result  phases.NodeStepResult `json:"result"`
 	Now     time.Time             `json:"now"`
 }
 
-type stepResultCmd struct {
+// StepResultCmd (CmdStepResult) commits a cluster-wide step's outcome (add-ons, lifecycle, health).
+type StepResultCmd struct {
 	Cluster string            `json:"cluster"`
 	Result  phases.StepResult `json:"result"`
 	Now     time.Time         `json:"now"`
 }
 
-type poolCommandCmd struct {
+// PoolCommandCmd (CmdPoolCommand) runs cancel, resume, rollback or complete on a pool.
+type PoolCommandCmd struct {
 	Cluster string    `json:"cluster"`
 	Pool    string    `json:"pool"`
 	Command string    `json:"command"`
 	Now     time.Time `json:"now"`
 }
 
-type retryNodeCmd struct {
+// RetryNodeCmd (CmdRetryNode) gives a failed node a new attempt.
+type RetryNodeCmd struct {
 	Cluster string    `json:"cluster"`
 	Node    string    `json:"node"`
 	Now     time.Time `json:"now"`
 }
 
-type agentRegisterCmd struct {
+// AgentRegisterCmd (CmdAgentRegister) records an agent admitted for a node.
+type AgentRegisterCmd struct {
 	Cluster string    `json:"cluster"`
 	Node    string    `json:"node"`
 	Address string    `json:"address,omitempty"`
 	Now     time.Time `json:"now"`
 }
 
-type agentHealthCmd struct {
+// AgentHealthCmd (CmdAgentHealth) records a change of an agent's replicated liveness.
+type AgentHealthCmd struct {
 	Cluster    string    `json:"cluster"`
 	Node       string    `json:"node"`
 	Missing    bool      `json:"missing"`
@@ -123,15 +133,16 @@ type agentHealthCmd struct {
 	Now        time.Time `json:"now"`
 }
 
-type setProtectionCmd struct {
+// SetProtectionCmd (CmdSetProtection) records when a node's protected pods become evictable.
+type SetProtectionCmd struct {
 	Cluster string    `json:"cluster"`
 	Upgrade string    `json:"upgrade"`
 	Node    string    `json:"node"`
 	Until   time.Time `json:"until"`
 }
 
-// advanceResult reports which actions of a batch were applied.
-type advanceResult struct {
+// AdvanceResult reports which actions of a batch were applied.
+type AdvanceResult struct {
 	Applied []string
 	Stale   []string
 }

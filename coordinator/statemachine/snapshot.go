@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Snapshot format of the coordinator's state (the Machine bytes inside
@@ -40,31 +40,31 @@ func encodeSnapshot(st *state) ([]byte, error) {
 
 // decodeSnapshot builds a fresh state from a snapshot of any version this
 // release reads, and returns the version it found. Errors wrap
-// raftstore.ErrBadSnapshot.
+// command.ErrBadSnapshot.
 func decodeSnapshot(data []byte) (*state, int, error) {
 	version, body := 0, data
 	if len(data) == 0 || data[0] != '{' {
 		rest, ok := bytes.CutPrefix(data, []byte(snapshotMagic+" "))
 		if !ok {
-			return nil, 0, fmt.Errorf("%w: not a coordinator snapshot (no %q header, no legacy JSON)", raftstore.ErrBadSnapshot, snapshotMagic)
+			return nil, 0, fmt.Errorf("%w: not a coordinator snapshot (no %q header, no legacy JSON)", command.ErrBadSnapshot, snapshotMagic)
 		}
 		line, b, ok := bytes.Cut(rest, []byte("\n"))
 		v, err := strconv.Atoi(string(line))
 		if !ok || err != nil || v < 1 || string(line) != strconv.Itoa(v) {
-			return nil, 0, fmt.Errorf("%w: coordinator snapshot header has no valid version: %q", raftstore.ErrBadSnapshot, line)
+			return nil, 0, fmt.Errorf("%w: coordinator snapshot header has no valid version: %q", command.ErrBadSnapshot, line)
 		}
 		if v > snapshotVersion {
 			return nil, v, fmt.Errorf("%w: coordinator snapshot format version %d is newer than this release reads (up to %d); run a newer molt-coordinator",
-				raftstore.ErrBadSnapshot, v, snapshotVersion)
+				command.ErrBadSnapshot, v, snapshotVersion)
 		}
 		version, body = v, b
 	}
 	st := newState()
 	if err := json.Unmarshal(body, st); err != nil {
-		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", raftstore.ErrBadSnapshot, version, err)
+		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", command.ErrBadSnapshot, version, err)
 	}
 	if st.Clusters == nil {
-		st.Clusters = map[string]*clusterRecord{}
+		st.Clusters = map[string]*ClusterRecord{}
 	}
 	if st.Releases == nil {
 		st.Releases = map[string]*api.Release{}

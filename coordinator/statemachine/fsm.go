@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"encoding/json"
@@ -9,12 +9,15 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
-	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
-// fsm is the domain state machine raftstore replicates. Apply functions
-// run on Raft's FSM goroutine; readers take the read lock.
-type fsm struct {
+// Machine is the replicated state machine: the state, and the registry of
+// apply functions that change it (Handlers). It implements
+// raftstore.Machine. Apply functions run on Raft's FSM goroutine under the
+// write lock; every query (queries.go) takes the read lock and returns a
+// copy, so nothing outside this package holds a reference into the state.
+type Machine struct {
 	mu sync.RWMutex
 	st *state
 	// onChange is called (without the lock) after every applied command, so
@@ -22,34 +25,41 @@ type fsm struct {
 	onChange func()
 }
 
-func newFSM() *fsm { return &fsm{st: newState()} }
+// New returns a state machine holding an empty state.
+func New() *Machine { return &Machine{st: newState()} }
 
-// Handlers is the command registry.
-func (f *fsm) Handlers() map[raftstore.CommandType]raftstore.ApplyFunc {
-	return map[raftstore.CommandType]raftstore.ApplyFunc{
-		cmdPutRelease:      apply(f, (*state).putRelease),
-		cmdPutCluster:      apply(f, (*state).putCluster),
-		cmdDeleteCluster:   apply(f, (*state).deleteCluster),
-		cmdStartUpgrade:    apply(f, (*state).startUpgrade),
-		cmdAdvance:         apply(f, (*state).advance),
-		cmdNodeStepResult:  apply(f, (*state).nodeStepResult),
-		cmdStepResult:      apply(f, (*state).stepResult),
-		cmdPoolCommand:     apply(f, (*state).poolCommand),
-		cmdRetryNode:       apply(f, (*state).retryNode),
-		cmdAgentRegister:   apply(f, (*state).agentRegister),
-		cmdAgentHealth:     apply(f, (*state).agentHealth),
-		cmdSetProtection:   apply(f, (*state).setProtection),
-		cmdSetPolicy:       apply(f, (*state).setPolicy),
-		cmdPreflightStart:  apply(f, (*state).preflightStart),
-		cmdPreflightResult: apply(f, (*state).preflightResult),
-		cmdPreflightFinish: apply(f, (*state).preflightFinish),
+// SetOnChange sets the function called, without the lock, after every
+// applied command (refused ones included). Call it before the machine is
+// handed to raftstore.
+func (f *Machine) SetOnChange(fn func()) { f.onChange = fn }
+
+// Handlers is the command registry: command number (commands.go) → apply
+// function.
+func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
+	return map[command.Type]command.ApplyFunc{
+		CmdPutRelease:      apply(f, (*state).putRelease),
+		CmdPutCluster:      apply(f, (*state).putCluster),
+		CmdDeleteCluster:   apply(f, (*state).deleteCluster),
+		CmdStartUpgrade:    apply(f, (*state).startUpgrade),
+		CmdAdvance:         apply(f, (*state).advance),
+		CmdNodeStepResult:  apply(f, (*state).nodeStepResult),
+		CmdStepResult:      apply(f, (*state).stepResult),
+		CmdPoolCommand:     apply(f, (*state).poolCommand),
+		CmdRetryNode:       apply(f, (*state).retryNode),
+		CmdAgentRegister:   apply(f, (*state).agentRegister),
+		CmdAgentHealth:     apply(f, (*state).agentHealth),
+		CmdSetProtection:   apply(f, (*state).setProtection),
+		CmdSetPolicy:       apply(f, (*state).setPolicy),
+		CmdPreflightStart:  apply(f, (*state).preflightStart),
+		CmdPreflightResult: apply(f, (*state).preflightResult),
+		CmdPreflightFinish: apply(f, (*state).preflightFinish),
 	}
 }
 
-// apply adapts a typed state method to a raftstore.ApplyFunc: decode the
+// apply adapts a typed state method to a command.ApplyFunc: decode the
 // body (undecodable bytes mean the replicas diverged: panic, as raftstore
 // expects), then run the method under the write lock.
-func apply[C any](f *fsm, fn func(*state, C) (any, error)) raftstore.ApplyFunc {
+func apply[C any](f *Machine, fn func(*state, C) (any, error)) command.ApplyFunc {
 	return func(index uint64, body []byte) (any, error) {
 		var c C
 		if err := json.Unmarshal(body, &c); err != nil {
@@ -67,7 +77,7 @@ func apply[C any](f *fsm, fn func(*state, C) (any, error)) raftstore.ApplyFunc {
 
 // Snapshot copies the whole state in the current snapshot format
 // (snapshot.go).
-func (f *fsm) Snapshot() ([]byte, error) {
+func (f *Machine) Snapshot() ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return encodeSnapshot(f.st)
@@ -75,7 +85,7 @@ func (f *fsm) Snapshot() ([]byte, error) {
 
 // Restore builds a fresh state from a snapshot of any format version this
 // release reads and swaps it in; on error the state stays as it was.
-func (f *fsm) Restore(data []byte) error {
+func (f *Machine) Restore(data []byte) error {
 	st, _, err := decodeSnapshot(data)
 	if err != nil {
 		return fmt.Errorf("coordinator: restore: %w", err)
@@ -86,15 +96,7 @@ func (f *fsm) Restore(data []byte) error {
 	return nil
 }
 
-// read runs fn with the state under the read lock. fn must not keep
-// references past its return.
-func (f *fsm) read(fn func(*state)) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	fn(f.st)
-}
-
-func (s *state) cluster(name string) (*clusterRecord, error) {
+func (s *state) cluster(name string) (*ClusterRecord, error) {
 	r, ok := s.Clusters[name]
 	if !ok {
 		return nil, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
@@ -102,8 +104,8 @@ func (s *state) cluster(name string) (*clusterRecord, error) {
 	return r, nil
 }
 
-func (s *state) putRelease(c putReleaseCmd) (any, error) {
-	v, err := validateRelease(&c.Release)
+func (s *state) putRelease(c PutReleaseCmd) (any, error) {
+	v, err := ValidateRelease(&c.Release)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (s *state) putRelease(c putReleaseCmd) (any, error) {
 	return nil, nil
 }
 
-func (s *state) putCluster(c putClusterCmd) (any, error) {
+func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	spec := c.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -128,12 +130,12 @@ func (s *state) putCluster(c putClusterCmd) (any, error) {
 		}
 	}
 	old, exists := s.Clusters[spec.Name]
-	if exists && old.pendingUpgrade() != nil {
+	if exists && old.PendingUpgrade() != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s is running; its shape cannot change now: %w", spec.Name, old.Upgrade.ID, ErrUpgradeInProgress)
 	}
 	if !exists {
-		s.Clusters[spec.Name] = &clusterRecord{Spec: spec, Kubeconfig: c.Kubeconfig, StatusVersion: spec.Version,
-			AddonsVersion: spec.Version, LifecycleVersion: spec.Version, Agents: map[string]*agentRecord{}}
+		s.Clusters[spec.Name] = &ClusterRecord{Spec: spec, Kubeconfig: c.Kubeconfig, StatusVersion: spec.Version,
+			AddonsVersion: spec.Version, LifecycleVersion: spec.Version, Agents: map[string]*AgentRecord{}}
 		return nil, nil
 	}
 	// Re-registering keeps history and agents. The version an operator
@@ -149,12 +151,12 @@ func (s *state) putCluster(c putClusterCmd) (any, error) {
 	return nil, nil
 }
 
-func (s *state) deleteCluster(c deleteClusterCmd) (any, error) {
+func (s *state) deleteCluster(c DeleteClusterCmd) (any, error) {
 	r, err := s.cluster(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	if r.pendingUpgrade() != nil {
+	if r.PendingUpgrade() != nil {
 		return nil, fmt.Errorf("cluster %s: %w", c.Name, ErrUpgradeInProgress)
 	}
 	for name, o := range s.Clusters {
@@ -168,12 +170,12 @@ func (s *state) deleteCluster(c deleteClusterCmd) (any, error) {
 
 // checkUpgrade applies every rule an upgrade must pass, against this state.
 // It changes nothing; startUpgrade and the dry run share it.
-func (s *state) checkUpgrade(name string, to phases.Version) (*clusterRecord, error) {
+func (s *state) checkUpgrade(name string, to phases.Version) (*ClusterRecord, error) {
 	r, err := s.cluster(name)
 	if err != nil {
 		return nil, err
 	}
-	if u := r.pendingUpgrade(); u != nil {
+	if u := r.PendingUpgrade(); u != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is %s: %w", name, u.ID, u.To, u.State, ErrUpgradeInProgress)
 	}
 	if _, ok := s.Releases[to.String()]; !ok {
@@ -203,7 +205,7 @@ func (s *state) checkUpgrade(name string, to phases.Version) (*clusterRecord, er
 	return r, nil
 }
 
-func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
+func (s *state) startUpgrade(c StartUpgradeCmd) (any, error) {
 	r, err := s.checkUpgrade(c.Cluster, c.To)
 	if err != nil {
 		return nil, err
@@ -234,7 +236,7 @@ func (s *state) startUpgrade(c startUpgradeCmd) (any, error) {
 	return u.ID, nil
 }
 
-func (s *state) upgrade(cluster, id string) (*clusterRecord, *phases.Upgrade, error) {
+func (s *state) upgrade(cluster, id string) (*ClusterRecord, *phases.Upgrade, error) {
 	r, err := s.cluster(cluster)
 	if err != nil {
 		return nil, nil, err
@@ -245,12 +247,12 @@ func (s *state) upgrade(cluster, id string) (*clusterRecord, *phases.Upgrade, er
 	return r, r.Upgrade, nil
 }
 
-func (s *state) advance(c advanceCmd) (any, error) {
+func (s *state) advance(c AdvanceCmd) (any, error) {
 	r, u, err := s.upgrade(c.Cluster, c.Upgrade)
 	if err != nil {
 		return nil, err
 	}
-	var res advanceResult
+	var res AdvanceResult
 	for _, a := range c.Actions {
 		if err := u.Apply(a, c.Now); err != nil {
 			res.Stale = append(res.Stale, a.ID)
@@ -269,7 +271,7 @@ func (s *state) advance(c advanceCmd) (any, error) {
 
 // finish moves status to the target: every component is upgraded and the
 // health checks passed (SPEC §2).
-func (s *state) finish(r *clusterRecord, u *phases.Upgrade) {
+func (s *state) finish(r *ClusterRecord, u *phases.Upgrade) {
 	r.StatusVersion = u.To
 	r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
 		State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
@@ -277,7 +279,7 @@ func (s *state) finish(r *clusterRecord, u *phases.Upgrade) {
 
 // nodeStepResult returns a copy of the node's task after the result, so
 // the caller learns whether this very command finished the node.
-func (s *state) nodeStepResult(c nodeStepResultCmd) (any, error) {
+func (s *state) nodeStepResult(c NodeStepResultCmd) (any, error) {
 	_, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
 	if err != nil {
 		return nil, err
@@ -289,7 +291,7 @@ func (s *state) nodeStepResult(c nodeStepResultCmd) (any, error) {
 	return *n, nil
 }
 
-func (s *state) stepResult(c stepResultCmd) (any, error) {
+func (s *state) stepResult(c StepResultCmd) (any, error) {
 	r, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
 	if err != nil {
 		return nil, err
@@ -317,7 +319,7 @@ const (
 	PoolComplete = "complete"
 )
 
-func (s *state) poolCommand(c poolCommandCmd) (any, error) {
+func (s *state) poolCommand(c PoolCommandCmd) (any, error) {
 	r, err := s.cluster(c.Cluster)
 	if err != nil {
 		return nil, err
@@ -326,7 +328,7 @@ func (s *state) poolCommand(c poolCommandCmd) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("pool %s/%s: %w", c.Cluster, c.Pool, ErrNotFound)
 	}
-	u := r.activeUpgrade()
+	u := r.ActiveUpgrade()
 	if u == nil {
 		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
 	}
@@ -345,12 +347,12 @@ func (s *state) poolCommand(c poolCommandCmd) (any, error) {
 	return nil, &RuleError{Rule: "pool-command", Detail: fmt.Sprintf("unknown command %q (cancel, resume, rollback, complete)", c.Command), Err: ErrInvalid}
 }
 
-func (s *state) retryNode(c retryNodeCmd) (any, error) {
+func (s *state) retryNode(c RetryNodeCmd) (any, error) {
 	r, err := s.cluster(c.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	u := r.activeUpgrade()
+	u := r.ActiveUpgrade()
 	if u == nil {
 		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
 	}
@@ -361,7 +363,7 @@ func (s *state) retryNode(c retryNodeCmd) (any, error) {
 	return nil, nil
 }
 
-func (s *state) hasNode(r *clusterRecord, node string) bool {
+func (s *state) hasNode(r *ClusterRecord, node string) bool {
 	for _, p := range r.Spec.Pools {
 		for _, n := range p.Nodes {
 			if n.Name == node {
@@ -372,7 +374,7 @@ func (s *state) hasNode(r *clusterRecord, node string) bool {
 	return false
 }
 
-func (s *state) agentRegister(c agentRegisterCmd) (any, error) {
+func (s *state) agentRegister(c AgentRegisterCmd) (any, error) {
 	r, err := s.cluster(c.Cluster)
 	if err != nil {
 		return nil, err
@@ -381,18 +383,18 @@ func (s *state) agentRegister(c agentRegisterCmd) (any, error) {
 		return nil, fmt.Errorf("node %s/%s: %w", c.Cluster, c.Node, ErrNotFound)
 	}
 	if r.Agents == nil {
-		r.Agents = map[string]*agentRecord{}
+		r.Agents = map[string]*AgentRecord{}
 	}
 	a := r.Agents[c.Node]
 	if a == nil {
-		a = &agentRecord{}
+		a = &AgentRecord{}
 		r.Agents[c.Node] = a
 	}
 	a.Registered, a.Address, a.Missing, a.RegisteredAt, a.ChangedAt = true, c.Address, false, c.Now, c.Now
 	return nil, nil
 }
 
-func (s *state) agentHealth(c agentHealthCmd) (any, error) {
+func (s *state) agentHealth(c AgentHealthCmd) (any, error) {
 	r, err := s.cluster(c.Cluster)
 	if err != nil {
 		return nil, err
@@ -426,9 +428,9 @@ func protectPool(u *phases.Upgrade, step string, until map[string]time.Time) {
 	}
 }
 
-// setProtection is how releases before advanceCmd.Protections recorded a
+// setProtection is how releases before AdvanceCmd.Protections recorded a
 // protection, after the step had started; logs still carry it.
-func (s *state) setProtection(c setProtectionCmd) (any, error) {
+func (s *state) setProtection(c SetProtectionCmd) (any, error) {
 	_, u, err := s.upgrade(c.Cluster, c.Upgrade)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"encoding/hex"
@@ -14,11 +14,11 @@ import (
 // from its artifact directory.
 const ArtifactPathPrefix = "/artifacts/"
 
-// validateRelease checks a catalog entry: a valid version and well-formed
+// ValidateRelease checks a catalog entry: a valid version and well-formed
 // artifacts (absolute http(s) URLs or /artifacts/ paths on the coordinator,
 // 64-hex-digit sha256). Reachability and the
 // checksums themselves are checked by preflight, on the hosts.
-func validateRelease(r *api.Release) (phases.Version, error) {
+func ValidateRelease(r *api.Release) (phases.Version, error) {
 	v, err := phases.ParseVersion(r.Version)
 	if err != nil {
 		return v, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}

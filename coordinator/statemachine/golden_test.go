@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ import (
 //   - golden.log: a realistic log, one entry per line, see goldenLogHeader.
 //   - golden.snapshot: the snapshot of the state golden.log leads to.
 //
-// `go test ./coordinator -run Golden -update` regenerates them. Regenerating
+// `go test ./coordinator/statemachine -run Golden -update` regenerates them. Regenerating
 // is for adding, never for changing what is old: a new command type gets a
 // new golden file, new entries are appended to goldenEntries (and so to
 // golden.log; -update keeps the checked-in entries byte for byte and refuses
@@ -43,6 +43,11 @@ import (
 // entries (or of a new state field that old entries leave empty) is a
 // broken format, not a golden file to regenerate.
 var update = flag.Bool("update", false, "regenerate golden files under testdata/")
+
+// preflightTimeout is the deadline the leader gave preflight runs
+// (coordinator.PreflightTimeout) when the golden log was written; a literal,
+// like every entry.
+const preflightTimeout = 2 * time.Minute
 
 const (
 	goldenLogPath      = "testdata/golden.log"
@@ -100,19 +105,19 @@ func goldenEntries() []goldenEntry {
 	nodes := []string{"cp-1", "worker-1", "worker-2"}
 
 	// Catalog, clusters, agents, policy.
-	add(cmdPutRelease, putReleaseCmd{Release: rel("1.33.6"), Now: now()})
-	add(cmdPutRelease, putReleaseCmd{Release: rel("1.34.4"), Now: now()})
-	add(cmdPutCluster, putClusterCmd{Spec: spec("lab"), Kubeconfig: "apiVersion: v1\nkind: Config\n", Now: now()})
-	add(cmdPutCluster, putClusterCmd{Spec: spec("scratch"), Now: now()})
-	add(cmdDeleteCluster, deleteClusterCmd{Name: "scratch", Now: now()})
+	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.33.6"), Now: now()})
+	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.34.4"), Now: now()})
+	add(CmdPutCluster, PutClusterCmd{Spec: spec("lab"), Kubeconfig: "apiVersion: v1\nkind: Config\n", Now: now()})
+	add(CmdPutCluster, PutClusterCmd{Spec: spec("scratch"), Now: now()})
+	add(CmdDeleteCluster, DeleteClusterCmd{Name: "scratch", Now: now()})
 	for _, n := range nodes {
-		add(cmdAgentRegister, agentRegisterCmd{Cluster: "lab", Node: n, Address: n + ":7443", Now: now()})
+		add(CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: n, Address: n + ":7443", Now: now()})
 	}
 	for _, n := range nodes {
-		add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: n, Healthy: true, Kubelet: "v1.33.6", Containerd: "1.7.0", Now: now()})
+		add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: n, Healthy: true, Kubelet: "v1.33.6", Containerd: "1.7.0", Now: now()})
 	}
-	refuse(ErrNotFound, cmdAgentHealth, agentHealthCmd{Cluster: "scratch", Node: "cp-1", Healthy: true, Now: now()})
-	add(cmdSetPolicy, setPolicyCmd{Cluster: "lab", Policy: maintenance.Policy{Window: &maintenance.Window{
+	refuse(ErrNotFound, CmdAgentHealth, AgentHealthCmd{Cluster: "scratch", Node: "cp-1", Healthy: true, Now: now()})
+	add(CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Policy: maintenance.Policy{Window: &maintenance.Window{
 		Start: time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), Recurrence: "FREQ=DAILY",
 	}}, Now: now()})
 
@@ -134,19 +139,19 @@ func goldenEntries() []goldenEntry {
 			{ID: "preflight-lab-1-" + n + "-peers", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: peers}},
 		}
 	}
-	add(cmdPreflightStart, preflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
-		CreatedAt: pfStart, Deadline: pfStart.Add(PreflightTimeout), Operations: ops}})
+	add(CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
+		CreatedAt: pfStart, Deadline: pfStart.Add(preflightTimeout), Operations: ops}})
 	for _, n := range nodes {
 		for _, op := range ops[n] {
 			fin := now()
-			add(cmdPreflightResult, preflightResultCmd{Cluster: "lab", Run: "lab-1", Node: n, Result: api.OperationResult{
+			add(CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: n, Result: api.OperationResult{
 				ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "ok", StartedAt: fin.Add(-30 * time.Second), FinishedAt: fin,
 				Details: map[string]string{"checked": "true"}}})
 		}
 	}
-	refuse(phases.ErrStale, cmdPreflightResult, preflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+	refuse(phases.ErrStale, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
 		Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", Kind: api.OpProbePeers, State: api.OpSucceeded}})
-	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now(), Report: preflight.Report{Verdict: preflight.PassedWithWarnings,
+	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now(), Report: preflight.Report{Verdict: preflight.PassedWithWarnings,
 		Results: []preflight.Result{
 			{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"},
 			{Check: preflight.IDPDBsBlockingDrain, Severity: preflight.Warning, Status: preflight.Warn, Message: "pdb web/frontend allows no disruption",
@@ -156,7 +161,7 @@ func goldenEntries() []goldenEntry {
 	// A manual upgrade to 1.34.4.
 	const up = "lab-1.34.4-1"
 	advance := func(acts ...phases.Action) {
-		add(cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: up, Actions: acts, Now: now()})
+		add(CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: up, Actions: acts, Now: now()})
 	}
 	startStep := func(step string) phases.Action {
 		return phases.Action{ID: up + "/start/" + step, Kind: phases.ActStartStep, Upgrade: up, Step: step}
@@ -167,12 +172,12 @@ func goldenEntries() []goldenEntry {
 	startNode := func(pool, node string, attempt int) phases.Action {
 		return phases.Action{ID: fmt.Sprintf("%s/%s/start/a%d", up, node, attempt), Kind: phases.ActStartNode, Upgrade: up, Pool: pool, Node: node, Attempt: attempt}
 	}
-	nodeResult := func(node string, cursor, attempt int, ok bool, msg string) nodeStepResultCmd {
-		return nodeStepResultCmd{Cluster: "lab", Now: now(), Result: phases.NodeStepResult{Upgrade: up, Node: node, Cursor: cursor, Attempt: attempt, OK: ok, Message: msg}}
+	nodeResult := func(node string, cursor, attempt int, ok bool, msg string) NodeStepResultCmd {
+		return NodeStepResultCmd{Cluster: "lab", Now: now(), Result: phases.NodeStepResult{Upgrade: up, Node: node, Cursor: cursor, Attempt: attempt, OK: ok, Message: msg}}
 	}
 	nodeSteps := func(node string, from, to, attempt int) {
 		for c := from; c < to; c++ {
-			add(cmdNodeStepResult, nodeResult(node, c, attempt, true, ""))
+			add(CmdNodeStepResult, nodeResult(node, c, attempt, true, ""))
 		}
 	}
 	// The node steps this upgrade recorded for its pools (bare metal in this
@@ -180,67 +185,67 @@ func goldenEntries() []goldenEntry {
 	// engine's step lists change; the upgrade in the state keeps its own.
 	const cpSteps, workerSteps = 8, 7
 
-	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
 	advance(startStep("pool/cp"))
 	advance(startNode("cp", "cp-1", 0))
-	add(cmdNodeStepResult, nodeResult("cp-1", 0, 0, true, "cordoned"))
+	add(CmdNodeStepResult, nodeResult("cp-1", 0, 0, true, "cordoned"))
 	drain := nodeResult("cp-1", 1, 0, true, "")
 	drain.Result.LeftBehind = []phases.LeftPod{{Namespace: "kube-system", Name: "metrics-agent-x7", Reason: "terminating"}}
-	add(cmdNodeStepResult, drain)
-	refuse(phases.ErrStale, cmdNodeStepResult, nodeResult("cp-1", 1, 0, true, "")) // the same result again
+	add(CmdNodeStepResult, drain)
+	refuse(phases.ErrStale, CmdNodeStepResult, nodeResult("cp-1", 1, 0, true, "")) // the same result again
 	nodeSteps("cp-1", 2, cpSteps, 0)
 	advance(completeStep("pool/cp"), startStep("pool/cp"), startStep("addons"), startStep("lifecycle")) // one stale action
-	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true, Message: "applied"}, Now: now()})
-	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "lifecycle", OK: true}, Now: now()})
-	add(cmdSetProtection, setProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: t.Add(20 * time.Minute)})
+	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "lifecycle", OK: true}, Now: now()})
+	add(CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: t.Add(20 * time.Minute)})
 	advance(startStep("pool/workers"), startNode("workers", "worker-1", 0))
-	add(cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now()})
-	add(cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now()})
-	refuse(ErrCommandNotAllowed, cmdPoolCommand, poolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolRollback, Now: now()})
-	add(cmdNodeStepResult, nodeResult("worker-1", 0, 0, true, ""))
-	add(cmdNodeStepResult, nodeResult("worker-1", 1, 0, false, "pdb web/frontend: eviction refused until deadline"))
-	add(cmdRetryNode, retryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
-	refuse(phases.ErrStale, cmdNodeStepResult, nodeResult("worker-1", 1, 0, true, "")) // the superseded attempt
-	refuse(ErrCommandNotAllowed, cmdRetryNode, retryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	add(CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now()})
+	add(CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now()})
+	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolRollback, Now: now()})
+	add(CmdNodeStepResult, nodeResult("worker-1", 0, 0, true, ""))
+	add(CmdNodeStepResult, nodeResult("worker-1", 1, 0, false, "pdb web/frontend: eviction refused until deadline"))
+	add(CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	refuse(phases.ErrStale, CmdNodeStepResult, nodeResult("worker-1", 1, 0, true, "")) // the superseded attempt
+	refuse(ErrCommandNotAllowed, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
 	nodeSteps("worker-1", 1, workerSteps, 1)
 	advance(phases.Action{ID: up + "/pause/MAINTENANCE_WINDOW", Kind: phases.ActPause, Upgrade: up, Reason: "MAINTENANCE_WINDOW"})
 	advance(phases.Action{ID: up + "/resume", Kind: phases.ActResume, Upgrade: up})
-	add(cmdSetProtection, setProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2"})
+	add(CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2"})
 	advance(startNode("workers", "worker-2", 0))
 	nodeSteps("worker-2", 0, workerSteps, 0)
 	advance(completeStep("pool/workers"), startStep("health"))
-	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", OK: false, Message: "kube-apiserver /readyz: etcd not ready"}, Now: now()})
-	add(cmdStepResult, stepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 1, OK: true, Message: "healthy"}, Now: now()})
+	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", OK: false, Message: "kube-apiserver /readyz: etcd not ready"}, Now: now()})
+	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 1, OK: true, Message: "healthy"}, Now: now()})
 	advance(phases.Action{ID: up + "/finish", Kind: phases.ActFinish, Upgrade: up})
-	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
-	add(cmdAgentHealth, agentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
+	add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
+	add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
 
 	// An automatic patch: the pool starts with its protections in the same
-	// entry (advanceCmd.Protections); a name outside the pool is ignored.
-	add(cmdPutRelease, putReleaseCmd{Release: rel("1.34.5"), Now: now()})
-	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.5"), Options: phases.Options{Automatic: true, ConcurrentWorkerPools: 1}, Now: now()})
+	// entry (AdvanceCmd.Protections); a name outside the pool is ignored.
+	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.34.5"), Now: now()})
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.5"), Options: phases.Options{Automatic: true, ConcurrentWorkerPools: 1}, Now: now()})
 	const auto = "lab-1.34.5-2"
-	add(cmdAdvance, advanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
+	add(CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
 		Actions:     []phases.Action{{ID: auto + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: auto, Step: "pool/cp"}},
 		Protections: map[string]time.Time{"cp-1": t.Add(7 * 24 * time.Hour), "worker-1": t.Add(time.Hour)}})
 
 	// Preflight as the upgrade's first step: the upgrade and its run start
 	// in one entry; the report's entry refuses it (a blocking check) or
 	// moves it to running and sets spec.version.
-	add(cmdPutCluster, putClusterCmd{Spec: spec("edge"), Now: now()})
+	add(CmdPutCluster, PutClusterCmd{Spec: spec("edge"), Now: now()})
 	edgeRun := func(id string) *PreflightRun {
 		at := now()
-		return &PreflightRun{ID: id, Cluster: "edge", Target: phases.MustParseVersion("1.34.4"), CreatedAt: at, Deadline: at.Add(PreflightTimeout),
+		return &PreflightRun{ID: id, Cluster: "edge", Target: phases.MustParseVersion("1.34.4"), CreatedAt: at, Deadline: at.Add(preflightTimeout),
 			Operations: map[string][]api.Operation{"cp-1": {{ID: "preflight-" + id + "-cp-1-artifacts", Kind: api.OpCheckArtifacts,
 				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.34.4", SHA256: sum}}}}}}}
 	}
-	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-1")})
-	refuse(ErrUpgradeInProgress, cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-9")})
-	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "edge", Run: "edge-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-1")})
+	refuse(ErrUpgradeInProgress, CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-9")})
+	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "edge", Run: "edge-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
 		Failed:  []string{preflight.IDAgentsReporting},
 		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Fail, Blocks: true, Message: "0 of 3 agents report"}}}})
-	add(cmdStartUpgrade, startUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
-	add(cmdPreflightFinish, preflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
+	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
 		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"}}}})
 	return out
 }
@@ -285,9 +290,9 @@ func readGoldenLog(t *testing.T, path string) []logEntry {
 // replay applies entries through a fresh FSM's registry in order, as
 // raftstore's FSM does, and returns it with each entry's refusal (nil when
 // applied).
-func replay(t *testing.T, entries []logEntry) (*fsm, []error) {
+func replay(t *testing.T, entries []logEntry) (*Machine, []error) {
 	t.Helper()
-	f := newFSM()
+	f := New()
 	handlers := f.Handlers()
 	errs := make([]error, len(entries))
 	for i, e := range entries {
@@ -357,7 +362,7 @@ func TestGoldenReplay(t *testing.T) {
 	require.NoError(t, err)
 	requireSameBytes(t, golden, snap, "the checked-in log no longer leads to the checked-in state")
 
-	restored := newFSM()
+	restored := New()
 	require.NoError(t, restored.Restore(golden))
 	again, err := restored.Snapshot()
 	require.NoError(t, err)
@@ -377,7 +382,7 @@ func TestGoldenSnapshotAnywhere(t *testing.T) {
 		head, _ := replay(t, entries[:k])
 		snap, err := head.Snapshot()
 		require.NoError(t, err)
-		f := newFSM()
+		f := New()
 		require.NoError(t, f.Restore(snap))
 		for i, e := range entries[k:] {
 			typ, body, err := raftstore.Decode(e.data)
@@ -491,7 +496,7 @@ func TestGoldenSnapshotVersions(t *testing.T) {
 		{"bad legacy body", "{\"clusters\":[]}", "version 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFSM()
+			f := New()
 			require.NoError(t, f.Restore(golden))
 			err := f.Restore([]byte(tc.data))
 			require.ErrorIs(t, err, raftstore.ErrBadSnapshot)

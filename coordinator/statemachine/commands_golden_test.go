@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"slices"
@@ -18,22 +18,22 @@ var pinnedCommands = []struct {
 	typ  raftstore.CommandType
 	want uint8
 }{
-	{"putRelease", cmdPutRelease, 16},
-	{"putCluster", cmdPutCluster, 17},
-	{"deleteCluster", cmdDeleteCluster, 18},
-	{"startUpgrade", cmdStartUpgrade, 19},
-	{"advance", cmdAdvance, 20},
-	{"nodeStepResult", cmdNodeStepResult, 21},
-	{"stepResult", cmdStepResult, 22},
-	{"poolCommand", cmdPoolCommand, 23},
-	{"retryNode", cmdRetryNode, 24},
-	{"agentRegister", cmdAgentRegister, 25},
-	{"agentHealth", cmdAgentHealth, 26},
-	{"setProtection", cmdSetProtection, 27},
-	{"setPolicy", cmdSetPolicy, 28},
-	{"preflightStart", cmdPreflightStart, 29},
-	{"preflightResult", cmdPreflightResult, 30},
-	{"preflightFinish", cmdPreflightFinish, 31},
+	{"putRelease", CmdPutRelease, 16},
+	{"putCluster", CmdPutCluster, 17},
+	{"deleteCluster", CmdDeleteCluster, 18},
+	{"startUpgrade", CmdStartUpgrade, 19},
+	{"advance", CmdAdvance, 20},
+	{"nodeStepResult", CmdNodeStepResult, 21},
+	{"stepResult", CmdStepResult, 22},
+	{"poolCommand", CmdPoolCommand, 23},
+	{"retryNode", CmdRetryNode, 24},
+	{"agentRegister", CmdAgentRegister, 25},
+	{"agentHealth", CmdAgentHealth, 26},
+	{"setProtection", CmdSetProtection, 27},
+	{"setPolicy", CmdSetPolicy, 28},
+	{"preflightStart", CmdPreflightStart, 29},
+	{"preflightResult", CmdPreflightResult, 30},
+	{"preflightFinish", CmdPreflightFinish, 31},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the
@@ -47,7 +47,7 @@ func TestGoldenCommandNumbers(t *testing.T) {
 		want = append(want, c.typ)
 	}
 	var got []raftstore.CommandType
-	for typ := range newFSM().Handlers() {
+	for typ := range New().Handlers() {
 		got = append(got, typ)
 	}
 	slices.Sort(got)

@@ -1,4 +1,4 @@
-package coordinator
+package statemachine
 
 import (
 	"time"
@@ -9,19 +9,21 @@ import (
 )
 
 // state is everything the coordinator replicates. It is only changed by
-// apply functions (fsm.go) and read under the FSM's lock.
+// apply functions (fsm.go) under the Machine's write lock, and read by
+// queries (queries.go) under its read lock. Its JSON encoding is the
+// snapshot's body (snapshot.go): field names and tags are a format.
 type state struct {
-	Clusters map[string]*clusterRecord `json:"clusters"`
+	Clusters map[string]*ClusterRecord `json:"clusters"`
 	Releases map[string]*api.Release   `json:"releases"`
 	Audit    []AuditEntry              `json:"audit,omitempty"`
 }
 
 func newState() *state {
-	return &state{Clusters: map[string]*clusterRecord{}, Releases: map[string]*api.Release{}}
+	return &state{Clusters: map[string]*ClusterRecord{}, Releases: map[string]*api.Release{}}
 }
 
-// clusterRecord is one cluster's spec, status and upgrade.
-type clusterRecord struct {
+// ClusterRecord is one cluster's spec, status and upgrade.
+type ClusterRecord struct {
 	Spec       phases.ClusterSpec `json:"spec"`
 	Kubeconfig string             `json:"kubeconfig,omitempty"`
 	// StatusVersion is what the whole cluster runs: moved to the target
@@ -34,7 +36,7 @@ type clusterRecord struct {
 	History []api.UpgradeSummary `json:"history,omitempty"`
 	// Seq numbers the cluster's upgrades, for deterministic upgrade IDs.
 	Seq    int                     `json:"seq"`
-	Agents map[string]*agentRecord `json:"agents,omitempty"`
+	Agents map[string]*AgentRecord `json:"agents,omitempty"`
 	// Policy gates automatic upgrades (nil: always open).
 	Policy *maintenance.Policy `json:"policy,omitempty"`
 	// Preflights are the cluster's latest preflight runs, oldest first.
@@ -42,9 +44,9 @@ type clusterRecord struct {
 	PreflightSeq int             `json:"preflightSeq"`
 }
 
-// agentRecord is the replicated part of an agent's liveness: only changes
+// AgentRecord is the replicated part of an agent's liveness: only changes
 // (registered, missing or back, health flipped) are committed, never beats.
-type agentRecord struct {
+type AgentRecord struct {
 	Registered   bool      `json:"registered"`
 	Address      string    `json:"address,omitempty"`
 	Missing      bool      `json:"missing"`
@@ -73,27 +75,27 @@ func (s *state) audit(e AuditEntry) {
 	}
 }
 
-// activeUpgrade returns the cluster's running upgrade, or nil.
-func (r *clusterRecord) activeUpgrade() *phases.Upgrade {
+// ActiveUpgrade returns the cluster's running upgrade, or nil.
+func (r *ClusterRecord) ActiveUpgrade() *phases.Upgrade {
 	if r.Upgrade != nil && r.Upgrade.Active() {
 		return r.Upgrade
 	}
 	return nil
 }
 
-// pendingUpgrade returns the cluster's upgrade that has not ended (waiting
+// PendingUpgrade returns the cluster's upgrade that has not ended (waiting
 // for its preflight or running), or nil: while there is one, no other
 // upgrade starts and the cluster's shape does not change.
-func (r *clusterRecord) pendingUpgrade() *phases.Upgrade {
+func (r *ClusterRecord) PendingUpgrade() *phases.Upgrade {
 	if r.Upgrade != nil && r.Upgrade.InProgress() {
 		return r.Upgrade
 	}
 	return nil
 }
 
-// nodeVersions counts nodes per version: from the upgrade while one has
+// NodeVersions counts nodes per version: from the upgrade while one has
 // run, else every node at the status version.
-func (r *clusterRecord) nodeVersions(pool string) map[string]int {
+func (r *ClusterRecord) NodeVersions(pool string) map[string]int {
 	m := map[string]int{}
 	if r.Upgrade != nil && r.Upgrade.To == r.Spec.Version {
 		for _, n := range r.Upgrade.Nodes {

@@ -1,0 +1,20 @@
+// Package statemachine is the coordinator's replicated state machine, and
+// the format it keeps on disk: the state (clusters, releases, upgrades,
+// agents' replicated liveness, maintenance policies, preflight runs, the
+// audit trail), the commands that change it with their literal numbers
+// (commands.go), the apply function of each (Handlers), and the snapshot
+// encoding (snapshot.go).
+//
+// It is pure: no I/O, no logging, no clock (every command carries the
+// leader's Now), no Kubernetes and no Raft store — internal/purity's test
+// holds it to that. Machine implements raftstore.Machine through the types
+// of the pure package raftstore/command, so raftstore replicates it without
+// this package importing Raft, and a log can be replayed through a fresh
+// Machine alone (golden_test.go does).
+//
+// Apply functions run under the Machine's write lock; a domain refusal is
+// an error value wrapping one of this package's sentinels (ErrNotFound, …,
+// RuleError), or phases.ErrStale for a decision the state has moved past.
+// Readers outside the package use typed queries (queries.go), which take
+// the read lock and return copies, never references into the state.
+package statemachine

@@ -1,0 +1,212 @@
+package statemachine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
+	"github.com/moltproject/molt/raftstore"
+)
+
+// TestApplyCommands applies each command type to a state prepared from a
+// prefix of the golden log, and checks what it changed or that it was
+// refused with the right sentinel and changed nothing at all.
+func TestApplyCommands(t *testing.T) {
+	entries := goldenEntries()
+	// before returns the length of the golden log's prefix that ends just
+	// before its nth (from 0) command of type typ.
+	before := func(typ raftstore.CommandType, nth int) int {
+		for i, e := range entries {
+			if e.typ == typ {
+				if nth == 0 {
+					return i
+				}
+				nth--
+			}
+		}
+		t.Fatalf("golden log has too few commands of type %s", typ)
+		return 0
+	}
+	var (
+		registered = before(CmdPreflightStart, 0) // cluster lab, agents, policy
+		preflight1 = registered + 1               // preflight lab-1 running
+		cpRunning  = before(CmdNodeStepResult, 0) // upgrade running, cp-1 at cursor 0
+		w1Failed   = before(CmdRetryNode, 0)      // worker-1 failed at its drain
+		w1Retried  = w1Failed + 1                 // worker-1 at its drain, attempt 1
+		finished   = before(CmdPutRelease, 2)     // upgrade done, lab at 1.34.4
+		autoCP     = len(entries)                 // automatic lab-1.34.5-2: pool/cp started, cp-1 protected
+		up         = "lab-1.34.4-1"               // the golden upgrade
+		now        = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
+		v          = phases.MustParseVersion
+		node       = func(st *state, name string) phases.NodeTask { n, _ := st.Clusters["lab"].Upgrade.Node(name); return *n }
+		nodeResult = func(node string, cursor, attempt int) NodeStepResultCmd {
+			return NodeStepResultCmd{Cluster: "lab", Now: now, Result: phases.NodeStepResult{Upgrade: up, Node: node, Cursor: cursor, Attempt: attempt, OK: true}}
+		}
+	)
+	tests := []struct {
+		name  string
+		at    int // golden log prefix the state is built from
+		typ   raftstore.CommandType
+		cmd   any
+		want  error                    // refusal sentinel; nil: applied
+		check func(*testing.T, *state) // after an applied command
+	}{
+		{"put release", registered, CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "v1.35.0"}, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, "1.35.0", st.Releases["1.35.0"].Version, "stored under its canonical version")
+			}},
+		{"put release with a bad version", registered, CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}, ErrInvalid, nil},
+		{"put user cluster of an unknown admin", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: phases.ClusterSpec{Name: "u1", Kind: phases.KindUser, AdminCluster: "nope", Version: v("1.33.6"),
+			Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "u1-cp"}}}}}}, ErrInvalid, nil},
+		{"re-register moving the version", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.34.4")}, ErrInvalid, nil},
+		{"re-register during an upgrade", cpRunning, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, ErrUpgradeInProgress, nil},
+		{"re-register keeps agents", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, nil,
+			func(t *testing.T, st *state) { require.Len(t, st.Clusters["lab"].Agents, 3) }},
+		{"delete an unknown cluster", registered, CmdDeleteCluster, DeleteClusterCmd{Name: "nope", Now: now}, ErrNotFound, nil},
+		{"delete during an upgrade", cpRunning, CmdDeleteCluster, DeleteClusterCmd{Name: "lab", Now: now}, ErrUpgradeInProgress, nil},
+		{"protections only with the start they came with", autoCP, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.5-2", Now: now,
+			Actions:     []phases.Action{{ID: "lab-1.34.5-2/start/pool/cp", Kind: phases.ActStartStep, Upgrade: "lab-1.34.5-2", Step: "pool/cp"}},
+			Protections: map[string]time.Time{"cp-1": now}}, nil,
+			func(t *testing.T, st *state) {
+				n, _ := st.Clusters["lab"].Upgrade.Node("cp-1")
+				require.NotEqual(t, now, n.ProtectedUntil, "a start refused as stale recorded its protections")
+			}},
+		{"delete", finished, CmdDeleteCluster, DeleteClusterCmd{Name: "lab", Now: now}, nil,
+			func(t *testing.T, st *state) { require.Empty(t, st.Clusters) }},
+		{"upgrade an unknown cluster", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "nope", To: v("1.34.4"), Now: now}, ErrNotFound, nil},
+		{"upgrade to a version not in the catalog", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.5"), Now: now}, ErrUnknownVersion, nil},
+		{"upgrade while one runs", cpRunning, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, ErrUpgradeInProgress, nil},
+		{"start an upgrade", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, nil,
+			func(t *testing.T, st *state) {
+				r := st.Clusters["lab"]
+				require.Equal(t, up, r.Upgrade.ID)
+				require.Equal(t, "1.34.4", r.Spec.Version.String(), "spec moves to the target")
+				require.Equal(t, "1.33.6", r.StatusVersion.String(), "status moves when it finishes")
+			}},
+		{"advance another upgrade", cpRunning, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Now: now}, phases.ErrStale, nil},
+		{"advance with only stale actions", cpRunning, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: up, Now: now, Actions: []phases.Action{
+			{ID: up + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: up, Step: "pool/cp"}}}, nil,
+			nil}, // applied, but its one action is stale: nothing changes
+		{"node result for an old cursor", w1Retried, CmdNodeStepResult, nodeResult("worker-1", 0, 1), phases.ErrStale, nil},
+		{"node result for an old attempt", w1Retried, CmdNodeStepResult, nodeResult("worker-1", 1, 0), phases.ErrStale, nil},
+		{"node result of an unknown cluster", cpRunning, CmdNodeStepResult, NodeStepResultCmd{Cluster: "nope", Result: nodeResult("cp-1", 0, 0).Result}, ErrNotFound, nil},
+		{"node result after the upgrade", finished, CmdNodeStepResult, nodeResult("cp-1", 8, 0), phases.ErrStale, nil},
+		{"node result", cpRunning, CmdNodeStepResult, nodeResult("cp-1", 0, 0), nil,
+			func(t *testing.T, st *state) { require.Equal(t, 1, node(st, "cp-1").Cursor) }},
+		{"step result for an old attempt", before(CmdStepResult, 3), CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+			Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 0, OK: true}}, phases.ErrStale, nil},
+		{"step result of a step not running", cpRunning, CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+			Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true}}, phases.ErrStale, nil},
+		{"addons applied", before(CmdStepResult, 0), CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+			Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true}}, nil,
+			func(t *testing.T, st *state) { require.Equal(t, "1.34.4", st.Clusters["lab"].AddonsVersion.String()) }},
+		{"pool command without an upgrade", registered, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, ErrNoUpgrade, nil},
+		{"pool command on an unknown pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "nope", Command: PoolCancel, Now: now}, ErrNotFound, nil},
+		{"unknown pool command", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: "explode", Now: now}, ErrInvalid, nil},
+		{"resume a pool not cancelled", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now}, ErrCommandNotAllowed, nil},
+		{"complete a bare-metal pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolComplete, Now: now}, ErrCommandNotAllowed, nil},
+		{"cancel a pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				p, _ := st.Clusters["lab"].Upgrade.Pool("workers")
+				require.True(t, p.Cancelled)
+				require.Equal(t, "pool-cancel", st.Audit[len(st.Audit)-1].Action)
+			}},
+		{"retry a node that did not fail", w1Retried, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrCommandNotAllowed, nil},
+		{"retry without an upgrade", finished, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrNoUpgrade, nil},
+		{"retry a failed node", w1Failed, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, nil,
+			func(t *testing.T, st *state) {
+				n := node(st, "worker-1")
+				require.Equal(t, phases.StateRunning, n.State)
+				require.Equal(t, 1, n.Attempt)
+				require.Equal(t, 1, n.Cursor, "again at the step it failed on")
+			}},
+		{"register an agent of an unknown node", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: "nope", Now: now}, ErrNotFound, nil},
+		{"register an agent of an unknown cluster", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "nope", Node: "cp-1", Now: now}, ErrNotFound, nil},
+		{"register an agent again", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: "cp-1", Address: "cp-1:8443", Now: now}, nil,
+			func(t *testing.T, st *state) {
+				a := st.Clusters["lab"].Agents["cp-1"]
+				require.Equal(t, "cp-1:8443", a.Address)
+				require.Equal(t, now, a.RegisteredAt)
+				require.Equal(t, "v1.33.6", a.Kubelet, "component versions stay until the next health change")
+			}},
+		{"health of an unregistered agent", before(CmdAgentRegister, 0), CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Now: now}, ErrNotFound, nil},
+		{"an agent missing keeps its versions", registered, CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Missing: true, Kubelet: "ignored", Now: now}, nil,
+			func(t *testing.T, st *state) {
+				a := st.Clusters["lab"].Agents["cp-1"]
+				require.True(t, a.Missing)
+				require.Equal(t, "v1.33.6", a.Kubelet)
+			}},
+		{"protect an unknown node", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "nope", Until: now}, phases.ErrStale, nil},
+		{"protect in another upgrade", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Node: "cp-1", Until: now}, phases.ErrStale, nil},
+		{"protect a node", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: now}, nil,
+			func(t *testing.T, st *state) { require.Equal(t, now, node(st, "worker-2").ProtectedUntil) }},
+		{"policy of an unknown cluster", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "nope", Now: now}, ErrNotFound, nil},
+		{"policy with an unnamed exclusion", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Now: now, Policy: maintenance.Policy{
+			Exclusions: []maintenance.Exclusion{{Start: now, End: now.Add(time.Hour)}}}}, ErrPolicyInvalid, nil},
+		{"clear the policy", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Now: now}, nil,
+			func(t *testing.T, st *state) { require.Nil(t, st.Clusters["lab"].Policy.Window) }},
+		{"preflight run that exists", preflight1, CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", CreatedAt: now}}, phases.ErrStale, nil},
+		{"preflight of an unknown cluster", registered, CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "nope-1", Cluster: "nope", CreatedAt: now}}, ErrNotFound, nil},
+		{"preflight result of another node's operation", preflight1, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+			Result: api.OperationResult{ID: "preflight-lab-1-worker-1-peers", State: api.OpSucceeded}}, ErrNotFound, nil},
+		{"preflight result after the report", finished, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+			Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", State: api.OpFailed}}, phases.ErrStale, nil},
+		{"preflight result", preflight1, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+			Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", State: api.OpFailed}}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, api.OpFailed, st.Clusters["lab"].Preflights[0].Results["preflight-lab-1-cp-1-peers"].State)
+			}},
+		{"preflight report twice", finished, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now}, phases.ErrStale, nil},
+		{"preflight report", preflight1, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now, Report: preflight.Report{Verdict: preflight.Failed}}, nil,
+			func(t *testing.T, st *state) {
+				run := st.Clusters["lab"].Preflights[0]
+				require.Equal(t, "done", run.State)
+				require.Equal(t, preflight.Failed, run.Report.Verdict)
+				require.Equal(t, now, run.FinishedAt)
+			}},
+	}
+	covered := map[raftstore.CommandType]bool{}
+	for _, tc := range tests {
+		covered[tc.typ] = true
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := replay(t, encodeEntries(t, entries[:tc.at], 1))
+			was, err := f.Snapshot()
+			require.NoError(t, err)
+			b, err := raftstore.Encode(tc.typ, tc.cmd)
+			require.NoError(t, err)
+			_, err = f.Handlers()[tc.typ](uint64(tc.at+1), b[1:])
+			after, snapErr := f.Snapshot()
+			require.NoError(t, snapErr)
+			if tc.want != nil || tc.check == nil {
+				if tc.want != nil {
+					require.ErrorIs(t, err, tc.want)
+				} else {
+					require.NoError(t, err)
+				}
+				requireSameBytes(t, was, after, "a refused or stale command changes nothing")
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, f.st)
+		})
+	}
+	for _, pc := range pinnedCommands {
+		require.True(t, covered[pc.typ], "no apply test for %s", pc.name)
+	}
+}
+
+// respec is lab's spec from the golden log, stating version.
+func respec(entries []goldenEntry, version string) phases.ClusterSpec {
+	for _, e := range entries {
+		if c, ok := e.cmd.(PutClusterCmd); ok && c.Spec.Name == "lab" {
+			c.Spec.Version = phases.MustParseVersion(version)
+			return c.Spec
+		}
+	}
+	panic("golden log registers no cluster lab")
+}

@@ -1,0 +1,147 @@
+package statemachine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
+)
+
+// Preflight runs are replicated objects (SPEC §5): the leader decides the
+// host operations of a run and commits them with the run, agents' results
+// are committed as they come, and the leader commits the report once every
+// host answered or the run's deadline passed. A new leader resumes a run
+// from the log: it offers the same operation IDs and finishes it.
+
+// maxPreflights bounds the runs kept per cluster.
+const maxPreflights = 20
+
+// PreflightRun is one stored preflight run.
+type PreflightRun struct {
+	ID         string                         `json:"id"`
+	Cluster    string                         `json:"cluster"`
+	Target     phases.Version                 `json:"target"`
+	State      string                         `json:"state"` // running | done
+	CreatedAt  time.Time                      `json:"createdAt"`
+	Deadline   time.Time                      `json:"deadline"`
+	FinishedAt time.Time                      `json:"finishedAt,omitzero"`
+	Operations map[string][]api.Operation     `json:"operations"`
+	Results    map[string]api.OperationResult `json:"results,omitempty"`
+	Report     *preflight.Report              `json:"report,omitempty"`
+}
+
+// PreflightStartCmd (CmdPreflightStart) stores a new preflight run with its host operations.
+type PreflightStartCmd struct {
+	Run PreflightRun `json:"run"`
+}
+
+// PreflightResultCmd (CmdPreflightResult) records an agent's result of a preflight operation.
+type PreflightResultCmd struct {
+	Cluster string              `json:"cluster"`
+	Run     string              `json:"run"`
+	Node    string              `json:"node"`
+	Result  api.OperationResult `json:"result"`
+}
+
+// PreflightFinishCmd (CmdPreflightFinish) stores a run's report and starts or refuses the upgrade waiting for it.
+type PreflightFinishCmd struct {
+	Cluster string           `json:"cluster"`
+	Run     string           `json:"run"`
+	Report  preflight.Report `json:"report"`
+	Now     time.Time        `json:"now"`
+}
+
+func (r *ClusterRecord) preflight(id string) *PreflightRun {
+	for _, p := range r.Preflights {
+		if p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *state) preflightStart(c PreflightStartCmd) (any, error) {
+	r, err := s.cluster(c.Run.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if r.preflight(c.Run.ID) != nil {
+		return nil, fmt.Errorf("preflight %s exists: %w", c.Run.ID, phases.ErrStale)
+	}
+	addPreflight(r, c.Run)
+	return nil, nil
+}
+
+// addPreflight stores a new running preflight run, keeping the latest
+// maxPreflights.
+func addPreflight(r *ClusterRecord, run PreflightRun) {
+	run.State = "running"
+	r.PreflightSeq++
+	r.Preflights = append(r.Preflights, &run)
+	if len(r.Preflights) > maxPreflights {
+		r.Preflights = r.Preflights[len(r.Preflights)-maxPreflights:]
+	}
+}
+
+// runningPreflight finds a run that still takes results.
+func (s *state) runningPreflight(cluster, id string) (*PreflightRun, error) {
+	r, err := s.cluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	run := r.preflight(id)
+	if run == nil || run.State != "running" {
+		return nil, fmt.Errorf("preflight %s is not running: %w", id, phases.ErrStale)
+	}
+	return run, nil
+}
+
+func (s *state) preflightResult(c PreflightResultCmd) (any, error) {
+	run, err := s.runningPreflight(c.Cluster, c.Run)
+	if err != nil {
+		return nil, err
+	}
+	owned := false
+	for _, op := range run.Operations[c.Node] {
+		owned = owned || op.ID == c.Result.ID
+	}
+	if !owned {
+		return nil, &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %s is not node %s's in preflight %s", c.Result.ID, c.Node, c.Run), Err: ErrNotFound}
+	}
+	if old, ok := run.Results[c.Result.ID]; ok && old.State != api.OpRunning {
+		return nil, fmt.Errorf("result of %s already recorded: %w", c.Result.ID, phases.ErrStale)
+	}
+	if run.Results == nil {
+		run.Results = map[string]api.OperationResult{}
+	}
+	run.Results[c.Result.ID] = c.Result
+	return nil, nil
+}
+
+func (s *state) preflightFinish(c PreflightFinishCmd) (any, error) {
+	run, err := s.runningPreflight(c.Cluster, c.Run)
+	if err != nil {
+		return nil, err
+	}
+	rep := c.Report
+	run.Report, run.State, run.FinishedAt = &rep, "done", c.Now
+	// The upgrade waiting for this run starts or is refused by the same
+	// entry that stores the report: the replicated state never holds a
+	// running upgrade without the passing run it names.
+	r := s.Clusters[c.Cluster]
+	if u := r.Upgrade; u != nil && u.State == phases.UpgradePreflight && u.Preflight == run.ID {
+		u.Revision++
+		if rep.Blocked() {
+			u.State, u.FinishedAt, u.RefusedChecks = phases.UpgradeRefused, c.Now, slices.Clone(rep.Failed)
+			r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
+				State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+		} else {
+			u.State = phases.UpgradeRunning
+			r.Spec.Version = u.To
+		}
+	}
+	return nil, nil
+}
