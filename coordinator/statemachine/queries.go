@@ -14,11 +14,18 @@ import (
 )
 
 // Queries: every read of the state from outside this package goes through
-// one of these methods. Each takes the read lock once and returns copies
-// deep enough that apply functions may go on changing the state: a caller
-// never holds a reference into it. Two queries may see two different
-// states; a decision made on what they returned is re-checked by the apply
-// function of the command that carries it.
+// one of these methods. Each takes the read lock once and returns copies:
+// changing what a query returned never changes the state, and apply
+// functions may go on changing the state under it. Parts that apply
+// functions only ever replace whole, never change in place, are shared
+// rather than copied, and callers must treat them as read-only: a release's
+// channels, artifacts and static pods, a policy's window and exclusions, a
+// preflight run's operation lists and report contents, and the slices
+// inside an upgrade's steps, pools and nodes.
+//
+// Two queries may see two different states; a decision made on what they
+// returned is re-checked by the apply function of the command that
+// carries it.
 
 // Release returns one catalog entry by canonical version ("1.34.4").
 func (f *Machine) Release(version string) (api.Release, bool) {
