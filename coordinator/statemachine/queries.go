@@ -173,7 +173,14 @@ func (f *Machine) Agent(cluster, node string) (AgentRecord, bool) {
 func (f *Machine) Agents() []NodeAgent {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []NodeAgent
+	n := 0
+	for _, r := range f.st.Clusters {
+		n += len(r.Agents)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]NodeAgent, 0, n)
 	for _, cn := range sortedKeys(f.st.Clusters) {
 		r := f.st.Clusters[cn]
 		for _, node := range sortedKeys(r.Agents) {
