@@ -7,15 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
-	"github.com/moltproject/molt/preflight"
 )
 
 // Preflight runs the preflight checks for an upgrade to version and waits
 // for the report.
-func (e *Env) Preflight(ctx context.Context, version string) (coordinator.PreflightRun, error) {
-	var run coordinator.PreflightRun
+func (e *Env) Preflight(ctx context.Context, version string) (api.PreflightRun, error) {
+	var run api.PreflightRun
 	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/preflight", map[string]string{"version": version}, &run); err != nil {
 		return run, err
 	}
@@ -23,8 +22,8 @@ func (e *Env) Preflight(ctx context.Context, version string) (coordinator.Prefli
 }
 
 // waitPreflight waits for preflight run id's report.
-func (e *Env) waitPreflight(ctx context.Context, id string) (coordinator.PreflightRun, error) {
-	var run coordinator.PreflightRun
+func (e *Env) waitPreflight(ctx context.Context, id string) (api.PreflightRun, error) {
+	var run api.PreflightRun
 	err := poll(ctx, 3*time.Minute, func() (bool, error) {
 		if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/preflight/"+id, nil, &run); err != nil {
 			return false, nil
@@ -35,7 +34,7 @@ func (e *Env) waitPreflight(ctx context.Context, id string) (coordinator.Preflig
 }
 
 // PrintReport writes a preflight report, one line per check.
-func (e *Env) PrintReport(run coordinator.PreflightRun) {
+func (e *Env) PrintReport(run api.PreflightRun) {
 	if run.Report == nil {
 		return
 	}
@@ -44,7 +43,7 @@ func (e *Env) PrintReport(run coordinator.PreflightRun) {
 		switch {
 		case r.Blocks:
 			mark = "FAIL"
-		case r.Status != preflight.Pass:
+		case r.Status != "pass":
 			mark = "warn"
 		}
 		fmt.Fprintf(e.cfg.Out, "    %s %-24s %s\n", mark, r.Check, r.Message)
