@@ -185,6 +185,13 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	changed, err := raiseInotifyLimits()
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		l.step("kernel inotify limits raised for the hosts' daemons: %s", strings.Join(changed, ", "))
+	}
 	l.step("network %s (bridge %s in namespace %s)", Subnet, bridgeName, l.net.LabNS())
 	if err := l.net.Up(ctx); err != nil {
 		return err
