@@ -20,10 +20,7 @@ func TestFiveMembersSurviveTwoKilled(t *testing.T) {
 	ops := newFakeOps()
 	tc := newTestCluster(t, 5, ops)
 	cl := tc.anyClient(1)
-	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
-	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
-	spec := clusterSpec("lab", "1.33.6")
-	put(t, cl, "/v1/clusters/lab", spec)
+	spec := registerLab(t, cl)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

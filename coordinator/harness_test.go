@@ -482,6 +482,17 @@ func clusterSpec(name string, version string) api.ClusterSpec {
 		}}}
 }
 
+// registerLab stores releases 1.33.6 and 1.34.4 and cluster "lab" at
+// 1.33.6 (clusterSpec) through cl, and returns the cluster's spec.
+func registerLab(t testing.TB, cl *api.Client) api.ClusterSpec {
+	t.Helper()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+	return spec
+}
+
 func nodeNames(spec api.ClusterSpec) []string {
 	var out []string
 	for _, p := range spec.Pools {

@@ -37,10 +37,7 @@ func TestMetricsFollowUpgrade(t *testing.T) {
 	tc := newTestCluster(t, 1, ops)
 	m := tc.members[0]
 	cl := m.client()
-	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
-	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
-	spec := clusterSpec("lab", "1.33.6")
-	put(t, cl, "/v1/clusters/lab", spec)
+	spec := registerLab(t, cl)
 	require.Contains(t, scrape(t, m, "molt_cluster_upgrade_phase"), `molt_cluster_upgrade_phase{cluster="lab",phase="idle"} 1`)
 	require.Contains(t, scrape(t, m, "molt_cluster_nodes"), `molt_cluster_nodes{cluster="lab",version="1.33.6"} 7`)
 

@@ -23,10 +23,7 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	tc := newTestCluster(t, 1, ops)
 	m := tc.members[0]
 	cl := m.client()
-	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
-	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
-	spec := clusterSpec("lab", "1.33.6")
-	put(t, cl, "/v1/clusters/lab", spec)
+	spec := registerLab(t, cl)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	nodes := nodeNames(spec)

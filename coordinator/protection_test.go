@@ -23,10 +23,7 @@ func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 	ops.protected = map[string]time.Time{"worker-1": until}
 	tc := newTestCluster(t, 1, ops)
 	cl := tc.anyClient(0)
-	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
-	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
-	spec := clusterSpec("lab", "1.33.6")
-	put(t, cl, "/v1/clusters/lab", spec)
+	spec := registerLab(t, cl)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runAgents(ctx, tc, "lab", nodeNames(spec))

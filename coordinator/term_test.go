@@ -84,13 +84,17 @@ func TestDispatcherServesOnlyDuringATerm(t *testing.T) {
 	require.Empty(t, ops)
 
 	errc := make(chan error, 1)
-	go func() { _, err := d.poll(ctx, "lab", "n1", time.Hour); errc <- err }()
-	waitFor(t, "the poll to wait", func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		_, ok := d.waiters[nodeKey("lab", "n1")]
-		return ok
-	})
+	// startPoll starts a long poll and returns once it waits.
+	startPoll := func() {
+		go func() { _, err := d.poll(ctx, "lab", "n1", time.Hour); errc <- err }()
+		waitFor(t, "the poll to wait", func() bool {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			_, ok := d.waiters[nodeKey("lab", "n1")]
+			return ok
+		})
+	}
+	startPoll()
 	d.stop()
 	require.ErrorIs(t, receive(t, "the poll to return", errc), raftstore.ErrNotLeader)
 
@@ -102,13 +106,7 @@ func TestDispatcherServesOnlyDuringATerm(t *testing.T) {
 
 	// A poll that began in one term does not serve the next: a member that
 	// lost and regained leadership makes its pollers ask again.
-	go func() { _, err := d.poll(ctx, "lab", "n1", time.Hour); errc <- err }()
-	waitFor(t, "the poll to wait", func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		_, ok := d.waiters[nodeKey("lab", "n1")]
-		return ok
-	})
+	startPoll()
 	d.stop()
 	d.serve()
 	require.ErrorIs(t, receive(t, "the poll to return", errc), raftstore.ErrNotLeader)

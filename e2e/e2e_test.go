@@ -429,12 +429,13 @@ func dumpLogs(t *testing.T, env *Env, work string) {
 	for _, n := range nodes {
 		t.Logf("    %s ready=%v kubelet=%s unschedulable=%v", n.Name, n.Ready, n.KubeletVersion, n.Unschedulable)
 	}
+	var hosts []string
 	for _, h := range env.Lab.Config().Topology.Hosts {
 		out, _ := env.Lab.Exec(ctx, h.Name, "journalctl", "-u", "molt-agent", "--no-pager", "-n", "60")
 		t.Logf("--- %s molt-agent\n%s", h.Name, out)
-		out, _ = env.Lab.Exec(ctx, h.Name, "sh", "-c", "systemctl status kubelet --no-pager | head -n 12; journalctl -u kubelet --no-pager -n 40 | cut -c1-400")
-		t.Logf("--- %s kubelet\n%s", h.Name, out)
+		hosts = append(hosts, h.Name)
 	}
+	env.Lab.DescribeHosts(ctx, hosts)
 }
 
 // tlog sends lab and progress output to the test log.

@@ -216,7 +216,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	l.step("waiting for %d Nodes Ready at v%s", len(c.Topology.Hosts), c.Version)
 	var notReady []string
 	if err := waitNodesReady(ctx, kc, c.Topology, c.Version, c.ReadyTimeout, l.cfg.Out, &notReady); err != nil {
-		l.describeHosts(context.WithoutCancel(ctx), notReady)
+		l.DescribeHosts(context.WithoutCancel(ctx), notReady)
 		return err
 	}
 	if err := labelNodes(ctx, kc, c.Topology); err != nil {
@@ -350,10 +350,11 @@ func writeState(dir string, st State) error {
 	return nil
 }
 
-// describeHosts writes, for hosts that did not come up, what their kubelet
-// says: whether the unit runs and the end of its journal. A lab that
-// failed is removed by its caller, and this is then all that is left.
-func (l *Lab) describeHosts(ctx context.Context, hosts []string) {
+// DescribeHosts writes to the lab's Out what the hosts' kubelets say:
+// whether the unit runs and the end of its journal. Up calls it for hosts
+// that never became Ready Nodes (a failed lab is removed by its caller, and
+// this is then all that is left); tests call it when they fail.
+func (l *Lab) DescribeHosts(ctx context.Context, hosts []string) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, h := range hosts {

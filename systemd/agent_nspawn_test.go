@@ -33,6 +33,31 @@ func goBuild(t *testing.T, dir, out string, args ...string) {
 	require.NoError(t, err, string(b))
 }
 
+// requireHosts needs what booting an nspawn host takes (failing under
+// CI=true when it is missing) and returns a test context and the rootfs.
+func requireHosts(t *testing.T) (context.Context, string) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
+		testenv.RequireBinary(t, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
+	require.NoError(t, err)
+	return ctx, rootfs
+}
+
+// bootHost boots a host named after prefix and this process, stopped at
+// the test's end.
+func bootHost(t *testing.T, ctx context.Context, rootfs, prefix string) *nspawn.Host {
+	t.Helper()
+	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("%s-%d", prefix, os.Getpid()), Rootfs: rootfs})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Stop() })
+	return h
+}
+
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -50,14 +75,7 @@ func fileSum(t *testing.T, path string) string {
 // TestAgentUnderSystemd runs molt-agent as molt-agent.service (installed by
 // install.sh) in a booted nspawn host with a stand-in kubelet.service.
 func TestAgentUnderSystemd(t *testing.T) {
-	testenv.RequireRoot(t)
-	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
-		testenv.RequireBinary(t, b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
-	require.NoError(t, err)
+	ctx, rootfs := requireHosts(t)
 
 	// Build the agent and three stand-in kubelets.
 	bin := t.TempDir()
@@ -75,9 +93,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 		goBuild(t, kdir, filepath.Join(files, "kubelet-"+v), "-ldflags=-s -w -X main.version="+v)
 	}
 
-	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("molt-agent-%d", os.Getpid()), Rootfs: rootfs})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Stop() })
+	h := bootHost(t, ctx, rootfs, "molt-agent")
 	exec1 := func(argv ...string) string {
 		t.Helper()
 		out, err := h.Exec(ctx, argv...)

@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/internal/nspawn"
-	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/systemd"
 )
 
@@ -26,20 +24,11 @@ import (
 // directory (as the transient DynamicUser, not root), reports READY, and
 // comes back from a restart with the state it had.
 func TestCoordinatorUnderSystemd(t *testing.T) {
-	testenv.RequireRoot(t)
-	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
-		testenv.RequireBinary(t, b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
-	require.NoError(t, err)
+	ctx, rootfs := requireHosts(t)
 	bin := t.TempDir()
 	goBuild(t, "../cmd/molt-coordinator", filepath.Join(bin, "molt-coordinator"), "-ldflags=-s -w")
 
-	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("molt-coord-%d", os.Getpid()), Rootfs: rootfs})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Stop() })
+	h := bootHost(t, ctx, rootfs, "molt-coord")
 	t.Cleanup(func() {
 		if t.Failed() {
 			o, _ := h.Exec(context.Background(), "journalctl", "--no-pager", "-n", "100", "-u", "molt-coordinator")
