@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/moltproject/molt/lab"
@@ -59,11 +61,49 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --server %s upgrade watch %s\n",
 		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.ServerFlag(), ClusterName)
 
+	before, err := env.Lab.ContainerdVersions(ctx)
+	if err != nil {
+		return err
+	}
 	u, took, err := env.RunUpgrade(ctx, cfg.To)
+	if err != nil {
+		return err
+	}
+	after, err := env.Lab.ContainerdVersions(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\n==> status.version = %s (upgrade took %s; demo %s in all)\n\n", cfg.To, took.Round(time.Second), time.Since(t0).Round(time.Second))
 	fmt.Fprint(out, Summary(u))
+	fmt.Fprintf(out, "containerd, as each host's containerd API reports it: %s\n", ContainerdChange(before, after))
 	return nil
+}
+
+// ContainerdChange says how the hosts' containerd versions moved, e.g.
+// "1.6.20~ds1 → 1.7.35 on 7 of 7 hosts", listing hosts that differ.
+func ContainerdChange(before, after map[string]string) string {
+	moves := map[string][]string{}
+	for host, was := range before {
+		k := was + " → " + after[host]
+		if was == after[host] {
+			k = was + " (unchanged)"
+		}
+		moves[k] = append(moves[k], host)
+	}
+	keys := make([]string, 0, len(moves))
+	for k := range moves {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		hosts := moves[k]
+		sort.Strings(hosts)
+		if len(moves) == 1 {
+			parts = append(parts, fmt.Sprintf("%s on %d of %d hosts", k, len(hosts), len(before)))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s on %s", k, strings.Join(hosts, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -46,6 +46,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 		testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
 	}
 	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	testenv.RequireFile(t, filepath.Join(builds, "containerd", "v"+lab.BuiltContainerdVersion, "bin", "containerd"), "containerd (build/containerd/build.sh)")
 	testenv.RequireBinary(t, "systemd-nspawn")
 
 	root := moduleRoot(t)
@@ -240,6 +241,8 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
 		return strings.TrimSpace(string(out))
 	}
 	require.Equal(t, "0", restarts())
+	ctrdBefore, err := env.Lab.ContainerdVersions(ctx)
+	require.NoError(t, err)
 	u := upgradeTo(t, ctx, env, minorVersion, observe)
 	require.Equal(t, "1", restarts(), "systemd restarted the killed agent once")
 	mu.Lock()
@@ -252,6 +255,15 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
 	requireOrder(t, u)
 	requireClusterAt(t, ctx, env, u, minorVersion)
 	requireOperationsOnce(t, ctx, env)
+	// The minor release ships a newer containerd line (lab.containerdFor):
+	// every host's daemon changed, and requireClusterAt found the pods
+	// serving after it.
+	ctrdAfter, err := env.Lab.ContainerdVersions(ctx)
+	require.NoError(t, err)
+	for host, was := range ctrdBefore {
+		require.NotEqual(t, was, ctrdAfter[host], "containerd on %s", host)
+	}
+	t.Logf("MEASURED containerd before → after the minor: %v → %v", ctrdBefore, ctrdAfter)
 }
 
 // firstAfter is the earliest step or node-step start after t.
@@ -345,6 +357,16 @@ func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upg
 		}
 	}
 	require.Equal(t, 3*len(env.Lab.Config().Topology.WithRole(lab.RoleControlPlane)), seen, "control-plane static pods: %v", images)
+	// Every host's containerd, asked through its API, is the release's.
+	var rel api.Release
+	_, err = env.API().Do(ctx, http.MethodGet, "/v1/releases/"+v, nil, &rel)
+	require.NoError(t, err)
+	ctrd, err := env.Lab.ContainerdVersions(ctx)
+	require.NoError(t, err)
+	require.Len(t, ctrd, len(env.Lab.Config().Topology.Hosts))
+	for host, got := range ctrd {
+		require.Equal(t, rel.Components.Containerd.Version, got, "containerd on %s", host)
+	}
 	require.NoError(t, env.Lab.CheckServing(ctx))
 }
 

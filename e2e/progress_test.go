@@ -71,3 +71,9 @@ func TestProgressPrintsChangesOnceAndNeverGoesBack(t *testing.T) {
 	require.Contains(t, out, "drain (2/8)")
 	require.NotContains(t, out, "cordon")
 }
+
+func TestContainerdChangeCountsHostsOrNamesThem(t *testing.T) {
+	before := map[string]string{"a": "1.6.20~ds1", "b": "1.6.20~ds1"}
+	require.Equal(t, "1.6.20~ds1 → 1.7.35 on 2 of 2 hosts", ContainerdChange(before, map[string]string{"a": "1.7.35", "b": "1.7.35"}))
+	require.Equal(t, "1.6.20~ds1 (unchanged) on b; 1.6.20~ds1 → 1.7.35 on a", ContainerdChange(before, map[string]string{"a": "1.7.35", "b": "1.6.20~ds1"}))
+}

@@ -53,16 +53,14 @@ func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string
 		return api.Release{}, err
 	}
 	rel.Components.Kubelet = api.BinaryArtifact{URL: prefix + "kubelet", SHA256: sum}
-	// containerd is Debian's, the one in every host's rootfs, in both
-	// releases: the agent finds it already at the release's sha256 and
-	// changes nothing (see docs/lab.md).
-	ctrd := filepath.Join(in.Rootfs, "usr", "bin", "containerd")
-	out, err := exec.CommandContext(ctx, ctrd, "--version").Output()
+	// containerd: Debian's (the rootfs's) for 1.33, build/containerd's 1.7
+	// from 1.34 on (containerdFor), so the minor upgrade replaces it.
+	out, err := exec.CommandContext(ctx, in.Containerd, "--version").Output()
 	fields := strings.Fields(string(out))
 	if err != nil || len(fields) < 3 {
-		return api.Release{}, fmt.Errorf("%w: %s --version: %v %q", ErrMissing, ctrd, err, out)
+		return api.Release{}, fmt.Errorf("%w: %s --version: %v %q", ErrMissing, in.Containerd, err, out)
 	}
-	if sum, err = publish(ctrd, filepath.Join(dir, sub, "containerd")); err != nil {
+	if sum, err = publish(in.Containerd, filepath.Join(dir, sub, "containerd")); err != nil {
 		return api.Release{}, err
 	}
 	rel.Components.Containerd = api.BinaryArtifact{URL: prefix + "containerd", SHA256: sum, Version: fields[2]}

@@ -16,13 +16,16 @@ import (
 
 // hostInputs is everything a host's preparation copies in from this machine.
 type hostInputs struct {
-	spec     HostSpec
-	topo     Topology
-	version  string
-	k8sBin   string // dir with kubelet
-	pki      *PKI
-	images   ImageSet
-	consoles string // dir for console logs
+	spec    HostSpec
+	topo    Topology
+	version string
+	k8sBin  string // dir with kubelet
+	// containerd, if set, replaces the rootfs's containerd daemon (a
+	// release that ships build/containerd's, see Inputs.ContainerdBuilt).
+	containerd string
+	pki        *PKI
+	images     ImageSet
+	consoles   string // dir for console logs
 }
 
 // bootHost starts the host's systemd under nspawn in its namespace. The
@@ -111,6 +114,11 @@ done`); err != nil {
 	}
 	if err := h.CopyFile(filepath.Join(in.k8sBin, "kubelet"), KubeletBinary, 0o755); err != nil {
 		return err
+	}
+	if in.containerd != "" {
+		if err := h.CopyFile(in.containerd, "/usr/bin/containerd", 0o755); err != nil {
+			return err
+		}
 	}
 	if err := sh("systemctl restart containerd && for i in $(seq 100); do ctr version >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1"); err != nil {
 		return err

@@ -26,6 +26,11 @@ type Inputs struct {
 	Images ImageSet
 	// Rootfs is the shared Debian rootfs every host boots from.
 	Rootfs string
+	// Containerd is the containerd daemon the release ships; ContainerdBuilt
+	// says it is build/containerd's rather than the rootfs's own (Debian's),
+	// so a host at this release gets it copied over the rootfs's.
+	Containerd      string
+	ContainerdBuilt bool
 }
 
 // k8sComponents are the binaries a release needs from build/k8s.
@@ -51,6 +56,11 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 		if p := filepath.Join(in.K8sBin, b); !exists(p) {
 			return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s, or make deps)", ErrMissing, p, version)
 		}
+	}
+	// Fails now, before minutes of image and rootfs work, when the release
+	// needs build/containerd's daemon and it is not built.
+	if _, _, err := containerdFor(c.BuildCache, "", version); err != nil {
+		return Inputs{}, err
 	}
 	if !exists(in.Etcd) {
 		return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh, or make deps)", ErrMissing, in.Etcd)
@@ -79,6 +89,9 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 	}
 	if in.Rootfs, err = nspawn.EnsureRootfs(ctx, c.Cache); err != nil {
 		return Inputs{}, fmt.Errorf("%w: %w", ErrHost, err)
+	}
+	if in.Containerd, in.ContainerdBuilt, err = containerdFor(c.BuildCache, in.Rootfs, version); err != nil {
+		return Inputs{}, err
 	}
 	if l.inputs == nil {
 		l.inputs = map[string]Inputs{}

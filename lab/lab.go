@@ -198,7 +198,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	}
 	if err := l.upHosts(ctx, in.Rootfs, hostInputs{
 		topo: c.Topology, version: c.Version, k8sBin: in.K8sBin, pki: pki, images: in.Images,
-		consoles: filepath.Join(c.StateDir, "console"),
+		consoles: filepath.Join(c.StateDir, "console"), containerd: builtContainerd(in),
 	}); err != nil {
 		return err
 	}
@@ -232,6 +232,15 @@ func (l *Lab) Up(ctx context.Context) error {
 	l.step("lab up in %s; kubeconfig %s (reach it with: ip netns exec %s kubectl --kubeconfig %s get nodes)",
 		time.Since(start).Round(time.Second), l.Kubeconfig(), l.net.LabNS(), l.Kubeconfig())
 	return nil
+}
+
+// builtContainerd is the containerd a host at in's release gets copied
+// over the rootfs's, or "" when the release ships the rootfs's own.
+func builtContainerd(in Inputs) string {
+	if in.ContainerdBuilt {
+		return in.Containerd
+	}
+	return ""
 }
 
 // upHosts boots and prepares every host that is not running yet.

@@ -25,14 +25,19 @@ command -v go >/dev/null || { echo "Go 1.26 is required on PATH (/usr/local/go/b
 # checksum-database lookups, so it does not build.)
 K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
 ETCD_VERSION=3.6.4
+# The 1.34 releases ship a containerd of the 1.7 line built from its module
+# (build/containerd), so the minor upgrade replaces Debian's 1.6 on every
+# host. Keep in step with lab.BuiltContainerdVersion.
+CONTAINERD_VERSION=1.7.35
 
 # Say up front what is about to be built and how long it takes, so a first
 # run is not mistaken for a hang. Minutes on 2 cores from nothing
 # (measured 2026-11-23, docs/e2e.md): Debian packages and Go modules ~3,
-# etcd ~1.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
+# etcd ~1.5, containerd ~1.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
 # cores to itself; 8-12 when they are shared).
 todo=() minutes=0
 [[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 2)); }
+[[ -x "$MOLT_BUILD_CACHE/containerd/v$CONTAINERD_VERSION/bin/containerd" ]] || { todo+=("containerd $CONTAINERD_VERSION"); minutes=$((minutes + 2)); }
 for v in "${K8S_RELEASES[@]}"; do
 	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
 	todo+=("kubernetes $v"); minutes=$((minutes + 6))
@@ -78,6 +83,8 @@ for v in "${K8S_RELEASES[@]}"; do
 done
 log "etcd $ETCD_VERSION"
 build/k8s/etcd.sh "$ETCD_VERSION" >/dev/null
+log "containerd $CONTAINERD_VERSION"
+build/containerd/build.sh "$CONTAINERD_VERSION" >/dev/null
 log "done in $(( $(date +%s) - t0 ))s"
 }
 
