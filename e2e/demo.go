@@ -65,7 +65,9 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	probes := env.StartProbes(ctx)
 	u, took, err := env.RunUpgrade(ctx, cfg.To)
+	reports := probes.Stop()
 	if err != nil {
 		return err
 	}
@@ -76,6 +78,10 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintf(out, "\n==> status.version = %s (upgrade took %s; demo %s in all)\n\n", cfg.To, took.Round(time.Second), time.Since(t0).Round(time.Second))
 	fmt.Fprint(out, Summary(u))
 	fmt.Fprintf(out, "containerd, as each host's containerd API reports it: %s\n", ContainerdChange(before, after))
+	fmt.Fprintln(out, "the sample workload during the upgrade (20 requests/s on each path):")
+	for _, r := range reports {
+		fmt.Fprintf(out, "  %s\n", r)
+	}
 	return nil
 }
 

@@ -97,9 +97,11 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	// The patch goes through the demo's own path (preflight, start, watch,
 	// summary), so `make demo` is exercised here too.
 	t.Run("patch upgrade", func(t *testing.T) {
+		probes := env.StartProbes(ctx)
 		u, took, err := env.RunUpgrade(ctx, patchVersion)
 		require.NoError(t, err)
 		t.Logf("MEASURED upgrade to %s: %s\n%s", patchVersion, took.Round(time.Second), Summary(u))
+		requireProbed(t, patchVersion, probes.Stop())
 		requireOrder(t, u)
 		requireClusterAt(t, ctx, env, u, patchVersion)
 	})
@@ -287,13 +289,29 @@ func firstAfter(u *phases.Upgrade, t time.Time) time.Time {
 func upgradeTo(t *testing.T, ctx context.Context, env *Env, v string, observe func(*phases.Upgrade)) *phases.Upgrade {
 	t.Helper()
 	t0 := time.Now()
+	probes := env.StartProbes(ctx)
 	started, err := env.StartUpgrade(ctx, v)
 	require.NoError(t, err)
 	u, err := env.Watch(ctx, started.ID, 40*time.Minute, observe)
 	require.NoError(t, err)
 	require.NoError(t, env.WaitVersion(ctx, v, time.Minute))
 	t.Logf("MEASURED upgrade to %s: %s\n%s", v, time.Since(t0).Round(time.Second), Summary(u))
+	requireProbed(t, v, probes.Stop())
 	return u
+}
+
+// requireProbed logs what the workload probes saw during the upgrade to v
+// (the figures the closing notes report; failures are measured, not
+// asserted: a drain of a Deployment with 2 replicas and a PDB should cost
+// none, and this is where it shows if it does not) and checks each probe
+// really ran.
+func requireProbed(t *testing.T, v string, reports []lab.ProbeReport) {
+	t.Helper()
+	require.NotEmpty(t, reports)
+	for _, r := range reports {
+		t.Logf("MEASURED probe during the upgrade to %s: %s", v, r)
+		require.Greater(t, r.Sent, 0, r.Name)
+	}
 }
 
 // requireOrder checks SPEC §4 from the recorded step history: control-plane
@@ -368,6 +386,7 @@ func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upg
 		require.Equal(t, rel.Components.Containerd.Version, got, "containerd on %s", host)
 	}
 	require.NoError(t, env.Lab.CheckServing(ctx))
+	require.NoError(t, env.Lab.CheckWorkloadPaths(ctx))
 }
 
 // requireOperationsOnce reads every agent's journal: each operation ID

@@ -186,7 +186,8 @@ func demoNamespace() ([]byte, error) {
 
 // demoWorkloads are what molt's drain has to respect on the workers: a
 // Deployment of 2 with a PDB minAvailable 1, a DaemonSet, and a bare pod
-// annotated safe-to-evict=false.
+// annotated safe-to-evict=false; and the Deployment's LoadBalancer
+// Service, which lb-1's HAProxy serves (dataplane.go).
 func demoWorkloads() ([]byte, error) {
 	meta := func(name string) map[string]any {
 		return map[string]any{"name": name, "namespace": DemoNamespace}
@@ -213,6 +214,13 @@ func demoWorkloads() ([]byte, error) {
 			"spec": map[string]any{"selector": selector(DemoDaemonSet), "template": template(DemoDaemonSet)},
 		},
 		map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": precious, "spec": echoPodSpec()},
+		map[string]any{
+			"apiVersion": "v1", "kind": "Service", "metadata": meta(DemoDeploy),
+			"spec": map[string]any{
+				"type": "LoadBalancer", "selector": labels(DemoDeploy),
+				"ports": []any{map[string]any{"port": LBPort, "targetPort": EchoPort, "nodePort": EchoNodePort}},
+			},
+		},
 	)
 }
 

@@ -68,6 +68,9 @@ func TestDemoManifests(t *testing.T) {
 			Replicas     int
 			MinAvailable int `json:"minAvailable"`
 			Template     struct{ Spec podSpec }
+			Type         string
+			Ports        []servicePort
+			Selector     map[string]any
 			podSpec
 		}
 	}
@@ -84,6 +87,11 @@ func TestDemoManifests(t *testing.T) {
 		case "PodDisruptionBudget":
 			require.Equal(t, 1, o.Spec.MinAvailable)
 			continue
+		case "Service":
+			require.Equal(t, "LoadBalancer", o.Spec.Type)
+			require.Equal(t, []servicePort{{LBPort, EchoPort, EchoNodePort}}, o.Spec.Ports)
+			require.Equal(t, map[string]any{"app": DemoDeploy}, o.Spec.Selector, "the Service selects the Deployment's pods")
+			continue
 		case "Pod":
 			spec = o.Spec.podSpec
 			require.Equal(t, "false", o.Metadata.Annotations[SafeToEvict])
@@ -93,7 +101,13 @@ func TestDemoManifests(t *testing.T) {
 		require.Equal(t, EchoPort, spec.Containers[0].Ports[0].ContainerPort, o.Kind)
 	}
 	require.Equal(t, []string{"Deployment/" + DemoDeploy, "PodDisruptionBudget/" + DemoDeploy,
-		"DaemonSet/" + DemoDaemonSet, "Pod/" + DemoPrecious}, got)
+		"DaemonSet/" + DemoDaemonSet, "Pod/" + DemoPrecious, "Service/" + DemoDeploy}, got)
+}
+
+type servicePort struct {
+	Port       int `json:"port"`
+	TargetPort int `json:"targetPort"`
+	NodePort   int `json:"nodePort"`
 }
 
 // splitYAML splits a stream rendered by manifests into its documents.

@@ -195,6 +195,9 @@ func hostFiles(in hostInputs) (map[string]hostFile, error) {
 			return nil, err
 		}
 	}
+	if in.spec.Role == RoleLoadBalancer {
+		out[haproxyDir+"/haproxy.cfg"] = hostFile{[]byte(HAProxyConfig(in.topo.WithRole(RoleWorker))), 0o644}
+	}
 	cp := ControlPlane{Version: in.version, Members: in.topo.WithRole(RoleControlPlane), LBAddress: in.topo.APIEndpoint()}
 	pods, err := StaticPods(in.spec, cp)
 	if err != nil {
@@ -215,6 +218,8 @@ func imagesFor(r Role, version string) []string {
 			ComponentImage("kube-controller-manager", version), ComponentImage("kube-scheduler", version))
 	case RoleControlPlaneLB:
 		refs = append(refs, CPLBImage)
+	case RoleLoadBalancer:
+		refs = append(refs, HAProxyImage)
 	}
 	return refs
 }

@@ -161,6 +161,9 @@ type ImageSources struct {
 	EtcdBinary string
 	// ToolsDir holds the lab's own static binaries (pause, cplb, echo).
 	ToolsDir string
+	// Rootfs is the hosts' Debian tree; the data-plane LB image is its
+	// HAProxy binary with the libraries it loads.
+	Rootfs string
 }
 
 // EnsureImages builds every image tarball the lab needs, skipping those
@@ -173,6 +176,11 @@ func EnsureImages(log *slog.Logger, src ImageSources) (ImageSet, error) {
 		{Ref: EchoImage, Files: []ImageFile{{filepath.Join(src.ToolsDir, "echo"), "/usr/local/bin/echo"}}, Entrypoint: []string{"/usr/local/bin/echo"}},
 		{Ref: EtcdImage, Files: []ImageFile{{src.EtcdBinary, "/usr/local/bin/etcd"}}, Entrypoint: []string{"/usr/local/bin/etcd"}},
 	}
+	haproxy, err := binaryWithLibs(src.Rootfs, haproxyBinary)
+	if err != nil {
+		return nil, err
+	}
+	specs = append(specs, ImageSpec{Ref: HAProxyImage, Files: haproxy, Entrypoint: []string{haproxyBinary}})
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		specs = append(specs, ImageSpec{
 			Ref:        ComponentImage(c, src.Version),

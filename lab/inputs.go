@@ -78,18 +78,19 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 		}
 		l.toolsBuilt = true
 	}
+	if !exists(filepath.Join(c.Cache, "rootfs")) {
+		l.step("host rootfs: Debian bookworm with systemd, containerd and HAProxy (debootstrap, about a minute, once) under %s", filepath.Join(c.Cache, "rootfs"))
+	}
+	var err error
+	if in.Rootfs, err = nspawn.EnsureRootfs(ctx, c.Cache); err != nil {
+		return Inputs{}, fmt.Errorf("%w: %w", ErrHost, err)
+	}
 	l.step("images for v%s under %s", version, filepath.Join(c.Cache, imagesSubdir))
-	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: in.K8sBin, Version: version, EtcdBinary: in.Etcd, ToolsDir: in.Tools})
+	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: in.K8sBin, Version: version, EtcdBinary: in.Etcd, ToolsDir: in.Tools, Rootfs: in.Rootfs})
 	if err != nil {
 		return Inputs{}, err
 	}
 	in.Images = images
-	if !exists(filepath.Join(c.Cache, "rootfs")) {
-		l.step("host rootfs: Debian bookworm with systemd and containerd (debootstrap, about a minute, once) under %s", filepath.Join(c.Cache, "rootfs"))
-	}
-	if in.Rootfs, err = nspawn.EnsureRootfs(ctx, c.Cache); err != nil {
-		return Inputs{}, fmt.Errorf("%w: %w", ErrHost, err)
-	}
 	if in.Containerd, in.ContainerdBuilt, err = containerdFor(c.BuildCache, in.Rootfs, version); err != nil {
 		return Inputs{}, err
 	}

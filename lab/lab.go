@@ -229,6 +229,13 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := waitWorkloads(ctx, kc, c.ReadyTimeout); err != nil {
 		return err
 	}
+	// The lab is the load-balancer controller of its LoadBalancer Service:
+	// lb-1's HAProxy serves it (dataplane.go), so lb-1's address is where.
+	if lbs := c.Topology.WithRole(RoleLoadBalancer); len(lbs) > 0 {
+		if err := kc.SetLoadBalancerIngress(ctx, DemoNamespace, DemoDeploy, []string{lbs[0].IP}); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotReady, err)
+		}
+	}
 	l.step("lab up in %s; kubeconfig %s (reach it with: ip netns exec %s kubectl --kubeconfig %s get nodes)",
 		time.Since(start).Round(time.Second), l.Kubeconfig(), l.net.LabNS(), l.Kubeconfig())
 	return nil

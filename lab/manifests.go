@@ -62,7 +62,7 @@ type HostPathMount struct {
 }
 
 // StaticPods returns file name → manifest YAML for the static pods a host
-// of the given role runs. Workers and data-plane LB hosts run none.
+// of the given role runs. Workers run none.
 func StaticPods(h HostSpec, cp ControlPlane) (map[string][]byte, error) {
 	var pods []StaticPod
 	switch h.Role {
@@ -70,6 +70,8 @@ func StaticPods(h HostSpec, cp ControlPlane) (map[string][]byte, error) {
 		pods = []StaticPod{EtcdPod(h, cp), APIServerPod(h, cp), ControllerManagerPod(cp), SchedulerPod(cp)}
 	case RoleControlPlaneLB:
 		pods = []StaticPod{CPLBPod(cp)}
+	case RoleLoadBalancer:
+		pods = []StaticPod{DataPlaneLBPod()}
 	}
 	out := map[string][]byte{}
 	for _, p := range pods {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func TestStaticPodsParseWithTheRightImages(t *testing.T) {
 			"kube-scheduler.yaml":          "registry.k8s.io/kube-scheduler:v1.34.4",
 		}},
 		{"cplb-1", map[string]string{"cplb.yaml": CPLBImage}},
+		{"lb-1", map[string]string{"haproxy.yaml": HAProxyImage}},
 		{"worker-1", map[string]string{}},
 	}
 	for _, c := range cases {
@@ -133,4 +135,13 @@ func TestTopologiesAreValid(t *testing.T) {
 	bad := SmallTopology()
 	bad.Hosts[1].IP = "192.168.1.5"
 	require.ErrorIs(t, bad.Validate(), ErrTopology)
+}
+
+func TestHAProxyConfigBalancesTheWorkersNodePort(t *testing.T) {
+	cfg := HAProxyConfig(FullTopology().WithRole(RoleWorker))
+	require.Contains(t, cfg, fmt.Sprintf("bind :%d\n", LBPort))
+	require.Contains(t, cfg, fmt.Sprintf("server worker-1 10.77.0.31:%d\n", EchoNodePort))
+	require.Contains(t, cfg, fmt.Sprintf("server worker-2 10.77.0.32:%d\n", EchoNodePort))
+	require.Contains(t, cfg, "retry-on conn-failure")
+	require.Equal(t, 2, strings.Count(cfg, "  server "), "workers only")
 }

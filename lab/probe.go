@@ -130,12 +130,16 @@ func (p *Probe) run(ctx context.Context) {
 }
 
 // ask sends one request; "" means it passed.
-func (p *Probe) ask(ctx context.Context) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.cfg.URL, nil)
+func (p *Probe) ask(ctx context.Context) string { return askOnce(ctx, p.client, p.cfg) }
+
+// askOnce sends cfg's request with client; "" means it passed, anything
+// else says why not.
+func askOnce(ctx context.Context, client *http.Client, cfg ProbeConfig) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
 	if err != nil {
 		return err.Error()
 	}
-	resp, err := p.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err.Error()
 	}
@@ -146,8 +150,8 @@ func (p *Probe) ask(ctx context.Context) string {
 		return "read: " + err.Error()
 	case resp.StatusCode/100 != 2:
 		return "status " + resp.Status
-	case !strings.Contains(string(body), p.cfg.Expect):
-		return fmt.Sprintf("answer %q lacks %q", body, p.cfg.Expect)
+	case !strings.Contains(string(body), cfg.Expect):
+		return fmt.Sprintf("answer %q lacks %q", body, cfg.Expect)
 	}
 	return ""
 }
@@ -219,4 +223,38 @@ func (l *Lab) HostTransport(host, dnsServer string) http.RoundTripper {
 			return DialInNamespace(ctx, ns, network, net.JoinHostPort(ips[0], port))
 		},
 	}
+}
+
+// ClusterDNS is the cluster DNS Service's address (kube-dns), which the
+// kubelets hand to pods.
+const ClusterDNS = "10.96.0.10"
+
+// WorkloadProbes are the lab's two views of the sample Deployment: from
+// inside the cluster by its Service name (cluster DNS, then kube-proxy on
+// the first control-plane host), and from outside every host through the
+// data-plane load balancer (lb-1's HAProxy) — the second only when the
+// topology has a loadBalancer host.
+func (l *Lab) WorkloadProbes() []ProbeConfig {
+	expect := "pod=" + DemoDeploy + "-"
+	var out []ProbeConfig
+	if cps := l.cfg.Topology.WithRole(RoleControlPlane); len(cps) > 0 {
+		out = append(out, ProbeConfig{
+			Name:      "service " + DemoDeploy + "." + DemoNamespace + " from " + cps[0].Name,
+			URL:       fmt.Sprintf("http://%s.%s.svc.cluster.local:%d/", DemoDeploy, DemoNamespace, LBPort),
+			Expect:    expect,
+			Transport: l.HostTransport(cps[0].Name, net.JoinHostPort(ClusterDNS, "53")),
+		})
+	}
+	if lbs := l.cfg.Topology.WithRole(RoleLoadBalancer); len(lbs) > 0 {
+		ns := nsPath(l.net.LabNS())
+		out = append(out, ProbeConfig{
+			Name:   "load balancer " + lbs[0].Name + " from outside the hosts",
+			URL:    fmt.Sprintf("http://%s/", net.JoinHostPort(lbs[0].IP, fmt.Sprint(LBPort))),
+			Expect: expect,
+			Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return DialInNamespace(ctx, ns, network, addr)
+			}},
+		})
+	}
+	return out
 }

@@ -29,10 +29,11 @@ import (
 const Mirror = "http://deb.debian.org/debian"
 
 // BasePackages are installed into every rootfs: enough for systemd to boot
-// as PID 1, D-Bus for unit control, and containerd/runc for the container
-// runtime.
+// as PID 1, D-Bus for unit control, containerd/runc for the container
+// runtime, and HAProxy, whose binary the lab's data-plane load balancer
+// image is made of (hosts do not run the package's service).
 var BasePackages = []string{
-	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "ca-certificates", "iproute2",
+	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "ca-certificates", "iproute2", "haproxy",
 }
 
 // ErrRootfs is wrapped by EnsureRootfs's errors.
@@ -135,6 +136,9 @@ func build(ctx context.Context, dir string, pkgs []string) error {
 	// containerd needs cgroup and snapshotter preparation that only some
 	// hosts do (see MACHINE-NOTES); a host that wants it starts it itself.
 	_ = os.Remove(filepath.Join(dir, "etc", "systemd", "system", "multi-user.target.wants", "containerd.service"))
+	// HAProxy is there for its binary (the lab's LB image); its own
+	// service would bind ports on every host.
+	_ = os.Remove(filepath.Join(dir, "etc", "systemd", "system", "multi-user.target.wants", "haproxy.service"))
 	_ = os.RemoveAll(filepath.Join(dir, "var", "cache", "apt", "archives"))
 	return nil
 }

@@ -1,0 +1,39 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SetLoadBalancerIngress records ips as the addresses a LoadBalancer
+// Service is served at (status.loadBalancer.ingress), as a load-balancer
+// controller does once its balancer is in place. It changes nothing when
+// the Service already lists exactly those addresses.
+func (c *Client) SetLoadBalancerIngress(ctx context.Context, namespace, name string, ips []string) error {
+	svc, err := c.cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return apiErr("get service "+namespace+"/"+name, err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return fmt.Errorf("kube: service %s/%s is %s, not LoadBalancer", namespace, name, svc.Spec.Type)
+	}
+	var have []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		have = append(have, in.IP)
+	}
+	if slices.Equal(have, ips) {
+		return nil
+	}
+	svc.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	if _, err := c.cs.CoreV1().Services(namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		return apiErr("update status of service "+namespace+"/"+name, err)
+	}
+	return nil
+}
