@@ -23,7 +23,6 @@ type ClusterOps interface {
 	// the node frees up (zero: none), judged at now (the leader's clock).
 	ProtectedUntil(ctx context.Context, node string, now time.Time) (ProtectedInfo, error)
 	ApplyAddons(ctx context.Context, version phases.Version) error
-	ApplyLifecycle(ctx context.Context, version phases.Version) error
 	// Health runs the final cluster checks on the named nodes: nil when
 	// all pass.
 	Health(ctx context.Context, version phases.Version, nodes []string) error

@@ -91,10 +91,11 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	}
 	before("pool/cplb", "pool/cp")
 	before("pool/cp", "addons")
-	before("pool/cp", "lifecycle")
 	before("pool/cp", "pool/lb")
 	before("pool/lb", "pool/workers")
-	for _, s := range []string{"addons", "lifecycle", "pool/workers"} {
+	_, hasLifecycle := steps["lifecycle"]
+	require.False(t, hasLifecycle, "new upgrades have no lifecycle step (phases.StepLayoutNoLifecycle)")
+	for _, s := range []string{"addons", "pool/workers"} {
 		before(s, "health")
 	}
 	// Control-plane nodes one at a time: their cordon..uncordon spans never overlap.

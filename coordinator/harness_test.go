@@ -314,10 +314,6 @@ func (f *fakeOps) ApplyAddons(_ context.Context, v phases.Version) error {
 	f.record("addons " + v.String())
 	return nil
 }
-func (f *fakeOps) ApplyLifecycle(_ context.Context, v phases.Version) error {
-	f.record("lifecycle " + v.String())
-	return nil
-}
 
 // PreflightReader answers like a healthy cluster: every asked node Ready,
 // /readyz with etcd passing, no blocking PDB, no protected pod.

@@ -67,11 +67,10 @@ func (o *kubeOps) ProtectedUntil(ctx context.Context, node string, now time.Time
 	return info, nil
 }
 
-// ApplyAddons and ApplyLifecycle have nothing to apply until the release
-// catalog carries add-on manifests; the steps still run, so their order and
-// timing are visible and recorded.
-func (o *kubeOps) ApplyAddons(context.Context, phases.Version) error    { return nil }
-func (o *kubeOps) ApplyLifecycle(context.Context, phases.Version) error { return nil }
+// ApplyAddons has nothing to apply until the release catalog carries
+// add-on manifests; the step still runs, so its order and timing are
+// visible and recorded.
+func (o *kubeOps) ApplyAddons(context.Context, phases.Version) error { return nil }
 
 // Health passes when every node is Ready at the target kubelet version.
 func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) error {

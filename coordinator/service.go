@@ -98,7 +98,7 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 }
 
 func upgradeOptions(req api.UpgradeRequest) phases.Options {
-	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools}
+	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: phases.CurrentStepLayout}
 	if req.Emergency != nil {
 		o.EmergencyReason = req.Emergency.Reason
 		if req.Emergency.By != "" {

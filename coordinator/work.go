@@ -136,15 +136,14 @@ func (c *Coordinator) observeNode(cluster string, v any) {
 	}
 }
 
-// runStep performs a cluster-level step (add-ons, lifecycle, health).
+// runStep performs a cluster-level step (add-ons, health; lifecycle only in
+// upgrades laid out before phases.StepLayoutNoLifecycle).
 func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) {
 	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
 	if err == nil {
 		switch a.Step {
 		case phases.StepIDAddons:
 			err = c.retry(ctx, "addons", func() error { return ops.ApplyAddons(ctx, p.upgrade.To) })
-		case phases.StepIDLifecycle:
-			err = c.retry(ctx, "lifecycle", func() error { return ops.ApplyLifecycle(ctx, p.upgrade.To) })
 		case phases.StepIDHealth:
 			err = ops.Health(ctx, p.upgrade.To, upgradeNodes(p.upgrade))
 		}
@@ -153,6 +152,11 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 		return
 	}
 	res := phases.StepResult{Upgrade: a.Upgrade, Step: a.Step, Attempt: a.Attempt, OK: err == nil, Message: "passed"}
+	if a.Step == phases.StepIDLifecycle {
+		// An upgrade an older release laid out; no release carries
+		// lifecycle-controller manifests, so there is nothing to do.
+		res.Message = "nothing to apply: no release carries lifecycle-controller manifests"
+	}
 	if err != nil {
 		res.Message = err.Error()
 		c.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)

@@ -315,7 +315,7 @@ func requireProbed(t *testing.T, v string, reports []lab.ProbeReport) {
 }
 
 // requireOrder checks SPEC §4 from the recorded step history: control-plane
-// LBs, then the control plane, then add-ons, lifecycle controllers and the
+// LBs, then the control plane, then add-ons and the
 // LB nodes, then the workers, then the final health checks; inside the
 // control plane one node at a time.
 func requireOrder(t *testing.T, u *phases.Upgrade) {
@@ -331,7 +331,6 @@ func requireOrder(t *testing.T, u *phases.Upgrade) {
 	}
 	after("pool/cp", "pool/cplb")
 	after("addons", "pool/cp")
-	after("lifecycle", "pool/cp")
 	after("pool/lb", "pool/cp")
 	after("pool/workers", "pool/lb")
 	for _, s := range u.Steps {

@@ -71,7 +71,7 @@ type Plan struct {
 
 // MakePlan predicts the upgrade of c to version to, starting at start.
 func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start time.Time) Plan {
-	steps := buildSteps(c)
+	steps := buildSteps(c, opts.StepLayout)
 	plan := Plan{Cluster: c.Name, From: c.Version, To: to, Start: start}
 	end := map[string]time.Time{}
 	lower := map[string]time.Duration{}

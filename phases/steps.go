@@ -80,12 +80,29 @@ func (s *Step) Target() (Target, bool) {
 	return "", false
 }
 
+// Step layouts: how NewUpgrade lays out the steps. An upgrade records the
+// layout it was made with (Options.StepLayout), so the Raft log of an older
+// release replays to the same upgrades in every later one.
+const (
+	// StepLayoutLifecycle (0, the first) has a lifecycle step beside the
+	// add-ons.
+	StepLayoutLifecycle = 0
+	// StepLayoutNoLifecycle drops the lifecycle step: no release carries
+	// lifecycle-controller manifests, and a step with nothing behind it
+	// would report work it did not do.
+	StepLayoutNoLifecycle = 1
+	// CurrentStepLayout is what new upgrades and plans use.
+	CurrentStepLayout = StepLayoutNoLifecycle
+)
+
 // buildSteps lays out the step graph of SPEC §4 for a cluster:
 //
 //	control-plane LB pools → control-plane pool →
-//	  (addons ∥ lifecycle ∥ loadBalancer pools) →
-//	  worker pools (after the loadBalancer pools) → health.
-func buildSteps(c *ClusterSpec) []Step {
+//	  (addons ∥ loadBalancer pools) →
+//	  worker pools (after the loadBalancer pools) → health
+//
+// (layout StepLayoutLifecycle adds a lifecycle step beside the add-ons).
+func buildSteps(c *ClusterSpec, layout int) []Step {
 	var cplb, cp, lb, workers []string
 	for _, p := range c.Pools {
 		switch p.Role {
@@ -121,7 +138,9 @@ func buildSteps(c *ClusterSpec) []Step {
 	}
 	afterCP := ids(cp)
 	add(Step{ID: StepIDAddons, Kind: StepAddons, Deps: afterCP})
-	add(Step{ID: StepIDLifecycle, Kind: StepLifecycle, Deps: afterCP})
+	if layout == StepLayoutLifecycle {
+		add(Step{ID: StepIDLifecycle, Kind: StepLifecycle, Deps: afterCP})
+	}
 	for _, p := range lb {
 		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleLoadBalancer, Deps: afterCP})
 	}

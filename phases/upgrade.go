@@ -36,6 +36,9 @@ type Options struct {
 	// EmergencyReason is set on an emergency patch an operator forced
 	// through maintenance windows and exclusions; it is kept for audit.
 	EmergencyReason string `json:"emergencyReason,omitempty"`
+	// StepLayout is the layout NewUpgrade used (StepLayoutLifecycle, the
+	// zero value, for upgrades recorded before layouts had numbers).
+	StepLayout int `json:"stepLayout,omitempty"`
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the
@@ -111,7 +114,7 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 	u := &Upgrade{
 		ID: id, Cluster: c.Name, From: c.Version, To: to, Options: opts,
 		State: UpgradeRunning, CreatedAt: now,
-		Steps: buildSteps(c),
+		Steps: buildSteps(c, opts.StepLayout),
 	}
 	for _, p := range c.Pools {
 		steps := BareMetalNodeSteps(p.Role)
