@@ -75,15 +75,14 @@ type UpgradeSummary struct {
 type ClusterStatus struct {
 	// Version is set to spec.version only when every component has been
 	// upgraded and the final health checks passed.
-	Version                              string           `json:"version"`
-	Versions                             map[string]int   `json:"versions"`
-	ControlPlaneNodepoolStatus           PoolStatus       `json:"controlPlaneNodepoolStatus"`
-	ControlPlaneLBNodepoolStatus         PoolStatus       `json:"controlPlaneLBNodepoolStatus,omitzero"`
-	AppliedManifestsVersion              string           `json:"appliedManifestsVersion,omitempty"`
-	LifecycleControllersManifestsVersion string           `json:"lifecycleControllersManifestsVersion,omitempty"`
-	Upgrade                              *phases.Upgrade  `json:"upgrade,omitempty"`
-	History                              []UpgradeSummary `json:"history,omitempty"`
-	Agents                               []AgentStatus    `json:"agents,omitempty"`
+	Version                      string           `json:"version"`
+	Versions                     map[string]int   `json:"versions"`
+	ControlPlaneNodepoolStatus   PoolStatus       `json:"controlPlaneNodepoolStatus"`
+	ControlPlaneLBNodepoolStatus PoolStatus       `json:"controlPlaneLBNodepoolStatus,omitzero"`
+	AppliedManifestsVersion      string           `json:"appliedManifestsVersion,omitempty"`
+	Upgrade                      *phases.Upgrade  `json:"upgrade,omitempty"`
+	History                      []UpgradeSummary `json:"history,omitempty"`
+	Agents                       []AgentStatus    `json:"agents,omitempty"`
 }
 
 // Cluster is a cluster's spec and status.

@@ -25,7 +25,6 @@ func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
 		}
 	}
 	st.AppliedManifestsVersion = r.AddonsVersion.String()
-	st.LifecycleControllersManifestsVersion = r.LifecycleVersion.String()
 	st.Upgrade = r.Upgrade
 	st.History = r.History
 	for _, node := range slices.Sorted(maps.Keys(r.Agents)) {

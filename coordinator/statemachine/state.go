@@ -29,7 +29,9 @@ type ClusterRecord struct {
 	// StatusVersion is what the whole cluster runs: moved to the target
 	// only when an upgrade finishes (SPEC §2).
 	StatusVersion    phases.Version `json:"statusVersion"`
-	AddonsVersion    phases.Version `json:"addonsVersion"`
+	AddonsVersion phases.Version `json:"addonsVersion"`
+	// LifecycleVersion advances only with upgrades of step layout 0 (see
+	// phases.StepLayoutLifecycle); kept so their logs replay, not served.
 	LifecycleVersion phases.Version `json:"lifecycleVersion"`
 	// Upgrade is the current upgrade, or the last one once finished.
 	Upgrade *phases.Upgrade      `json:"upgrade,omitempty"`
