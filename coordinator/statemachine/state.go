@@ -28,7 +28,7 @@ type ClusterRecord struct {
 	Kubeconfig string             `json:"kubeconfig,omitempty"`
 	// StatusVersion is what the whole cluster runs: moved to the target
 	// only when an upgrade finishes (SPEC §2).
-	StatusVersion    phases.Version `json:"statusVersion"`
+	StatusVersion phases.Version `json:"statusVersion"`
 	AddonsVersion phases.Version `json:"addonsVersion"`
 	// LifecycleVersion advances only with upgrades of step layout 0 (see
 	// phases.StepLayoutLifecycle); kept so their logs replay, not served.
