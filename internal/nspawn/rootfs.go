@@ -29,10 +29,12 @@ import (
 const Mirror = "http://deb.debian.org/debian"
 
 // BasePackages are installed into every rootfs: enough for systemd to boot
-// as PID 1, D-Bus for unit control, and containerd/runc for the container
-// runtime.
+// as PID 1, D-Bus for unit control, and what a Kubernetes node runs on —
+// containerd/runc for the container runtime and the CNI plugins the lab's
+// pod network uses — so a host is the Debian machine vagrant/provision.sh
+// turns into a node, with nothing left for it to download.
 var BasePackages = []string{
-	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "ca-certificates", "iproute2",
+	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2",
 }
 
 // ErrRootfs is wrapped by EnsureRootfs's errors.
