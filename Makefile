@@ -57,9 +57,11 @@ test-plan-demo: build
 	grep -q 'version-skip-minor' $(BIN)/plan-demo.log && grep -q 'version-downgrade' $(BIN)/plan-demo.log && grep -q '== done' $(BIN)/plan-demo.log
 	@echo "plan demo: ok"
 
-## validate-vagrant: the Vagrantfile of the multi-VM lab is valid (vagrant up needs hardware virtualisation)
+## validate-vagrant: the Vagrantfile of the multi-VM lab is valid, and each provisioning script it
+## names does its job in systemd-nspawn hosts (vagrant up needs hardware virtualisation; see docs/lab.md)
 validate-vagrant:
 	cd vagrant && vagrant validate
+	$(GO) test -tags vagrant -count=1 -timeout 20m ./vagrant/
 
 ## bench: the benchmarks whose numbers the docs report
 bench:

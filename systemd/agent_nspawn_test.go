@@ -2,8 +2,6 @@ package systemd_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,28 +17,16 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/agenttest"
+	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/internal/nspawn"
-	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/systemd"
 )
-
-func goBuild(t *testing.T, dir, out string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, args...), ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(b))
-}
 
 // requireHosts needs what booting an nspawn host takes (failing under
 // CI=true when it is missing) and returns a test context and the rootfs.
 func requireHosts(t *testing.T) (context.Context, string) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	for _, b := range []string{"debootstrap", "systemd-nspawn", "nsenter", "go"} {
-		testenv.RequireBinary(t, b)
-	}
+	hosttest.Require(t, "go")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	rootfs, err := nspawn.EnsureRootfs(ctx, nspawn.DefaultCacheDir())
@@ -49,13 +35,10 @@ func requireHosts(t *testing.T) (context.Context, string) {
 }
 
 // bootHost boots a host named after prefix and this process, stopped at
-// the test's end.
-func bootHost(t *testing.T, ctx context.Context, rootfs, prefix string) *nspawn.Host {
+// the test's end, with the journal of units logged if the test failed.
+func bootHost(t *testing.T, ctx context.Context, rootfs, prefix string, units ...string) *nspawn.Host {
 	t.Helper()
-	h, err := nspawn.Boot(ctx, nspawn.BootConfig{Name: fmt.Sprintf("%s-%d", prefix, os.Getpid()), Rootfs: rootfs})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Stop() })
-	return h
+	return hosttest.Boot(t, ctx, nspawn.BootConfig{Name: fmt.Sprintf("%s-%d", prefix, os.Getpid()), Rootfs: rootfs}, units...)
 }
 
 func freePort(t *testing.T) int {
@@ -65,13 +48,6 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func fileSum(t *testing.T, path string) string {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // TestAgentUnderSystemd runs molt-agent as molt-agent.service (installed by
 // install.sh) in a booted nspawn host with a stand-in kubelet.service.
 func TestAgentUnderSystemd(t *testing.T) {
@@ -79,7 +55,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 
 	// Build the agent and three stand-in kubelets.
 	bin := t.TempDir()
-	goBuild(t, "../cmd/molt-agent", filepath.Join(bin, "molt-agent"), "-ldflags=-s -w")
+	hosttest.GoBuild(t, "../cmd/molt-agent", filepath.Join(bin, "molt-agent"), "-ldflags=-s -w")
 	kdir := t.TempDir()
 	src, err := os.ReadFile("testdata/fakekubelet.go.txt")
 	require.NoError(t, err)
@@ -90,10 +66,10 @@ func TestAgentUnderSystemd(t *testing.T) {
 	fsrv := httptest.NewServer(http.FileServer(http.Dir(files)))
 	t.Cleanup(fsrv.Close)
 	for _, v := range []string{"v1.33.0", "v1.34.0", "v1.35.0"} {
-		goBuild(t, kdir, filepath.Join(files, "kubelet-"+v), "-ldflags=-s -w -X main.version="+v)
+		hosttest.GoBuild(t, kdir, filepath.Join(files, "kubelet-"+v), "-ldflags=-s -w -X main.version="+v)
 	}
 
-	h := bootHost(t, ctx, rootfs, "molt-agent")
+	h := bootHost(t, ctx, rootfs, "molt-agent", "molt-agent", "kubelet")
 	exec1 := func(argv ...string) string {
 		t.Helper()
 		out, err := h.Exec(ctx, argv...)
@@ -140,30 +116,24 @@ func TestAgentUnderSystemd(t *testing.T) {
 		o, _ := h.Exec(ctx, "systemctl", "show", "-p", "WatchdogTimestampMonotonic", "--value", "molt-agent.service")
 		return strings.TrimSpace(string(o)) != "0" && strings.TrimSpace(string(o)) != ""
 	}, time.Minute, 50*time.Millisecond, "no watchdog ping")
-	t.Cleanup(func() {
-		if t.Failed() {
-			o, _ := h.Exec(context.Background(), "journalctl", "--no-pager", "-n", "200", "-u", "molt-agent", "-u", "kubelet")
-			t.Log(string(o))
-		}
-	})
 
 	// Upgrade: the agent replaces /usr/bin/kubelet and restarts kubelet.service.
 	kubelet := filepath.Join(h.Root(), "usr/bin/kubelet")
-	v1 := fileSum(t, kubelet)
-	v2 := fileSum(t, filepath.Join(files, "kubelet-v1.34.0"))
+	v1 := hosttest.FileSum(t, kubelet)
+	v2 := hosttest.FileSum(t, filepath.Join(files, "kubelet-v1.34.0"))
 	coord.Enqueue(api.Operation{ID: "up-1", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
 		Component: api.ComponentKubelet, Version: "v1.34.0", URL: fsrv.URL + "/kubelet-v1.34.0", SHA256: v2}})
 	res := coord.WaitResult(t, "up-1", time.Minute)
 	require.Equal(t, api.OpSucceeded, res.State, res.Message)
 	require.Equal(t, "v1.34.0", res.Details["runningVersion"])
-	require.Equal(t, v2, fileSum(t, kubelet))
-	require.Equal(t, v1, fileSum(t, kubelet+".molt-prev"))
+	require.Equal(t, v2, hosttest.FileSum(t, kubelet))
+	require.Equal(t, v1, hosttest.FileSum(t, kubelet+".molt-prev"))
 	require.NoError(t, units.WaitActive(ctx, "kubelet.service"))
 
 	// Kill the agent mid-operation: the hold hook pauses it right after
 	// the new binary was renamed into place, before the restart.
 	require.NoError(t, h.WriteFile("/run/molt-hold", nil, 0o644))
-	v3 := fileSum(t, filepath.Join(files, "kubelet-v1.35.0"))
+	v3 := hosttest.FileSum(t, filepath.Join(files, "kubelet-v1.35.0"))
 	coord.Enqueue(api.Operation{ID: "up-2", Kind: api.OpUpgradeBinary, UpgradeBinary: &api.UpgradeBinary{
 		Component: api.ComponentKubelet, Version: "v1.35.0", URL: fsrv.URL + "/kubelet-v1.35.0", SHA256: v3}})
 	journal := filepath.Join(h.Root(), "var/lib/molt-agent/journal.jsonl")
@@ -172,7 +142,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 		return strings.Contains(string(b), `"id":"up-2","step":"renamed"`)
 	}, time.Minute, 50*time.Millisecond, "agent never reached the renamed step")
 	exec1("systemctl", "kill", "-s", "KILL", "molt-agent.service")
-	require.Equal(t, v3, fileSum(t, kubelet), "binary at the kill is the complete new one")
+	require.Equal(t, v3, hosttest.FileSum(t, kubelet), "binary at the kill is the complete new one")
 	require.NoError(t, os.Remove(filepath.Join(h.Root(), "run/molt-hold")))
 
 	// Restart=on-failure brings the agent back; it resumes up-2.
@@ -180,8 +150,8 @@ func TestAgentUnderSystemd(t *testing.T) {
 	require.Equal(t, api.OpSucceeded, res.State, res.Message)
 	require.Equal(t, "v1.35.0", res.Details["runningVersion"])
 	require.Len(t, coord.ResultsFor("up-2"), 1)
-	require.Equal(t, v3, fileSum(t, kubelet))
-	require.Equal(t, v2, fileSum(t, kubelet+".molt-prev"), "backup not repeated: still the binary up-2 replaced")
+	require.Equal(t, v3, hosttest.FileSum(t, kubelet))
+	require.Equal(t, v2, hosttest.FileSum(t, kubelet+".molt-prev"), "backup not repeated: still the binary up-2 replaced")
 	starts, err := os.ReadFile(filepath.Join(h.Root(), "var/lib/fake-kubelet/starts"))
 	require.NoError(t, err)
 	require.Equal(t, "v1.33.0\nv1.34.0\nv1.35.0\n", string(starts), "each version started exactly once")

@@ -1,7 +1,6 @@
 package systemd_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/systemd"
 )
 
@@ -26,15 +26,9 @@ import (
 func TestCoordinatorUnderSystemd(t *testing.T) {
 	ctx, rootfs := requireHosts(t)
 	bin := t.TempDir()
-	goBuild(t, "../cmd/molt-coordinator", filepath.Join(bin, "molt-coordinator"), "-ldflags=-s -w")
+	hosttest.GoBuild(t, "../cmd/molt-coordinator", filepath.Join(bin, "molt-coordinator"), "-ldflags=-s -w")
 
-	h := bootHost(t, ctx, rootfs, "molt-coord")
-	t.Cleanup(func() {
-		if t.Failed() {
-			o, _ := h.Exec(context.Background(), "journalctl", "--no-pager", "-n", "100", "-u", "molt-coordinator")
-			t.Log(string(o))
-		}
-	})
+	h := bootHost(t, ctx, rootfs, "molt-coord", "molt-coordinator")
 
 	// The host shares this machine's loopback: free ports from here.
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))

@@ -31,6 +31,8 @@ type BootConfig struct {
 	NetNS string
 	// Binds are extra "--bind=" arguments (SRC[:DST[:OPTS]]).
 	Binds []string
+	// BindsRO are extra "--bind-ro=" arguments: the same, read-only.
+	BindsRO []string
 	// Console receives systemd-nspawn's output (boot messages); nil drops it.
 	Console io.Writer
 	// BootTimeout bounds the wait for systemd to reach running/degraded.
@@ -69,6 +71,9 @@ func Boot(ctx context.Context, cfg BootConfig) (*Host, error) {
 	}
 	for _, b := range cfg.Binds {
 		args = append(args, "--bind="+b)
+	}
+	for _, b := range cfg.BindsRO {
+		args = append(args, "--bind-ro="+b)
 	}
 	cmd := exec.Command("systemd-nspawn", args...)
 	// The machine has no seccomp support nspawn could rely on; without

@@ -48,3 +48,26 @@ func TestBootExecCopyStop(t *testing.T) {
 	require.NoError(t, h.Stop())
 	require.NoError(t, h.Stop(), "second Stop is a no-op")
 }
+
+func TestBindsAreMountedReadOnlyOrWritable(t *testing.T) {
+	requireTools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rootfs, err := EnsureRootfs(ctx, DefaultCacheDir())
+	require.NoError(t, err)
+	ro, rw := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(ro+"/f", []byte("ro\n"), 0o644))
+	h, err := Boot(ctx, BootConfig{Name: fmt.Sprintf("molt-nspawn-binds-%d", os.Getpid()), Rootfs: rootfs,
+		Binds: []string{rw + ":/opt/rw"}, BindsRO: []string{ro + ":/opt/molt/ro"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Stop()) })
+
+	out, err := h.Exec(ctx, "cat", "/opt/molt/ro/f")
+	require.NoError(t, err)
+	require.Equal(t, "ro\n", string(out))
+	_, err = h.Exec(ctx, "touch", "/opt/molt/ro/g")
+	require.Error(t, err, "a --bind-ro mount is read-only")
+	_, err = h.Exec(ctx, "touch", "/opt/rw/g")
+	require.NoError(t, err)
+	require.FileExists(t, rw+"/g")
+}

@@ -29,11 +29,14 @@ import (
 const Mirror = "http://deb.debian.org/debian"
 
 // BasePackages are installed into every rootfs: enough for systemd to boot
-// as PID 1, D-Bus for unit control, containerd/runc for the container
-// runtime, and HAProxy, whose binary the lab's data-plane load balancer
-// image is made of (hosts do not run the package's service).
+// as PID 1, D-Bus for unit control, and what a Kubernetes node runs on —
+// containerd/runc for the container runtime and the CNI plugins the lab's
+// pod network uses — so a host is the Debian machine vagrant/provision.sh
+// turns into a node, with nothing left for it to download; and HAProxy,
+// whose binary the lab's data-plane load balancer image is made of (hosts
+// do not run the package's service).
 var BasePackages = []string{
-	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "ca-certificates", "iproute2", "haproxy",
+	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2", "haproxy",
 }
 
 // ErrRootfs is wrapped by EnsureRootfs's errors.

@@ -25,6 +25,7 @@ func TestEnsureRootfsIsCachedAndIdempotent(t *testing.T) {
 	dir, err := EnsureRootfs(ctx, DefaultCacheDir())
 	require.NoError(t, err)
 	require.FileExists(t, dir+"/usr/bin/containerd")
+	require.FileExists(t, dir+"/usr/lib/cni/bridge", "containernetworking-plugins")
 	require.FileExists(t, dir+"/usr/sbin/policy-rc.d")
 	require.NoFileExists(t, dir+"/etc/hostname")
 	again, err := EnsureRootfs(ctx, DefaultCacheDir())
