@@ -19,12 +19,14 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
 
-## check: gofmt, go vet, staticcheck
+## check: gofmt, go vet, staticcheck (also over the files of the lab, e2e and vagrant build tags)
 check: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags lab,e2e,vagrant ./...
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags lab,e2e,vagrant ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
