@@ -127,7 +127,7 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, State: StatePending, Version: c.Version})
 		}
 	}
-	u.buildIndex()
+	u.BuildIndex()
 	return u
 }
 
@@ -140,20 +140,25 @@ func (u *Upgrade) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*u = Upgrade(p)
-	u.buildIndex()
+	u.BuildIndex()
 	return nil
 }
 
 // index makes sure the lookup indexes exist. They are built when an
-// upgrade is made or decoded; building here only serves values assembled
-// by hand (tests), which are not shared between goroutines.
+// upgrade is made, decoded or converted; building here only serves values
+// assembled by hand (tests), which are not shared between goroutines.
 func (u *Upgrade) index() {
 	if u.nodeIdx == nil {
-		u.buildIndex()
+		u.BuildIndex()
 	}
 }
 
-func (u *Upgrade) buildIndex() {
+// BuildIndex builds the lookup indexes of the steps, pools and nodes. Code
+// that assembles an Upgrade field by field from another format (the wire
+// types of package api, the state machine's persisted types) calls it once
+// the value is complete and before it is shared: readers such as Decide,
+// which the coordinator runs under a read lock, then never write.
+func (u *Upgrade) BuildIndex() {
 	u.nodeIdx = make(map[string]int, len(u.Nodes))
 	for i := range u.Nodes {
 		u.nodeIdx[u.Nodes[i].Node] = i

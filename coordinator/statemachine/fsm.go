@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore/command"
 )
@@ -274,7 +275,7 @@ func (s *state) advance(c AdvanceCmd) (any, error) {
 func (s *state) finish(r *ClusterRecord, u *phases.Upgrade) {
 	r.StatusVersion = u.To
 	r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
-		State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+		State: convert.UpgradeStateToAPI(u.State), CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
 }
 
 // nodeStepResult returns a copy of the node's task after the result, so

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
@@ -137,7 +138,7 @@ func (s *state) preflightFinish(c PreflightFinishCmd) (any, error) {
 		if rep.Blocked() {
 			u.State, u.FinishedAt, u.RefusedChecks = phases.UpgradeRefused, c.Now, slices.Clone(rep.Failed)
 			r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
-				State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+				State: convert.UpgradeStateToAPI(u.State), CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
 		} else {
 			u.State = phases.UpgradeRunning
 			r.Spec.Version = u.To
