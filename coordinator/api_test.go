@@ -129,6 +129,7 @@ func TestAPI(t *testing.T) {
 		{"not found cluster", "GET", "/v1/clusters/nope", "", ``, 404, api.ProblemNotFound, ""},
 		{"not found route", "GET", "/v1/nothing", "", ``, 404, api.ProblemNotFound, ""},
 		{"wrong method", "PATCH", "/v1/clusters/lab", "application/json", `{}`, 405, api.ProblemMethodNotAllowed, ""},
+		{"malformed cluster version", "PUT", "/v1/clusters/bad", "application/json", `{"kind":"standalone","version":"banana","pools":[]}`, 400, api.ProblemValidation, "request-body"},
 		{"invalid cluster", "PUT", "/v1/clusters/bad", "application/json", `{"kind":"edge","version":"1.33.6","pools":[]}`, 422, api.ProblemValidation, "cluster-kind"},
 		{"name mismatch", "PUT", "/v1/clusters/lab", "application/json", `{"name":"other","kind":"standalone","version":"1.33.6","pools":[]}`, 422, api.ProblemValidation, "cluster-name"},
 		{"release mismatch", "PUT", "/v1/releases/1.34.4", "application/json", `{"version":"1.34.5"}`, 422, api.ProblemValidation, "release-version"},
