@@ -14,12 +14,12 @@ import (
 	"github.com/moltproject/molt/internal/filltest"
 )
 
-var update = flag.Bool("update", false, "write the golden files of new wire types under testdata/wire/")
+var update = flag.Bool("update", false, "rewrite testdata/wire/ where the wire only grew")
 
 // wireTypes are the resources whose JSON testdata/wire/ pins. Their shapes
 // were the engine's JSON until the API got types of its own; the golden
-// files were written when the two encoded alike, and keep the API's JSON
-// from moving now that nothing ties it to the engine.
+// files were first written when the two encoded alike, and keep the API's
+// JSON from moving now that nothing ties it to the engine.
 var wireTypes = map[string]func() any{
 	"cluster":       func() any { return new(api.Cluster) },
 	"cluster-spec":  func() any { return new(api.ClusterSpec) },
@@ -30,8 +30,9 @@ var wireTypes = map[string]func() any{
 
 // TestWireJSON encodes each wire type twice, with every field filled and
 // empty (to pin omitempty and omitzero too), and compares with its golden
-// file. A diff here is a change of the API: clients read these bytes.
-// -update writes the files of types that have none yet, never others.
+// file. Clients read these bytes, so the wire may only grow: a field may
+// be added, none renamed, removed or retyped. -update rewrites a golden
+// file only when its type's JSON grew and nothing else changed.
 func TestWireJSON(t *testing.T) {
 	for name, mk := range wireTypes {
 		t.Run(name, func(t *testing.T) {
@@ -39,14 +40,18 @@ func TestWireJSON(t *testing.T) {
 			(&filltest.Filler{Fields: versions}).Fill(filled)
 			got, err := json.MarshalIndent(map[string]any{"filled": filled, "zero": mk()}, "", "  ")
 			require.NoError(t, err)
+			got = append(got, '\n')
 			path := filepath.Join("testdata", "wire", name+".json")
-			if _, err := os.Stat(path); *update && os.IsNotExist(err) {
-				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-				require.NoError(t, os.WriteFile(path, append(got, '\n'), 0o644))
-			}
 			want, err := os.ReadFile(path)
-			require.NoError(t, err, "a new wire type: run with -update to write its golden file")
-			require.Equal(t, string(want), string(got)+"\n", "the JSON of api.%s moved", name)
+			if *update && os.IsNotExist(err) {
+				want, err = got, os.WriteFile(path, got, 0o644)
+			}
+			require.NoError(t, err)
+			require.NoError(t, filltest.Grown(want, got), "the JSON of api.%s changed, not only grew", name)
+			if *update {
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+			}
+			require.Equal(t, string(want), string(got), "the JSON of api.%s grew: run with -update", name)
 		})
 	}
 }

@@ -22,37 +22,37 @@ const maxPreflights = 20
 
 // PreflightRun is one stored preflight run.
 type PreflightRun struct {
-	ID         string                         `json:"id"`
-	Cluster    string                         `json:"cluster"`
-	Target     phases.Version                 `json:"target"`
-	State      string                         `json:"state"` // running | done
-	CreatedAt  time.Time                      `json:"createdAt"`
-	Deadline   time.Time                      `json:"deadline"`
-	FinishedAt time.Time                      `json:"finishedAt,omitzero"`
-	Operations map[string][]api.Operation     `json:"operations"`
-	Results    map[string]api.OperationResult `json:"results,omitempty"`
-	Report     *preflight.Report              `json:"report,omitempty"`
+	ID         string
+	Cluster    string
+	Target     phases.Version
+	State      string // running | done
+	CreatedAt  time.Time
+	Deadline   time.Time
+	FinishedAt time.Time
+	Operations map[string][]api.Operation
+	Results    map[string]api.OperationResult
+	Report     *preflight.Report
 }
 
 // PreflightStartCmd (CmdPreflightStart) stores a new preflight run with its host operations.
 type PreflightStartCmd struct {
-	Run PreflightRun `json:"run"`
+	Run PreflightRun
 }
 
 // PreflightResultCmd (CmdPreflightResult) records an agent's result of a preflight operation.
 type PreflightResultCmd struct {
-	Cluster string              `json:"cluster"`
-	Run     string              `json:"run"`
-	Node    string              `json:"node"`
-	Result  api.OperationResult `json:"result"`
+	Cluster string
+	Run     string
+	Node    string
+	Result  api.OperationResult
 }
 
 // PreflightFinishCmd (CmdPreflightFinish) stores a run's report and starts or refuses the upgrade waiting for it.
 type PreflightFinishCmd struct {
-	Cluster string           `json:"cluster"`
-	Run     string           `json:"run"`
-	Report  preflight.Report `json:"report"`
-	Now     time.Time        `json:"now"`
+	Cluster string
+	Run     string
+	Report  preflight.Report
+	Now     time.Time
 }
 
 func (r *ClusterRecord) preflight(id string) *PreflightRun {

@@ -7,23 +7,24 @@ package filltest
 
 import (
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"time"
 )
 
 // Filler fills values; its zero value is ready to use. Each filled leaf
-// takes the next number of one counter, so no two fields share a value
-// and a conversion that swaps two fields is caught too.
+// gets a number derived from its path in the value (".Pools[1].Name"), so
+// no two leaves are likely to share a value, a conversion that swaps two
+// fields is caught too, and a field added to a type changes no other
+// field's value: golden files of filled values only grow.
 type Filler struct {
 	// Types gives the value of every field of a type whose values must be
-	// valid (a version, say), from the counter's next number.
+	// valid (a version, say), from the leaf's number.
 	Types map[reflect.Type]func(n int) any
 	// Fields gives the value of a string field by its name, for fields
 	// that hold a structured string (a version as "1.N.X", say); ok false
 	// leaves the field to the default.
 	Fields func(name string, n int) (value string, ok bool)
-
-	n int
 }
 
 // Base is the time the filled times count from, in whole seconds (UTC),
@@ -39,7 +40,7 @@ func (f *Filler) Fill(ptr any) {
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		panic(fmt.Sprintf("filltest: Fill wants a non-nil pointer, got %T", ptr))
 	}
-	f.fill(v.Elem(), "")
+	f.fill(v.Elem(), "", "")
 }
 
 // New returns a filled T.
@@ -49,31 +50,34 @@ func New[T any](f *Filler) T {
 	return v
 }
 
-func (f *Filler) next() int {
-	f.n++
-	return f.n
+// number is the leaf's number: from 1 to 99,999, a function of its path.
+func number(path string) int {
+	h := fnv.New32a()
+	h.Write([]byte(path))
+	return int(h.Sum32()%99_999) + 1
 }
 
-func (f *Filler) fill(v reflect.Value, name string) {
+// fill fills v, the field name of path (the last struct field on it).
+func (f *Filler) fill(v reflect.Value, path, name string) {
+	n := number(path)
 	if gen, ok := f.Types[v.Type()]; ok {
-		v.Set(reflect.ValueOf(gen(f.next())).Convert(v.Type()))
+		v.Set(reflect.ValueOf(gen(n)).Convert(v.Type()))
 		return
 	}
 	if v.Type() == reflect.TypeFor[time.Time]() {
-		v.Set(reflect.ValueOf(Base.Add(time.Duration(f.next()) * time.Second)))
+		v.Set(reflect.ValueOf(Base.Add(time.Duration(n) * time.Second)))
 		return
 	}
 	switch v.Kind() {
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(f.next()))
+		v.SetInt(int64(n))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(uint64(f.next()))
+		v.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
-		v.SetFloat(float64(f.next()))
+		v.SetFloat(float64(n))
 	case reflect.String:
-		n := f.next()
 		if f.Fields != nil {
 			if s, ok := f.Fields(name, n); ok {
 				v.SetString(s)
@@ -83,26 +87,26 @@ func (f *Filler) fill(v reflect.Value, name string) {
 		v.SetString(fmt.Sprintf("%s-%d", name, n))
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		f.fill(v.Elem(), name)
+		f.fill(v.Elem(), path, name)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
 		for i := range v.Len() {
-			f.fill(v.Index(i), name)
+			f.fill(v.Index(i), fmt.Sprintf("%s[%d]", path, i), name)
 		}
 	case reflect.Map:
 		v.Set(reflect.MakeMapWithSize(v.Type(), 1))
 		k := reflect.New(v.Type().Key()).Elem()
-		f.fill(k, name+"-key")
+		f.fill(k, path+"{}", name+"-key")
 		e := reflect.New(v.Type().Elem()).Elem()
-		f.fill(e, name)
+		f.fill(e, path+"[]", name)
 		v.SetMapIndex(k, e)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if sf := v.Type().Field(i); sf.IsExported() {
-				f.fill(v.Field(i), sf.Name)
+				f.fill(v.Field(i), path+"."+sf.Name, sf.Name)
 			}
 		}
 	default:
-		panic(fmt.Sprintf("filltest: cannot fill %s (%s) of field %s", v.Type(), v.Kind(), name))
+		panic(fmt.Sprintf("filltest: cannot fill %s (%s) at %s", v.Type(), v.Kind(), path))
 	}
 }

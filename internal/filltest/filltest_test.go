@@ -52,3 +52,15 @@ func TestFillRefusesWhatItCannotFill(t *testing.T) {
 	require.Panics(t, func() { filltest.New[struct{ F func() }](&filltest.Filler{}) })
 	require.Panics(t, func() { (&filltest.Filler{}).Fill(outer{}) })
 }
+
+// TestFillDependsOnPathsOnly: a field added to a type changes no other
+// field's value, so golden files of filled values only grow.
+func TestFillDependsOnPathsOnly(t *testing.T) {
+	type before struct{ A, C string }
+	type after struct{ A, B, C string }
+	b := filltest.New[before](&filltest.Filler{})
+	a := filltest.New[after](&filltest.Filler{})
+	require.Equal(t, b.A, a.A)
+	require.Equal(t, b.C, a.C)
+	require.Equal(t, b, filltest.New[before](&filltest.Filler{}), "filling is deterministic")
+}
