@@ -23,10 +23,11 @@ import (
 	"github.com/moltproject/molt/phases"
 )
 
-// Service is what the API needs of a coordinator member. It speaks the
-// coordinator's own types (engine values of package phases, its stored
-// preflight runs); the handlers render them as the API's wire types
-// (wire.go) and read the engine's values from request bodies.
+// Service is what the API needs of a coordinator member. Where the
+// coordinator works with engine values (phases' cluster specs, upgrades
+// and plans) or records of its own (stored preflight runs), the Service
+// speaks those, and the handlers convert at the edge: answers through
+// api/convert or wire.go, the cluster spec of a PUT through api/convert.
 type Service interface {
 	IsLeader() bool
 	// LeaderHTTPAddr is the leader's REST address ("" when unknown).

@@ -20,7 +20,9 @@ import (
 // maxPreflights bounds the runs kept per cluster.
 const maxPreflights = 20
 
-// PreflightRun is one stored preflight run.
+// PreflightRun is one stored preflight run. The API shows it as
+// api.PreflightRun (coordinator/httpapi's wire.go); the log holds it as
+// preflightRunV1.
 type PreflightRun struct {
 	ID         string
 	Cluster    string
