@@ -17,9 +17,10 @@ import (
 // snapshot's body is stateV1 (snapshot.go). The values this package keeps
 // in memory and takes in commands — the engine's types (phases,
 // preflight, maintenance), the API's wire types (api), its own records —
-// carry no JSON tags of their own here and may change freely: conversions
-// to and from the V1 types happen when a command is encoded or decoded and
-// when a snapshot is written or read.
+// are never encoded as they are, whatever JSON tags they carry (the API's
+// are its wire format), and may change freely: conversions to and from the
+// V1 types happen when a command is encoded or decoded and when a
+// snapshot is written or read.
 //
 // The V1 types are append-only. A field may be added (entries and
 // snapshots written before it decode it as its zero value, so the apply
