@@ -1,14 +1,12 @@
 package api
 
-import (
-	"time"
+import "time"
 
-	"github.com/moltproject/molt/phases"
-)
-
-// The resource types reuse the pure engine's types (phases) for versions,
-// cluster shapes, upgrades and plans: those are plain data with no I/O, and
-// one definition keeps the wire and the replicated state from drifting.
+// The resource types are the wire's own: versions travel as "1.N.X"
+// strings, and cluster shapes (cluster_spec.go), upgrades (upgrade.go) and
+// plans (plan.go) are declared here rather than borrowed from the engine
+// (package phases), so that the engine may change its structs without
+// changing the API. Package api/convert converts between the two.
 
 // BinaryArtifact is a downloadable host binary.
 type BinaryArtifact struct {
@@ -37,13 +35,6 @@ type Release struct {
 	Components   ReleaseComponents `json:"components"`
 }
 
-// ClusterSpec is a cluster as an operator registers it. Kubeconfig gives the
-// coordinator access to the cluster's API server; it is never returned.
-type ClusterSpec struct {
-	phases.ClusterSpec
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-}
-
 // PoolStatus is the status of one pool: how many nodes run each version.
 type PoolStatus struct {
 	Name     string         `json:"name"`
@@ -63,12 +54,12 @@ type AgentStatus struct {
 
 // UpgradeSummary is a finished upgrade in a cluster's history.
 type UpgradeSummary struct {
-	ID         string              `json:"id"`
-	From       string              `json:"from"`
-	To         string              `json:"to"`
-	State      phases.UpgradeState `json:"state"`
-	CreatedAt  time.Time           `json:"createdAt"`
-	FinishedAt time.Time           `json:"finishedAt,omitzero"`
+	ID         string       `json:"id"`
+	From       string       `json:"from"`
+	To         string       `json:"to"`
+	State      UpgradeState `json:"state"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	FinishedAt time.Time    `json:"finishedAt,omitzero"`
 }
 
 // ClusterStatus is what really runs (SPEC §2).
@@ -80,7 +71,7 @@ type ClusterStatus struct {
 	ControlPlaneNodepoolStatus   PoolStatus       `json:"controlPlaneNodepoolStatus"`
 	ControlPlaneLBNodepoolStatus PoolStatus       `json:"controlPlaneLBNodepoolStatus,omitzero"`
 	AppliedManifestsVersion      string           `json:"appliedManifestsVersion,omitempty"`
-	Upgrade                      *phases.Upgrade  `json:"upgrade,omitempty"`
+	Upgrade                      *Upgrade         `json:"upgrade,omitempty"`
 	History                      []UpgradeSummary `json:"history,omitempty"`
 	Agents                       []AgentStatus    `json:"agents,omitempty"`
 }

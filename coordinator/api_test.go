@@ -80,10 +80,10 @@ func TestAPI(t *testing.T) {
 
 	// Clusters: an admin and its user cluster, plus the lab cluster.
 	admin := clusterSpec("admin", "1.34.4")
-	admin.Kind = phases.KindAdmin
+	admin.Kind = api.ClusterAdmin
 	put(t, cl, "/v1/clusters/admin", admin)
 	user := clusterSpec("user1", "1.33.6")
-	user.Kind, user.AdminCluster = phases.KindUser, "admin"
+	user.Kind, user.AdminCluster = api.ClusterUser, "admin"
 	put(t, cl, "/v1/clusters/user1", user)
 	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
 	var got api.Cluster
@@ -129,6 +129,7 @@ func TestAPI(t *testing.T) {
 		{"not found cluster", "GET", "/v1/clusters/nope", "", ``, 404, api.ProblemNotFound, ""},
 		{"not found route", "GET", "/v1/nothing", "", ``, 404, api.ProblemNotFound, ""},
 		{"wrong method", "PATCH", "/v1/clusters/lab", "application/json", `{}`, 405, api.ProblemMethodNotAllowed, ""},
+		{"malformed cluster version", "PUT", "/v1/clusters/bad", "application/json", `{"kind":"standalone","version":"banana","pools":[]}`, 400, api.ProblemValidation, "request-body"},
 		{"invalid cluster", "PUT", "/v1/clusters/bad", "application/json", `{"kind":"edge","version":"1.33.6","pools":[]}`, 422, api.ProblemValidation, "cluster-kind"},
 		{"name mismatch", "PUT", "/v1/clusters/lab", "application/json", `{"name":"other","kind":"standalone","version":"1.33.6","pools":[]}`, 422, api.ProblemValidation, "cluster-name"},
 		{"release mismatch", "PUT", "/v1/releases/1.34.4", "application/json", `{"version":"1.34.5"}`, 422, api.ProblemValidation, "release-version"},
@@ -159,7 +160,7 @@ func TestAPI(t *testing.T) {
 	require.Equal(t, before, snapshot(t, cl))
 
 	// Dry run: 200 with the plan, nothing started.
-	var plan phases.Plan
+	var plan api.Plan
 	code2, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4", DryRun: true}, &plan)
 	require.NoError(t, err)
 	require.Equal(t, 200, code2)
@@ -169,24 +170,24 @@ func TestAPI(t *testing.T) {
 
 	// Start: 202 at once with the upgrade in preflight; a second start is
 	// refused while it is in progress.
-	var u phases.Upgrade
+	var u api.Upgrade
 	code2, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, code2)
 	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/upgrade", "application/json", []byte(`{"version":"1.34.4"}`))
 	require.Equal(t, 409, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemUpgradeInProgress, prob.Type)
-	require.Equal(t, phases.UpgradePreflight, u.State, "preflight is the upgrade's first step")
+	require.Equal(t, api.UpgradePreflight, u.State, "preflight is the upgrade's first step")
 	eventually(t, "upgrade past its preflight", func() bool {
-		u = phases.Upgrade{}
+		u = api.Upgrade{}
 		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
-		return err == nil && u.State != phases.UpgradePreflight
+		return err == nil && u.State != api.UpgradePreflight
 	})
 	require.Equal(t, "lab-1.34.4-1", u.ID)
-	require.Equal(t, phases.UpgradeRunning, u.State)
+	require.Equal(t, api.UpgradeRunning, u.State)
 	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &got)
 	require.NoError(t, err)
-	require.Equal(t, phases.MustParseVersion("1.34.4"), got.Spec.Version, "spec.version is the target once an upgrade starts")
+	require.Equal(t, "1.34.4", got.Spec.Version, "spec.version is the target once an upgrade starts")
 	require.Equal(t, "1.33.6", got.Status.Version, "status.version moves only at the end")
 
 	// Pool commands: cancel, resume (both forms), rollback refused on bare metal.

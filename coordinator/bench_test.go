@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/phases"
 )
 
 // BenchmarkHeartbeats15k registers 15,000 agents on one member and sends
@@ -27,11 +26,11 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 	const n = 15000
 	tc := newTestCluster(b, 1, newFakeOps())
 	m := tc.members[0]
-	spec := api.ClusterSpec{ClusterSpec: phases.ClusterSpec{Name: "big", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6")}}
-	spec.Pools = []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-0"}}}}
-	w := phases.Pool{Name: "workers", Role: phases.RoleWorker}
+	spec := api.ClusterSpec{Name: "big", Kind: api.ClusterStandalone, Version: "1.33.6"}
+	spec.Pools = []api.Pool{{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-0"}}}}
+	w := api.Pool{Name: "workers", Role: api.RoleWorker}
 	for i := 1; i < n; i++ {
-		w.Nodes = append(w.Nodes, phases.Node{Name: fmt.Sprintf("w-%d", i)})
+		w.Nodes = append(w.Nodes, api.Node{Name: fmt.Sprintf("w-%d", i)})
 	}
 	spec.Pools = append(spec.Pools, w)
 	put(b, m.client(), "/v1/clusters/big", spec)

@@ -10,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/coordinator"
-	"github.com/moltproject/molt/coordinator/httpapi"
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
 )
 
@@ -31,19 +29,19 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	agents := runAgents(ctx, tc, "lab", nodeNames(spec))
 	waitAgents(t, tc, "lab", 7)
 
-	var u phases.Upgrade
+	var u api.Upgrade
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
 	require.Equal(t, "lab-1.34.4-1", u.ID)
 
 	// Wait until the control-plane pool is half way, then crash the leader.
 	eventually(t, "control plane in progress", func() bool {
-		var got phases.Upgrade
+		var got api.Upgrade
 		if _, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &got); err != nil {
 			return false
 		}
 		for _, n := range got.Nodes {
-			if n.Node == "cp-2" && n.State == phases.StateRunning {
+			if n.Node == "cp-2" && n.State == api.StepRunning {
 				return true
 			}
 		}
@@ -61,10 +59,10 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	eventually(t, "upgrade done", func() bool {
 		final = api.Cluster{}
 		_, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &final)
-		return err == nil && final.Status.Upgrade != nil && final.Status.Upgrade.State == phases.UpgradeDone
+		return err == nil && final.Status.Upgrade != nil && final.Status.Upgrade.State == api.UpgradeDone
 	})
 	require.Equal(t, "1.34.4", final.Status.Version)
-	require.Equal(t, phases.MustParseVersion("1.34.4"), final.Spec.Version)
+	require.Equal(t, "1.34.4", final.Spec.Version)
 	require.Equal(t, map[string]int{"1.34.4": 7}, final.Status.Versions)
 	require.Equal(t, map[string]int{"1.34.4": 3}, final.Status.ControlPlaneNodepoolStatus.Versions)
 
@@ -81,10 +79,10 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	require.Equal(t, 7*2+5, total)
 
 	// The order of SPEC §4, from the recorded step timestamps.
-	steps := map[string]phases.Step{}
+	steps := map[string]api.Step{}
 	for _, s := range final.Status.Upgrade.Steps {
 		steps[s.ID] = s
-		require.Equal(t, phases.StateDone, s.State, s.ID)
+		require.Equal(t, api.StepDone, s.State, s.ID)
 	}
 	before := func(a, b string) {
 		require.False(t, steps[b].StartedAt.Before(steps[a].FinishedAt), "%s must finish before %s starts", a, b)
@@ -180,7 +178,7 @@ func TestPollReturnsWhenLeadershipMoves(t *testing.T) {
 	// At the new leader the same agent gets offers: a preflight run's host
 	// checks, started through the old leader (forwarded).
 	var run struct{ ID string }
-	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/preflight", httpapi.PreflightRequest{Version: "1.34.4"}, &run)
+	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/preflight", api.PreflightRequest{Version: "1.34.4"}, &run)
 	require.NoError(t, err)
 	var ops []api.Operation
 	eventually(t, "offers at the new leader", func() bool {
@@ -240,20 +238,20 @@ func TestLeaderKilledDuringPreflight(t *testing.T) {
 
 	old := tc.leader()
 	require.NotNil(t, old)
-	var u phases.Upgrade
+	var u api.Upgrade
 	_, err := old.client().Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
-	require.Equal(t, phases.UpgradePreflight, u.State)
+	require.Equal(t, api.UpgradePreflight, u.State)
 	old.stop(true)
 	require.NotEqual(t, old.id, tc.waitLeader().id)
 
 	eventually(t, "upgrade done under the new leader", func() bool {
-		u = phases.Upgrade{}
+		u = api.Upgrade{}
 		_, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
-		return err == nil && u.State == phases.UpgradeDone
+		return err == nil && u.State == api.UpgradeDone
 	})
-	var run coordinator.PreflightRun
+	var run api.PreflightRun
 	_, err = tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/"+u.Preflight, nil, &run)
 	require.NoError(t, err)
-	require.False(t, run.Report.Blocked(), "the upgrade ran on the passing run it names")
+	require.NotEqual(t, string(preflight.Failed), run.Report.Verdict, "the upgrade ran on the passing run it names")
 }

@@ -30,8 +30,8 @@ func TestFiveMembersSurviveTwoKilled(t *testing.T) {
 	require.NoError(t, err)
 
 	eventually(t, "control plane in progress", func() bool {
-		var got phases.Upgrade
-		if _, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &got); err != nil {
+		got, err := getUpgrade(ctx, tc.anyClient(0), "lab")
+		if err != nil {
 			return false
 		}
 		n, ok := got.Node("cp-2")
@@ -54,7 +54,7 @@ func TestFiveMembersSurviveTwoKilled(t *testing.T) {
 	eventually(t, "upgrade done on three of five members", func() bool {
 		final = api.Cluster{}
 		_, err := tc.anyClient(0).Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &final)
-		return err == nil && final.Status.Upgrade != nil && final.Status.Upgrade.State == phases.UpgradeDone
+		return err == nil && final.Status.Upgrade != nil && final.Status.Upgrade.State == api.UpgradeDone
 	})
 	require.Equal(t, "1.34.4", final.Status.Version)
 	require.Equal(t, map[string]int{"1.34.4": 7}, final.Status.Versions)

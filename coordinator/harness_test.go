@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/testlog"
@@ -468,14 +469,14 @@ func release(v string) api.Release {
 }
 
 func clusterSpec(name string, version string) api.ClusterSpec {
-	return api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n", ClusterSpec: phases.ClusterSpec{
-		Name: name, Kind: phases.KindStandalone, Version: phases.MustParseVersion(version),
-		Pools: []phases.Pool{
-			{Name: "cplb", Role: phases.RoleControlPlaneLB, Nodes: []phases.Node{{Name: "cplb-1"}}},
-			{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}, {Name: "cp-2"}, {Name: "cp-3"}}},
-			{Name: "lb", Role: phases.RoleLoadBalancer, Nodes: []phases.Node{{Name: "lb-1"}}},
-			{Name: "workers", Role: phases.RoleWorker, Nodes: []phases.Node{{Name: "worker-1"}, {Name: "worker-2"}}},
-		}}}
+	return api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n",
+		Name: name, Kind: api.ClusterStandalone, Version: version,
+		Pools: []api.Pool{
+			{Name: "cplb", Role: api.RoleControlPlaneLB, Nodes: []api.Node{{Name: "cplb-1"}}},
+			{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-1"}, {Name: "cp-2"}, {Name: "cp-3"}}},
+			{Name: "lb", Role: api.RoleLoadBalancer, Nodes: []api.Node{{Name: "lb-1"}}},
+			{Name: "workers", Role: api.RoleWorker, Nodes: []api.Node{{Name: "worker-1"}, {Name: "worker-2"}}},
+		}}
 }
 
 // registerLab stores releases 1.33.6 and 1.34.4 and cluster "lab" at
@@ -487,6 +488,16 @@ func registerLab(t testing.TB, cl *api.Client) api.ClusterSpec {
 	spec := clusterSpec("lab", "1.33.6")
 	put(t, cl, "/v1/clusters/lab", spec)
 	return spec
+}
+
+// getUpgrade reads a cluster's upgrade through the API, as the engine's
+// type: tests look its steps and nodes up with the engine's methods.
+func getUpgrade(ctx context.Context, cl *api.Client, cluster string) (*phases.Upgrade, error) {
+	var wire api.Upgrade
+	if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &wire); err != nil {
+		return nil, err
+	}
+	return convert.UpgradeFromAPI(&wire)
 }
 
 func nodeNames(spec api.ClusterSpec) []string {

@@ -49,12 +49,12 @@ func TestUpgradeAgainstRealAPIServer(t *testing.T) {
 	cl := m.client()
 	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
-	spec := api.ClusterSpec{Kubeconfig: string(cp.Kubeconfig), ClusterSpec: phases.ClusterSpec{
-		Name: "real", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
-		Pools: []phases.Pool{
-			{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}}},
-			{Name: "workers", Role: phases.RoleWorker, Nodes: []phases.Node{{Name: "worker-1"}, {Name: "worker-2"}}},
-		}}}
+	spec := api.ClusterSpec{Kubeconfig: string(cp.Kubeconfig),
+		Name: "real", Kind: api.ClusterStandalone, Version: "1.33.6",
+		Pools: []api.Pool{
+			{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-1"}}},
+			{Name: "workers", Role: api.RoleWorker, Nodes: []api.Node{{Name: "worker-1"}, {Name: "worker-2"}}},
+		}}
 	put(t, cl, "/v1/clusters/real", spec)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,11 +99,12 @@ func TestUpgradeAgainstRealAPIServer(t *testing.T) {
 	})
 	waitAgents(t, tc, "real", len(nodes))
 
-	var run coordinator.PreflightRun
-	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/real/preflight", map[string]string{"version": "1.34.4"}, &run)
+	var started api.PreflightRun
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/real/preflight", map[string]string{"version": "1.34.4"}, &started)
 	require.NoError(t, err)
+	var run coordinator.PreflightRun
 	eventually(t, "preflight done", func() bool {
-		run, err = m.c.Preflight("real", run.ID)
+		run, err = m.c.Preflight("real", started.ID)
 		return err == nil && run.State == "done"
 	})
 	require.False(t, run.Report.Blocked(), "%+v", run.Report.Results)

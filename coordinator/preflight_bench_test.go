@@ -17,7 +17,6 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
-	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
 )
@@ -49,11 +48,11 @@ func BenchmarkPreflight15k(b *testing.B) {
 	put(b, m.client(), "/v1/releases/1.34.4", release("1.34.4"))
 	// A kubeconfig, so that the leader reads the cluster through the fake
 	// ClusterOps (every node Ready, /readyz ok).
-	spec := api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n", ClusterSpec: phases.ClusterSpec{Name: "big", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6")}}
-	spec.Pools = []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-0"}}}}
-	w := phases.Pool{Name: "workers", Role: phases.RoleWorker}
+	spec := api.ClusterSpec{Kubeconfig: "apiVersion: v1\nkind: Config\n", Name: "big", Kind: api.ClusterStandalone, Version: "1.33.6"}
+	spec.Pools = []api.Pool{{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-0"}}}}
+	w := api.Pool{Name: "workers", Role: api.RoleWorker}
 	for i := 1; i < n; i++ {
-		w.Nodes = append(w.Nodes, phases.Node{Name: fmt.Sprintf("w-%d", i)})
+		w.Nodes = append(w.Nodes, api.Node{Name: fmt.Sprintf("w-%d", i)})
 	}
 	spec.Pools = append(spec.Pools, w)
 	put(b, m.client(), "/v1/clusters/big", spec)

@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/coordinator"
-	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
 
@@ -31,17 +29,17 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	waitAgents(t, tc, "lab", len(nodes))
 
 	// A preflight alone: 202 with its ID, then a passing report.
-	var run coordinator.PreflightRun
+	var run api.PreflightRun
 	code, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/preflight", map[string]string{"version": "1.34.4"}, &run)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, code)
 	require.Equal(t, "lab-1", run.ID)
 	eventually(t, "preflight done", func() bool {
-		run = coordinator.PreflightRun{}
+		run = api.PreflightRun{}
 		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/lab-1", nil, &run)
 		return err == nil && run.State == "done"
 	})
-	require.Equal(t, preflight.Passed, run.Report.Verdict, "%+v", run.Report.Results)
+	require.Equal(t, string(preflight.Passed), run.Report.Verdict, "%+v", run.Report.Results)
 	require.Len(t, run.Report.Results, len(preflight.Checks()))
 	for _, n := range nodes {
 		require.Len(t, run.Operations[n], 2, "artifacts and peers on %s", n)
@@ -59,31 +57,31 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	versions := func() string {
 		c, err := m.c.Cluster("lab2")
 		require.NoError(t, err)
-		return c.Spec.Version.String() + " " + c.Status.Version
+		return c.Spec.Version + " " + c.Status.Version
 	}
-	var u phases.Upgrade
+	var u api.Upgrade
 	code2, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab2/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, code2, "the request does not wait for preflight")
-	require.Equal(t, phases.UpgradePreflight, u.State)
+	require.Equal(t, api.UpgradePreflight, u.State)
 	require.NotEmpty(t, u.Preflight)
 	require.Equal(t, "1.33.6 1.33.6", versions(), "spec.version is set only after preflight passed")
 	eventually(t, "upgrade refused", func() bool {
-		u = phases.Upgrade{}
+		u = api.Upgrade{}
 		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab2/upgrade", nil, &u)
-		return err == nil && u.State == phases.UpgradeRefused
+		return err == nil && u.State == api.UpgradeRefused
 	})
 	require.Contains(t, u.RefusedChecks, preflight.IDAgentsReporting)
 	require.Equal(t, "1.33.6 1.33.6", versions(), "spec and status untouched")
 	require.Equal(t, calls, len(ops.Calls()), "no node touched")
 	c2, err := m.c.Cluster("lab2")
 	require.NoError(t, err)
-	require.Equal(t, "1.33.6", c2.Spec.Version.String())
-	require.Equal(t, phases.UpgradeRefused, c2.Status.Upgrade.State)
-	var refusing coordinator.PreflightRun
+	require.Equal(t, "1.33.6", c2.Spec.Version)
+	require.Equal(t, api.UpgradeRefused, c2.Status.Upgrade.State)
+	var refusing api.PreflightRun
 	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab2/preflight/"+u.Preflight, nil, &refusing)
 	require.NoError(t, err)
-	require.True(t, refusing.Report.Blocked(), "the run the refused upgrade names is the blocking one")
+	require.Equal(t, string(preflight.Failed), refusing.Report.Verdict, "the run the refused upgrade names is the blocking one")
 
 	// A refused upgrade does not block the next request; with every agent
 	// reporting, the upgrade of lab moves from preflight to running on the
@@ -91,18 +89,18 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	code3, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, &u)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, code3)
-	require.Equal(t, phases.UpgradePreflight, u.State)
+	require.Equal(t, api.UpgradePreflight, u.State)
 	eventually(t, "upgrade past preflight", func() bool {
-		u = phases.Upgrade{}
+		u = api.Upgrade{}
 		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
-		return err == nil && u.State != phases.UpgradePreflight
+		return err == nil && u.State != api.UpgradePreflight
 	})
-	require.Equal(t, phases.UpgradeRunning, u.State)
-	var passing coordinator.PreflightRun
+	require.Equal(t, api.UpgradeRunning, u.State)
+	var passing api.PreflightRun
 	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/"+u.Preflight, nil, &passing)
 	require.NoError(t, err)
-	require.False(t, passing.Report.Blocked())
+	require.NotEqual(t, string(preflight.Failed), passing.Report.Verdict)
 	c1, err := m.c.Cluster("lab")
 	require.NoError(t, err)
-	require.Equal(t, "1.34.4", c1.Spec.Version.String())
+	require.Equal(t, "1.34.4", c1.Spec.Version)
 }

@@ -31,13 +31,14 @@ func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4", Automatic: true}, nil)
 	require.NoError(t, err)
-	var u phases.Upgrade
+	var u *phases.Upgrade
 	seenRunning := false
 	eventually(t, "automatic upgrade done", func() bool {
-		u = phases.Upgrade{}
-		if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u); err != nil {
+		got, err := getUpgrade(ctx, cl, "lab")
+		if err != nil {
 			return false
 		}
+		u = got
 		if s, ok := u.Step("pool/workers"); ok && s.State != phases.StatePending {
 			seenRunning = true
 			n, _ := u.Node("worker-1")
@@ -58,8 +59,7 @@ func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.5"}, nil)
 	require.NoError(t, err)
 	eventually(t, "manual upgrade done", func() bool {
-		u = phases.Upgrade{}
-		_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
+		u, err := getUpgrade(ctx, cl, "lab")
 		return err == nil && u.ID == "lab-1.34.5-2" && u.State == phases.UpgradeDone
 	})
 	for _, c := range ops.Calls()[before:] {

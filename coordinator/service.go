@@ -40,12 +40,13 @@ func (c *Coordinator) Releases() []api.Release {
 	return c.sm.Releases()
 }
 
-// PutCluster registers a cluster or updates its shape.
-func (c *Coordinator) PutCluster(ctx context.Context, spec api.ClusterSpec) error {
-	if err := spec.ClusterSpec.Validate(); err != nil {
+// PutCluster registers a cluster or updates its shape; an empty kubeconfig
+// keeps the one the cluster has.
+func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
+	if err := spec.Validate(); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec.ClusterSpec, Kubeconfig: spec.Kubeconfig, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec, Kubeconfig: kubeconfig, Now: c.cfg.Clock.Now()})
 	return err
 }
 

@@ -5,14 +5,16 @@ import (
 	"slices"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
 
 // clusterView renders a copy of a cluster's record (statemachine.Cluster)
-// for the API, with the agents' last beats from the leader's liveness.
+// for the API, with the agents' last beats from the leader's liveness. The
+// engine's values in the record convert through api/convert.
 func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
-	out := api.Cluster{Spec: api.ClusterSpec{ClusterSpec: r.Spec}}
+	out := api.Cluster{Spec: convert.ClusterSpecToAPI(r.Spec)}
 	st := &out.Status
 	st.Version = r.StatusVersion.String()
 	st.Versions = r.NodeVersions("")
@@ -25,7 +27,7 @@ func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
 		}
 	}
 	st.AppliedManifestsVersion = r.AddonsVersion.String()
-	st.Upgrade = r.Upgrade
+	st.Upgrade = convert.UpgradeToAPI(r.Upgrade)
 	st.History = r.History
 	for _, node := range slices.Sorted(maps.Keys(r.Agents)) {
 		a := r.Agents[node]

@@ -216,11 +216,7 @@ func (e *Env) registerCluster(ctx context.Context, kc string) error {
 	if err != nil {
 		return err
 	}
-	spec := api.ClusterSpec{Kubeconfig: kc}
-	spec.Name = ClusterName
-	spec.Kind = phases.KindStandalone
-	spec.Channel = "regular"
-	spec.Version = v
+	spec := api.ClusterSpec{Name: ClusterName, Kind: api.ClusterStandalone, Channel: "regular", Version: v.String(), Kubeconfig: kc}
 	pools := []struct {
 		name string
 		role lab.Role
@@ -230,9 +226,9 @@ func (e *Env) registerCluster(ctx context.Context, kc string) error {
 		if len(hosts) == 0 {
 			continue
 		}
-		pool := phases.Pool{Name: p.name, Role: phases.Role(p.role)}
+		pool := api.Pool{Name: p.name, Role: api.Role(p.role)}
 		for _, h := range hosts {
-			pool.Nodes = append(pool.Nodes, phases.Node{Name: h.Name, Address: h.IP})
+			pool.Nodes = append(pool.Nodes, api.Node{Name: h.Name, Address: h.IP})
 		}
 		spec.Pools = append(spec.Pools, pool)
 	}

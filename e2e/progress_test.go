@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +53,8 @@ func TestProgressPrintsChangesOnceAndNeverGoesBack(t *testing.T) {
 			Pools: []phases.PoolTrack{{Name: "cp", NodeSteps: phases.BareMetalNodeSteps(phases.RoleControlPlane), Count: 1}},
 			Nodes: []phases.NodeTask{{Node: "cp-1", Pool: "cp", State: phases.StateRunning, Cursor: cursor, StepStartedAt: t0.Add(time.Second)}},
 		}
-		b, err := json.Marshal(u)
-		require.NoError(t, err)
-		var out phases.Upgrade
-		require.NoError(t, json.Unmarshal(b, &out)) // builds the indexes
-		return &out
+		u.BuildIndex()
+		return u
 	}
 	var buf bytes.Buffer
 	p := newProgress(&buf)

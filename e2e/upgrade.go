@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -56,20 +57,21 @@ func (e *Env) PrintReport(run api.PreflightRun) {
 // in state preflight; its preflight run then moves it to running, or to
 // refused with the blocking checks.
 func (e *Env) StartUpgrade(ctx context.Context, version string) (*phases.Upgrade, error) {
-	var u phases.Upgrade
-	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", map[string]string{"version": version}, &u); err != nil {
+	var u api.Upgrade
+	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", api.UpgradeRequest{Version: version}, &u); err != nil {
 		return nil, err
 	}
-	return &u, nil
+	return convert.UpgradeFromAPI(&u)
 }
 
-// Upgrade reads the cluster's current (or last) upgrade.
+// Upgrade reads the cluster's current (or last) upgrade, as the engine's
+// type: the tests follow its steps and nodes with the engine's methods.
 func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
-	var u phases.Upgrade
+	var u api.Upgrade
 	if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
 		return nil, err
 	}
-	return &u, nil
+	return convert.UpgradeFromAPI(&u)
 }
 
 // Watch follows upgrade id until it ends (leaves preflight and running), printing every change

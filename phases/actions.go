@@ -26,18 +26,18 @@ const (
 // same IDs, so a repeated tick, or a new leader, cannot start the same work
 // under a different name.
 type Action struct {
-	ID      string     `json:"id"`
-	Kind    ActionKind `json:"kind"`
-	Upgrade string     `json:"upgrade"`
-	Step    string     `json:"step,omitempty"`
-	Pool    string     `json:"pool,omitempty"`
-	Node    string     `json:"node,omitempty"`
+	ID      string
+	Kind    ActionKind
+	Upgrade string
+	Step    string
+	Pool    string
+	Node    string
 	// Cursor and Attempt pin a node action to the node step it was decided
 	// for; for step actions Attempt pins the step attempt.
-	Cursor   int      `json:"cursor,omitempty"`
-	Attempt  int      `json:"attempt,omitempty"`
-	NodeStep NodeStep `json:"nodeStep,omitzero"`
-	Reason   string   `json:"reason,omitempty"`
+	Cursor   int
+	Attempt  int
+	NodeStep NodeStep
+	Reason   string
 }
 
 // Commits reports whether the action is a state transition to append to

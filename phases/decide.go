@@ -24,9 +24,9 @@ var Open Gate = openGate{}
 // NodeWait is a node that could start but waits for a time (its protected
 // pods become evictable).
 type NodeWait struct {
-	Node   string    `json:"node"`
-	Until  time.Time `json:"until"`
-	Reason string    `json:"reason"`
+	Node   string
+	Until  time.Time
+	Reason string
 }
 
 // Decision is what Decide returns for one tick.

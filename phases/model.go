@@ -40,29 +40,29 @@ const (
 
 // Node is one host of a pool.
 type Node struct {
-	Name    string `json:"name"`
-	Address string `json:"address,omitempty"`
-	Zone    string `json:"zone,omitempty"`
+	Name    string
+	Address string
+	Zone    string
 }
 
 // Pool is a set of nodes with one role and one upgrade setting.
 type Pool struct {
-	Name     string          `json:"name"`
-	Role     Role            `json:"role"`
-	Backing  Backing         `json:"backing,omitempty"`
-	Settings UpgradeSettings `json:"upgradeSettings,omitzero"`
-	Nodes    []Node          `json:"nodes"`
+	Name     string
+	Role     Role
+	Backing  Backing
+	Settings UpgradeSettings
+	Nodes    []Node
 }
 
 // ClusterSpec is a cluster as registered: its shape and the version it runs
 // or, during an upgrade, the version it is going to.
 type ClusterSpec struct {
-	Name         string      `json:"name"`
-	Kind         ClusterKind `json:"kind"`
-	AdminCluster string      `json:"adminCluster,omitempty"`
-	Channel      string      `json:"channel,omitempty"`
-	Version      Version     `json:"version"`
-	Pools        []Pool      `json:"pools"`
+	Name         string
+	Kind         ClusterKind
+	AdminCluster string
+	Channel      string
+	Version      Version
+	Pools        []Pool
 }
 
 // Model validation errors.

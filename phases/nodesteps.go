@@ -39,14 +39,14 @@ const (
 // (URLs, checksums, manifests) from the release catalog when it hands the
 // operation to the agent.
 type OpSpec struct {
-	Kind      OpKind `json:"kind"`
-	Component string `json:"component,omitempty"` // kubelet | containerd for binaries
+	Kind      OpKind
+	Component string // kubelet | containerd for binaries
 }
 
 // NodeStep is one entry of a pool's node step list.
 type NodeStep struct {
-	Kind NodeStepKind `json:"kind"`
-	Op   *OpSpec      `json:"op,omitempty"`
+	Kind NodeStepKind
+	Op   *OpSpec
 }
 
 func (s NodeStep) String() string {
@@ -97,33 +97,33 @@ func SurgeNodeSteps() []NodeStep {
 // Steps before Cursor are done, the one at Cursor is running (when State is
 // running) and the rest wait.
 type NodeTask struct {
-	Node  string `json:"node"`
-	Pool  string `json:"pool"`
-	State State  `json:"state"`
+	Node  string
+	Pool  string
+	State State
 	// Cursor indexes the pool's NodeSteps.
-	Cursor int `json:"cursor"`
+	Cursor int
 	// Attempt counts retries after a failure; it is part of every action
 	// and operation ID so a retry is a new operation for the agent.
-	Attempt int `json:"attempt"`
+	Attempt int
 	// Version is what the node's kubelet runs as far as molt knows: the
 	// upgrade's From until wait-Ready at the new version passes.
-	Version       Version   `json:"version"`
-	StartedAt     time.Time `json:"startedAt,omitzero"`
-	StepStartedAt time.Time `json:"stepStartedAt,omitzero"`
-	FinishedAt    time.Time `json:"finishedAt,omitzero"`
+	Version       Version
+	StartedAt     time.Time
+	StepStartedAt time.Time
+	FinishedAt    time.Time
 	// ProtectedUntil is when the last pod protected from eviction on this
 	// node (safe-to-evict=false, SPEC §8) becomes evictable. Automatic
 	// upgrades do such nodes last and do not start them before.
-	ProtectedUntil time.Time `json:"protectedUntil,omitzero"`
+	ProtectedUntil time.Time
 	// LeftBehind lists pods the drain left behind (best effort, SPEC §6).
-	LeftBehind []LeftPod `json:"leftBehind,omitempty"`
-	Error      string    `json:"error,omitempty"`
+	LeftBehind []LeftPod
+	Error      string
 }
 
 // LeftPod is a pod a drain did not remove before its deadline.
 type LeftPod struct {
-	Namespace   string    `json:"namespace"`
-	Name        string    `json:"name"`
-	Reason      string    `json:"reason"` // pdb | terminating | protected
-	EvictableAt time.Time `json:"evictableAt,omitzero"`
+	Namespace   string
+	Name        string
+	Reason      string // pdb | terminating | protected
+	EvictableAt time.Time
 }

@@ -9,10 +9,10 @@ import (
 type Durations struct {
 	// Node is the expected time of one node's upgrade, per role
 	// (cordon → uncordon, drain included).
-	Node      map[Role]time.Duration `json:"node"`
-	Addons    time.Duration          `json:"addons"`
-	Lifecycle time.Duration          `json:"lifecycle"`
-	Health    time.Duration          `json:"health"`
+	Node      map[Role]time.Duration
+	Addons    time.Duration
+	Lifecycle time.Duration
+	Health    time.Duration
 }
 
 // DefaultDurations are conservative guesses for hosts nobody has measured
@@ -33,40 +33,40 @@ func DefaultDurations() Durations {
 
 // Batch is a set of nodes predicted to upgrade together.
 type Batch struct {
-	Index int       `json:"index"`
-	Nodes []string  `json:"nodes"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	Index int
+	Nodes []string
+	Start time.Time
+	End   time.Time
 }
 
 // PlannedStep is a step of the plan with its predicted timeline.
 type PlannedStep struct {
-	ID         string    `json:"id"`
-	Kind       StepKind  `json:"kind"`
-	Pool       string    `json:"pool,omitempty"`
-	Role       Role      `json:"role,omitempty"`
-	Deps       []string  `json:"deps,omitempty"`
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
-	Batches    []Batch   `json:"batches,omitempty"`
-	Disruption string    `json:"disruption"`
+	ID         string
+	Kind       StepKind
+	Pool       string
+	Role       Role
+	Deps       []string
+	Start      time.Time
+	End        time.Time
+	Batches    []Batch
+	Disruption string
 }
 
 // Plan is a dry run: the steps in order, the batches of nodes, a predicted
 // timeline, and the disruption each step is expected to cause (SPEC §4).
 type Plan struct {
-	Cluster string        `json:"cluster"`
-	From    Version       `json:"from"`
-	To      Version       `json:"to"`
-	Start   time.Time     `json:"start"`
-	End     time.Time     `json:"end"`
-	Steps   []PlannedStep `json:"steps"`
+	Cluster string
+	From    Version
+	To      Version
+	Start   time.Time
+	End     time.Time
+	Steps   []PlannedStep
 	// Total is the predicted duration with the configured settings.
-	Total time.Duration `json:"total"`
+	Total time.Duration
 	// CriticalPath is a lower bound: the longest dependency chain if every
 	// pool used the most parallelism the rules allow (20 nodes at once,
 	// control plane one at a time, worker pools side by side).
-	CriticalPath time.Duration `json:"criticalPath"`
+	CriticalPath time.Duration
 }
 
 // MakePlan predicts the upgrade of c to version to, starting at start.

@@ -12,15 +12,15 @@ type UpgradeSettings struct {
 	// ConcurrentNodes is how many nodes of a bare-metal pool are upgraded at
 	// once (0 means the default, 1; at most 20). Control-plane pools always
 	// go one node at a time whatever this says, to keep etcd quorum.
-	ConcurrentNodes int `json:"concurrentNodes,omitempty"`
+	ConcurrentNodes int
 	// MinimumAvailableNodes is how many nodes of the pool must stay
 	// schedulable (not cordoned for the upgrade) at all times.
-	MinimumAvailableNodes int `json:"minimumAvailableNodes,omitempty"`
+	MinimumAvailableNodes int
 	// Strategy selects the MIG strategy: "surge" (default) or "blueGreen".
-	Strategy string `json:"strategy,omitempty"`
+	Strategy string
 	// MaxSurge and MaxUnavailable are the surge strategy's per-zone budget.
-	MaxSurge       *int `json:"maxSurge,omitempty"`
-	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+	MaxSurge       *int
+	MaxUnavailable *int
 }
 
 // Validate checks the settings against the pool they belong to.

@@ -49,20 +49,20 @@ const (
 // Step is one box of the upgrade's step graph (SPEC §4), with its own state
 // and timestamps so an operator can always see where the upgrade is.
 type Step struct {
-	ID   string   `json:"id"`
-	Kind StepKind `json:"kind"`
+	ID   string
+	Kind StepKind
 	// Pool and Role are set on pool steps.
-	Pool string `json:"pool,omitempty"`
-	Role Role   `json:"role,omitempty"`
+	Pool string
+	Role Role
 	// Deps are the steps that must be done before this one starts.
-	Deps       []string  `json:"deps,omitempty"`
-	State      State     `json:"state"`
-	StartedAt  time.Time `json:"startedAt,omitzero"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Deps       []string
+	State      State
+	StartedAt  time.Time
+	FinishedAt time.Time
 	// Attempts counts runs of a step that is retried until it passes
 	// (health checks); Message is the latest outcome.
-	Attempts int    `json:"attempts,omitempty"`
-	Message  string `json:"message,omitempty"`
+	Attempts int
+	Message  string
 }
 
 // Target says which maintenance target the step's disruption belongs to.

@@ -111,13 +111,13 @@ func (u *Upgrade) startNode(name string, attempt int, now time.Time) error {
 // wait, or an agent operation), pinned to the cursor and attempt it was
 // decided for.
 type NodeStepResult struct {
-	Upgrade    string    `json:"upgrade"`
-	Node       string    `json:"node"`
-	Cursor     int       `json:"cursor"`
-	Attempt    int       `json:"attempt"`
-	OK         bool      `json:"ok"`
-	Message    string    `json:"message,omitempty"`
-	LeftBehind []LeftPod `json:"leftBehind,omitempty"`
+	Upgrade    string
+	Node       string
+	Cursor     int
+	Attempt    int
+	OK         bool
+	Message    string
+	LeftBehind []LeftPod
 }
 
 // ApplyNodeStepResult advances the node past a finished step, or marks it
@@ -162,11 +162,11 @@ func (u *Upgrade) ApplyNodeStepResult(r NodeStepResult, now time.Time) error {
 // StepResult is the outcome of a step's work (add-on manifests applied,
 // health checks run), pinned to the step attempt it was decided for.
 type StepResult struct {
-	Upgrade string `json:"upgrade"`
-	Step    string `json:"step"`
-	Attempt int    `json:"attempt"`
-	OK      bool   `json:"ok"`
-	Message string `json:"message,omitempty"`
+	Upgrade string
+	Step    string
+	Attempt int
+	OK      bool
+	Message string
 }
 
 // ApplyStepResult finishes a non-pool step, or records a failed attempt to

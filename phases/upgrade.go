@@ -1,7 +1,6 @@
 package phases
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -29,66 +28,66 @@ const (
 type Options struct {
 	// Automatic upgrades are gated by maintenance policy and honour the
 	// 7-day protection of safe-to-evict=false pods; manual ones are not.
-	Automatic bool `json:"automatic"`
+	Automatic bool
 	// ConcurrentWorkerPools is how many worker pools upgrade at once
 	// (default 1: one after another, in the order the cluster lists them).
-	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
+	ConcurrentWorkerPools int
 	// EmergencyReason is set on an emergency patch an operator forced
 	// through maintenance windows and exclusions; it is kept for audit.
-	EmergencyReason string `json:"emergencyReason,omitempty"`
+	EmergencyReason string
 	// StepLayout is the layout NewUpgrade used (StepLayoutLifecycle, the
 	// zero value, for upgrades recorded before layouts had numbers).
-	StepLayout int `json:"stepLayout,omitempty"`
+	StepLayout int
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the
 // pool goes through and the budget that bounds how many go at once.
 type PoolTrack struct {
-	Name         string     `json:"name"`
-	Role         Role       `json:"role"`
-	NodeSteps    []NodeStep `json:"nodeSteps"`
-	Concurrency  int        `json:"concurrency"`
-	MinAvailable int        `json:"minAvailable"`
+	Name         string
+	Role         Role
+	NodeSteps    []NodeStep
+	Concurrency  int
+	MinAvailable int
 	// Cancelled pools start no new node; nodes already started finish.
-	Cancelled bool `json:"cancelled,omitempty"`
+	Cancelled bool
 	// First and Count locate the pool's nodes in Upgrade.Nodes.
-	First int `json:"first"`
-	Count int `json:"count"`
+	First int
+	Count int
 }
 
 // Upgrade is the replicated record of one cluster upgrade. Every field that
 // decides what happens next lives here, so a new leader continues from it.
 type Upgrade struct {
-	ID        string       `json:"id"`
-	Cluster   string       `json:"cluster"`
-	From      Version      `json:"from"`
-	To        Version      `json:"to"`
-	Options   Options      `json:"options"`
-	State     UpgradeState `json:"state"`
-	CreatedAt time.Time    `json:"createdAt"`
+	ID        string
+	Cluster   string
+	From      Version
+	To        Version
+	Options   Options
+	State     UpgradeState
+	CreatedAt time.Time
 	// FinishedAt is set when State leaves running.
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	FinishedAt time.Time
 	// PauseReason says why nothing new starts (a maintenance window closed,
 	// an exclusion began); in-flight nodes finish regardless.
-	PauseReason string    `json:"pauseReason,omitempty"`
-	PausedAt    time.Time `json:"pausedAt,omitzero"`
+	PauseReason string
+	PausedAt    time.Time
 	// ResumedAt is when the upgrade last left a pause.
-	ResumedAt time.Time `json:"resumedAt,omitzero"`
+	ResumedAt time.Time
 	// Preflight is the preflight run the upgrade waits for (state
 	// preflight) or was started on; empty for upgrades started before
 	// preflight was part of the upgrade.
-	Preflight string `json:"preflight,omitempty"`
+	Preflight string
 	// RefusedChecks are the blocking checks of a refused upgrade's
 	// preflight, sorted.
-	RefusedChecks []string    `json:"refusedChecks,omitempty"`
-	Steps         []Step      `json:"steps"`
-	Pools         []PoolTrack `json:"pools"`
+	RefusedChecks []string
+	Steps         []Step
+	Pools         []PoolTrack
 	// Nodes are grouped by pool in the order of Pools; inside a pool in the
 	// order the cluster lists them.
-	Nodes []NodeTask `json:"nodes"`
+	Nodes []NodeTask
 	// Revision counts applied transitions; it changes whenever anything in
 	// the upgrade does.
-	Revision uint64 `json:"revision"`
+	Revision uint64
 
 	nodeIdx map[string]int
 	stepIdx map[string]int
@@ -130,33 +129,25 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, State: StatePending, Version: c.Version})
 		}
 	}
-	u.buildIndex()
+	u.BuildIndex()
 	return u
 }
 
-// UnmarshalJSON decodes an upgrade and builds its lookup indexes, so that
-// readers (Decide under a read lock) never have to write them.
-func (u *Upgrade) UnmarshalJSON(b []byte) error {
-	type plain Upgrade
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*u = Upgrade(p)
-	u.buildIndex()
-	return nil
-}
-
 // index makes sure the lookup indexes exist. They are built when an
-// upgrade is made or decoded; building here only serves values assembled
-// by hand (tests), which are not shared between goroutines.
+// upgrade is made or converted; building here only serves values
+// assembled by hand (tests), which are not shared between goroutines.
 func (u *Upgrade) index() {
 	if u.nodeIdx == nil {
-		u.buildIndex()
+		u.BuildIndex()
 	}
 }
 
-func (u *Upgrade) buildIndex() {
+// BuildIndex builds the lookup indexes of the steps, pools and nodes. Code
+// that assembles an Upgrade field by field from another format (the wire
+// types of package api, the state machine's persisted types) calls it once
+// the value is complete and before it is shared: readers such as Decide,
+// which the coordinator runs under a read lock, then never write.
+func (u *Upgrade) BuildIndex() {
 	u.nodeIdx = make(map[string]int, len(u.Nodes))
 	for i := range u.Nodes {
 		u.nodeIdx[u.Nodes[i].Node] = i

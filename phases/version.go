@@ -89,10 +89,11 @@ func (v Version) SameMinor(w Version) bool { return v.Major == w.Major && v.Mino
 // MinorString renders 1.N.
 func (v Version) MinorString() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// MarshalText renders the version for JSON.
+// MarshalText renders the version as text, 1.N.X, for encoders.
 func (v Version) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
-// UnmarshalText parses a version from JSON; the empty string is the zero version.
+// UnmarshalText parses a version from text; the empty string is the zero
+// version.
 func (v *Version) UnmarshalText(b []byte) error {
 	if len(b) == 0 {
 		*v = Version{}

@@ -28,7 +28,6 @@ import (
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
 // netPrefix starts the names of the network namespaces this test makes
@@ -362,22 +361,19 @@ func requireEnv(t *testing.T, h *nspawn.Host, path string, lines ...string) {
 // server), so the agents' registrations are admitted.
 func registerCluster(t *testing.T, ctx context.Context, coord *api.Client, ms []machine, version string) {
 	t.Helper()
-	v, err := phases.ParseVersion(version)
-	require.NoError(t, err)
-	spec := api.ClusterSpec{}
-	spec.Name, spec.Kind, spec.Channel, spec.Version = "lab", phases.KindStandalone, "regular", v
+	spec := api.ClusterSpec{Name: "lab", Kind: api.ClusterStandalone, Channel: "regular", Version: strings.TrimPrefix(version, "v")}
 	topo := lab.FullTopology()
 	for _, p := range []struct {
 		name string
 		role lab.Role
 	}{{"cplb", lab.RoleControlPlaneLB}, {"cp", lab.RoleControlPlane}, {"lb", lab.RoleLoadBalancer}, {"workers", lab.RoleWorker}} {
-		pool := phases.Pool{Name: p.name, Role: phases.Role(p.role)}
+		pool := api.Pool{Name: p.name, Role: api.Role(p.role)}
 		for _, h := range topo.WithRole(p.role) {
-			pool.Nodes = append(pool.Nodes, phases.Node{Name: h.Name, Address: byName(t, ms, h.Name).ip()})
+			pool.Nodes = append(pool.Nodes, api.Node{Name: h.Name, Address: byName(t, ms, h.Name).ip()})
 		}
 		spec.Pools = append(spec.Pools, pool)
 	}
-	_, err = coord.Do(ctx, http.MethodPut, "/v1/clusters/lab", spec, nil)
+	_, err := coord.Do(ctx, http.MethodPut, "/v1/clusters/lab", spec, nil)
 	require.NoError(t, err)
 }
 

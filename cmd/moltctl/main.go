@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -214,13 +215,13 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		watch, _ := cmd.Flags().GetBool("watch")
 		req := api.UpgradeRequest{Version: args[1], DryRun: dry}
 		if dry {
-			var plan phases.Plan
+			var plan api.Plan
 			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &plan); err != nil {
 				return err
 			}
 			return c.print(plan, func() { printPlan(c.out, plan) })
 		}
-		var u phases.Upgrade
+		var u api.Upgrade
 		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &u); err != nil {
 			return err
 		}
@@ -235,11 +236,15 @@ func (c *cli) upgradeCmd() *cobra.Command {
 	start.Flags().Bool("watch", false, "watch the upgrade until it ends")
 	cmd.AddCommand(start)
 	cmd.AddCommand(&cobra.Command{Use: "status CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		var u phases.Upgrade
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/upgrade", nil, &u); err != nil {
+		var wire api.Upgrade
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/upgrade", nil, &wire); err != nil {
 			return err
 		}
-		return c.print(u, func() { renderUpgrade(c.out, &u, time.Now()) })
+		u, err := convert.UpgradeFromAPI(&wire)
+		if err != nil {
+			return err
+		}
+		return c.print(wire, func() { renderUpgrade(c.out, u, time.Now()) })
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return c.watch(cmd.Context(), args[0], "")
@@ -255,16 +260,20 @@ func (c *cli) upgradeCmd() *cobra.Command {
 func (c *cli) watch(ctx context.Context, cluster, id string) error {
 	tty := c.output == "text" || c.output == ""
 	for {
-		var u phases.Upgrade
-		_, err := c.client().Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &u)
+		var wire api.Upgrade
+		_, err := c.client().Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &wire)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil && (id == "" || u.ID == id) {
+		if err == nil && (id == "" || wire.ID == id) {
+			u, err := convert.UpgradeFromAPI(&wire)
+			if err != nil {
+				return err
+			}
 			if tty {
 				fmt.Fprint(c.out, "\033[H\033[2J")
-				renderUpgrade(c.out, &u, time.Now())
-			} else if err := c.print(u, nil); err != nil {
+				renderUpgrade(c.out, u, time.Now())
+			} else if err := c.print(wire, nil); err != nil {
 				return err
 			}
 			if u.State == phases.UpgradeRefused {
@@ -286,7 +295,7 @@ func (c *cli) poolCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Pool upgrade commands"}
 	for _, verb := range []string{"cancel", "resume", "rollback", "complete"} {
 		cmd.AddCommand(&cobra.Command{Use: verb + " CLUSTER POOL", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
-			var u phases.Upgrade
+			var u api.Upgrade
 			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/pools/"+args[1]+"/upgrade/"+verb, struct{}{}, &u); err != nil {
 				return err
 			}
@@ -302,7 +311,7 @@ func (c *cli) poolCmd() *cobra.Command {
 func (c *cli) nodeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Node upgrade commands"}
 	cmd.AddCommand(&cobra.Command{Use: "retry CLUSTER NODE", Short: "Retry a node whose upgrade failed", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
-		var u phases.Upgrade
+		var u api.Upgrade
 		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/nodes/"+args[1]+"/retry", struct{}{}, &u); err != nil {
 			return err
 		}

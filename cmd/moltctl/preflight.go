@@ -56,10 +56,10 @@ func (c *cli) preflightRun(ctx context.Context, status io.Writer, cluster, targe
 		if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+url.PathEscape(cluster), nil, &spec); err != nil {
 			return err
 		}
-		if spec.Spec.Version.IsZero() {
+		if spec.Spec.Version == "" {
 			return fmt.Errorf("cluster %s has no spec.version: give --target", cluster)
 		}
-		target = spec.Spec.Version.String()
+		target = spec.Spec.Version
 	}
 	r, err := cl.StartPreflight(ctx, cluster, target)
 	if err != nil {

@@ -18,8 +18,7 @@ import (
 	"github.com/moltproject/molt/api"
 )
 
-// Canned answers of the coordinator, in the shape coordinator.PreflightRun
-// has on the wire.
+// Canned answers of the coordinator: api.PreflightRun on the wire.
 const (
 	runningRun = `{"id":"c1-1","cluster":"c1","target":"1.34.4","state":"running",
 		"createdAt":"2025-06-01T10:00:00Z","deadline":"2025-06-01T10:02:00Z",

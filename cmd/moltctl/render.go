@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -89,7 +90,7 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 	}
 }
 
-func printPlan(w io.Writer, p phases.Plan) {
+func printPlan(w io.Writer, p api.Plan) {
 	fmt.Fprintf(w, "plan %s: %s → %s, predicted %s (critical path at least %s)\n\n", p.Cluster, p.From, p.To, p.Total, p.CriticalPath)
 	for _, s := range p.Steps {
 		fmt.Fprintf(w, "  %-22s +%-8s → +%-8s %s\n", s.ID, s.Start.Sub(p.Start), s.End.Sub(p.Start), s.Disruption)

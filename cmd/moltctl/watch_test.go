@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // laggingMember answers like a follower that has not yet applied the
@@ -27,8 +27,8 @@ func (m *laggingMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	previous := phases.Upgrade{ID: "c1-u1", Cluster: "c1", From: phases.MustParseVersion("1.33.13"), To: phases.MustParseVersion("1.34.3"), State: phases.UpgradeDone}
-	current := phases.Upgrade{ID: "c1-u2", Cluster: "c1", From: phases.MustParseVersion("1.34.3"), To: phases.MustParseVersion("1.34.4"), State: phases.UpgradeRunning}
+	previous := api.Upgrade{ID: "c1-u1", Cluster: "c1", From: "1.33.13", To: "1.34.3", State: api.UpgradeDone}
+	current := api.Upgrade{ID: "c1-u2", Cluster: "c1", From: "1.34.3", To: "1.34.4", State: api.UpgradeRunning}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/clusters/c1/upgrade":
 		w.WriteHeader(http.StatusAccepted)
@@ -42,7 +42,7 @@ func (m *laggingMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(current)
 		default:
 			done := current
-			done.State = phases.UpgradeDone
+			done.State = api.UpgradeDone
 			_ = json.NewEncoder(w).Encode(done)
 		}
 	default:
@@ -62,7 +62,7 @@ func TestUpgradeStartWatchFollowsTheStartedUpgrade(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	var seen []string
 	for dec.More() {
-		var u phases.Upgrade
+		var u api.Upgrade
 		require.NoError(t, dec.Decode(&u))
 		seen = append(seen, u.ID+" "+string(u.State))
 	}

@@ -4,5 +4,7 @@
 // the coordinator's insides, maps every error to an RFC 9457 problem in one
 // function (problems.go), refuses unknown JSON fields, oversized bodies and
 // wrong methods before anything changes, and forwards writes that land on a
-// follower to the leader.
+// follower to the leader. It answers with package api's wire types only:
+// the engine values the Service returns convert through api/convert, a
+// stored preflight run in wire.go.
 package httpapi

@@ -17,12 +17,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
 
-// Service is what the API needs of a coordinator member.
+// Service is what the API needs of a coordinator member. Where the
+// coordinator works with engine values (phases' cluster specs, upgrades
+// and plans) or records of its own (stored preflight runs), the Service
+// speaks those, and the handlers convert at the edge: answers through
+// api/convert or wire.go, the cluster spec of a PUT through api/convert.
 type Service interface {
 	IsLeader() bool
 	// LeaderHTTPAddr is the leader's REST address ("" when unknown).
@@ -35,7 +40,7 @@ type Service interface {
 	PutRelease(ctx context.Context, r api.Release) error
 	Release(version string) (api.Release, error)
 	Releases() []api.Release
-	PutCluster(ctx context.Context, spec api.ClusterSpec) error
+	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error
 	DeleteCluster(ctx context.Context, name string) error
 	Cluster(name string) (api.Cluster, error)
 	Clusters() []api.Cluster
@@ -272,9 +277,16 @@ func (h *handlers) cluster(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
-	var spec api.ClusterSpec
-	if err := decode(w, r, &spec); err != nil {
+	var body api.ClusterSpec
+	if err := decode(w, r, &body); err != nil {
 		writeProblem(w, r, err)
+		return
+	}
+	spec, err := convert.ClusterSpecFromAPI(body)
+	if err != nil {
+		// A version that is not 1.N.X makes the body malformed, as it did
+		// when the engine's type decoded it.
+		writeProblem(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
 		return
 	}
 	name := chi.URLParam(r, "name")
@@ -285,7 +297,7 @@ func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "cluster-name", Detail: fmt.Sprintf("body name %q does not match the path's %q", spec.Name, name), Err: coordinator.ErrInvalid})
 		return
 	}
-	if err := h.svc.PutCluster(r.Context(), spec); err != nil {
+	if err := h.svc.PutCluster(r.Context(), spec, body.Kubeconfig); err != nil {
 		writeProblem(w, r, err)
 		return
 	}
@@ -311,7 +323,7 @@ func (h *handlers) upgrade(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, u)
+	writeJSON(w, 200, convert.UpgradeToAPI(u))
 }
 
 func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +339,7 @@ func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, err)
 			return
 		}
-		writeJSON(w, 200, plan)
+		writeJSON(w, 200, convert.PlanToAPI(plan))
 		return
 	}
 	u, err := h.svc.StartUpgrade(r.Context(), name, req)
@@ -335,7 +347,7 @@ func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, u)
+	writeJSON(w, http.StatusAccepted, convert.UpgradeToAPI(u))
 }
 
 func (h *handlers) poolCommand(w http.ResponseWriter, r *http.Request) {
@@ -363,7 +375,7 @@ func (h *handlers) runPoolCommand(w http.ResponseWriter, r *http.Request, cmd st
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, u)
+	writeJSON(w, 200, convert.UpgradeToAPI(u))
 }
 
 func (h *handlers) retryNode(w http.ResponseWriter, r *http.Request) {
@@ -492,13 +504,8 @@ func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, res)
 }
 
-// PreflightRequest starts a preflight run for an upgrade to Version.
-type PreflightRequest struct {
-	Version string `json:"version"`
-}
-
 func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
-	var req PreflightRequest
+	var req api.PreflightRequest
 	if err := decode(w, r, &req); err != nil {
 		writeProblem(w, r, err)
 		return
@@ -514,7 +521,7 @@ func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, run)
+	writeJSON(w, http.StatusAccepted, preflightRunToAPI(run))
 }
 
 func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {
@@ -523,7 +530,7 @@ func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, run)
+	writeJSON(w, 200, preflightRunToAPI(run))
 }
 
 // Artifacts serves the regular files under dir read-only at

@@ -36,109 +36,114 @@ const (
 // Every command carries Now: the leader's clock when it decided. Apply
 // functions never read a clock, so every replica applies the same bytes to
 // the same result.
+//
+// The command structs below carry the values the coordinator and the
+// apply functions work with (engine types of phases, the API's wire
+// types); their bytes in the log are those of their persisted forms,
+// persisted_v1_commands.go (see persisted.go).
 
 // PutReleaseCmd (CmdPutRelease) adds or replaces a release catalog entry.
 type PutReleaseCmd struct {
-	Release api.Release `json:"release"`
-	Now     time.Time   `json:"now"`
+	Release api.Release
+	Now     time.Time
 }
 
 // PutClusterCmd (CmdPutCluster) registers a cluster or changes its shape.
 type PutClusterCmd struct {
-	Spec       phases.ClusterSpec `json:"spec"`
-	Kubeconfig string             `json:"kubeconfig,omitempty"`
-	Now        time.Time          `json:"now"`
+	Spec       phases.ClusterSpec
+	Kubeconfig string
+	Now        time.Time
 }
 
 // DeleteClusterCmd (CmdDeleteCluster) forgets a cluster that is not upgrading.
 type DeleteClusterCmd struct {
-	Name string    `json:"name"`
-	Now  time.Time `json:"now"`
+	Name string
+	Now  time.Time
 }
 
 // StartUpgradeCmd (CmdStartUpgrade) starts an upgrade, re-checking every rule on the state it lands on.
 type StartUpgradeCmd struct {
-	Cluster string         `json:"cluster"`
-	To      phases.Version `json:"to"`
-	Options phases.Options `json:"options"`
-	Now     time.Time      `json:"now"`
+	Cluster string
+	To      phases.Version
+	Options phases.Options
+	Now     time.Time
 	// Preflight is the run the upgrade waits for, started by this same
 	// entry: the upgrade begins in state preflight, and the entry that
 	// stores the run's report moves it to running or refused. Entries
 	// written before preflight was replicated with the upgrade carry none
 	// and start the upgrade running at once.
-	Preflight *PreflightRun `json:"preflight,omitempty"`
+	Preflight *PreflightRun
 }
 
 // AdvanceCmd commits a batch of decisions for one upgrade. Each action is
 // re-checked against the state it lands on; stale ones are dropped.
 type AdvanceCmd struct {
-	Cluster string          `json:"cluster"`
-	Upgrade string          `json:"upgrade"`
-	Actions []phases.Action `json:"actions"`
-	Now     time.Time       `json:"now"`
+	Cluster string
+	Upgrade string
+	Actions []phases.Action
+	Now     time.Time
 	// Protections go with a batch that starts an automatic upgrade's pool
 	// step: node → when the last pod on it protected from eviction (SPEC
 	// §8) becomes evictable. They are recorded by the same apply that
 	// starts the step, so no node of the pool can start before its
 	// protection is known. Entries older than this field carry none.
-	Protections map[string]time.Time `json:"protections,omitempty"`
+	Protections map[string]time.Time
 }
 
 // NodeStepResultCmd (CmdNodeStepResult) commits a node step's outcome, pinned to the node's cursor and attempt.
 type NodeStepResultCmd struct {
-	Cluster string                `json:"cluster"`
-	Result  phases.NodeStepResult `json:"result"`
-	Now     time.Time             `json:"now"`
+	Cluster string
+	Result  phases.NodeStepResult
+	Now     time.Time
 }
 
 // StepResultCmd (CmdStepResult) commits a cluster-wide step's outcome (add-ons, lifecycle, health).
 type StepResultCmd struct {
-	Cluster string            `json:"cluster"`
-	Result  phases.StepResult `json:"result"`
-	Now     time.Time         `json:"now"`
+	Cluster string
+	Result  phases.StepResult
+	Now     time.Time
 }
 
 // PoolCommandCmd (CmdPoolCommand) runs cancel, resume, rollback or complete on a pool.
 type PoolCommandCmd struct {
-	Cluster string    `json:"cluster"`
-	Pool    string    `json:"pool"`
-	Command string    `json:"command"`
-	Now     time.Time `json:"now"`
+	Cluster string
+	Pool    string
+	Command string
+	Now     time.Time
 }
 
 // RetryNodeCmd (CmdRetryNode) gives a failed node a new attempt.
 type RetryNodeCmd struct {
-	Cluster string    `json:"cluster"`
-	Node    string    `json:"node"`
-	Now     time.Time `json:"now"`
+	Cluster string
+	Node    string
+	Now     time.Time
 }
 
 // AgentRegisterCmd (CmdAgentRegister) records an agent admitted for a node.
 type AgentRegisterCmd struct {
-	Cluster string    `json:"cluster"`
-	Node    string    `json:"node"`
-	Address string    `json:"address,omitempty"`
-	Now     time.Time `json:"now"`
+	Cluster string
+	Node    string
+	Address string
+	Now     time.Time
 }
 
 // AgentHealthCmd (CmdAgentHealth) records a change of an agent's replicated liveness.
 type AgentHealthCmd struct {
-	Cluster    string    `json:"cluster"`
-	Node       string    `json:"node"`
-	Missing    bool      `json:"missing"`
-	Healthy    bool      `json:"healthy"`
-	Kubelet    string    `json:"kubelet,omitempty"`
-	Containerd string    `json:"containerd,omitempty"`
-	Now        time.Time `json:"now"`
+	Cluster    string
+	Node       string
+	Missing    bool
+	Healthy    bool
+	Kubelet    string
+	Containerd string
+	Now        time.Time
 }
 
 // SetProtectionCmd (CmdSetProtection) records when a node's protected pods become evictable.
 type SetProtectionCmd struct {
-	Cluster string    `json:"cluster"`
-	Upgrade string    `json:"upgrade"`
-	Node    string    `json:"node"`
-	Until   time.Time `json:"until"`
+	Cluster string
+	Upgrade string
+	Node    string
+	Until   time.Time
 }
 
 // AdvanceResult reports which actions of a batch were applied.

@@ -5,6 +5,16 @@
 // (commands.go), the apply function of each (Handlers), and the snapshot
 // encoding (snapshot.go).
 //
+// Three kinds of types meet here, each declared once. The state and the
+// commands hold the engine's values (phases, preflight, maintenance) and
+// the API's wire types (api) as they are used; the bytes of log entries
+// and snapshots are those of this package's own persisted types,
+// persisted_v1_*.go, which are append-only, and conversions run when a
+// command is encoded or decoded and when a snapshot is written or read.
+// So the engine and the API may change their structs freely, as long as
+// the conversions keep old logs applying to the same state (persisted.go
+// has the rules; golden_test.go and persisted_v1_test.go hold to them).
+//
 // It is pure: no I/O, no logging, no clock (every command carries the
 // leader's Now), no Kubernetes and no Raft store — internal/purity's test
 // holds it to that. Machine implements raftstore.Machine through the types

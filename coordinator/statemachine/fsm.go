@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore/command"
 )
@@ -58,11 +59,17 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 
 // apply adapts a typed state method to a command.ApplyFunc: decode the
 // body (undecodable bytes mean the replicas diverged: panic, as raftstore
-// expects), then run the method under the write lock.
-func apply[C any](f *Machine, fn func(*state, C) (any, error)) command.ApplyFunc {
+// expects), then run the method under the write lock. The constraints
+// hold every registered command to the persisted format: it encodes and
+// decodes through its V1 form (persisted_v1_commands.go), never through
+// the types it carries.
+func apply[C persistedCommand, D interface {
+	*C
+	json.Unmarshaler
+}](f *Machine, fn func(*state, C) (any, error)) command.ApplyFunc {
 	return func(index uint64, body []byte) (any, error) {
 		var c C
-		if err := json.Unmarshal(body, &c); err != nil {
+		if err := D(&c).UnmarshalJSON(body); err != nil {
 			panic(fmt.Sprintf("coordinator: undecodable command at index %d: %v", index, err))
 		}
 		f.mu.Lock()
@@ -274,7 +281,7 @@ func (s *state) advance(c AdvanceCmd) (any, error) {
 func (s *state) finish(r *ClusterRecord, u *phases.Upgrade) {
 	r.StatusVersion = u.To
 	r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
-		State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+		State: convert.UpgradeStateToAPI(u.State), CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
 }
 
 // nodeStepResult returns a copy of the node's task after the result, so

@@ -11,9 +11,9 @@ import (
 
 // SetPolicyCmd (CmdSetPolicy) stores a cluster's maintenance policy.
 type SetPolicyCmd struct {
-	Cluster string             `json:"cluster"`
-	Policy  maintenance.Policy `json:"policy"`
-	Now     time.Time          `json:"now"`
+	Cluster string
+	Policy  maintenance.Policy
+	Now     time.Time
 }
 
 // policyContext is what validating a cluster's policy depends on: whether

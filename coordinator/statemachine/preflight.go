@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
@@ -19,39 +20,41 @@ import (
 // maxPreflights bounds the runs kept per cluster.
 const maxPreflights = 20
 
-// PreflightRun is one stored preflight run.
+// PreflightRun is one stored preflight run. The API shows it as
+// api.PreflightRun (coordinator/httpapi's wire.go); the log holds it as
+// preflightRunV1.
 type PreflightRun struct {
-	ID         string                         `json:"id"`
-	Cluster    string                         `json:"cluster"`
-	Target     phases.Version                 `json:"target"`
-	State      string                         `json:"state"` // running | done
-	CreatedAt  time.Time                      `json:"createdAt"`
-	Deadline   time.Time                      `json:"deadline"`
-	FinishedAt time.Time                      `json:"finishedAt,omitzero"`
-	Operations map[string][]api.Operation     `json:"operations"`
-	Results    map[string]api.OperationResult `json:"results,omitempty"`
-	Report     *preflight.Report              `json:"report,omitempty"`
+	ID         string
+	Cluster    string
+	Target     phases.Version
+	State      string // running | done
+	CreatedAt  time.Time
+	Deadline   time.Time
+	FinishedAt time.Time
+	Operations map[string][]api.Operation
+	Results    map[string]api.OperationResult
+	Report     *preflight.Report
 }
 
 // PreflightStartCmd (CmdPreflightStart) stores a new preflight run with its host operations.
 type PreflightStartCmd struct {
-	Run PreflightRun `json:"run"`
+	Run PreflightRun
 }
 
 // PreflightResultCmd (CmdPreflightResult) records an agent's result of a preflight operation.
 type PreflightResultCmd struct {
-	Cluster string              `json:"cluster"`
-	Run     string              `json:"run"`
-	Node    string              `json:"node"`
-	Result  api.OperationResult `json:"result"`
+	Cluster string
+	Run     string
+	Node    string
+	Result  api.OperationResult
 }
 
 // PreflightFinishCmd (CmdPreflightFinish) stores a run's report and starts or refuses the upgrade waiting for it.
 type PreflightFinishCmd struct {
-	Cluster string           `json:"cluster"`
-	Run     string           `json:"run"`
-	Report  preflight.Report `json:"report"`
-	Now     time.Time        `json:"now"`
+	Cluster string
+	Run     string
+	Report  preflight.Report
+	Now     time.Time
 }
 
 func (r *ClusterRecord) preflight(id string) *PreflightRun {
@@ -137,7 +140,7 @@ func (s *state) preflightFinish(c PreflightFinishCmd) (any, error) {
 		if rep.Blocked() {
 			u.State, u.FinishedAt, u.RefusedChecks = phases.UpgradeRefused, c.Now, slices.Clone(rep.Failed)
 			r.History = append(r.History, api.UpgradeSummary{ID: u.ID, From: u.From.String(), To: u.To.String(),
-				State: u.State, CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
+				State: convert.UpgradeStateToAPI(u.State), CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt})
 		} else {
 			u.State = phases.UpgradeRunning
 			r.Spec.Version = u.To

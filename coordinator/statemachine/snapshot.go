@@ -15,14 +15,15 @@ import (
 // every version up to its own and refuses a newer one.
 //
 //	version 1 (this release writes it):
-//	    "molt-coordinator-snapshot 1\n" then the state as JSON
-//	version 0 (releases before the header): the state as JSON alone; its
+//	    "molt-coordinator-snapshot 1\n" then stateV1 as JSON
+//	version 0 (releases before the header): stateV1 as JSON alone; its
 //	    first byte is '{', which no header starts with
 //
-// The JSON body is json.Marshal of state: map keys sorted, so equal states
-// give equal bytes. A field added to state is read as its zero value from
-// older snapshots; anything else (a field renamed, a meaning changed) needs
-// a new version number and its own decoding here.
+// The JSON body is json.Marshal of the state's persisted form, stateV1
+// (persisted.go): map keys sorted, so equal states give equal bytes. A
+// field added to the V1 types is read as its zero value from older
+// snapshots; anything else (a field renamed, a meaning changed) needs a
+// new version number, new persisted types and their own decoding here.
 const (
 	snapshotMagic   = "molt-coordinator-snapshot"
 	snapshotVersion = 1
@@ -30,7 +31,7 @@ const (
 
 // encodeSnapshot writes st in the current version.
 func encodeSnapshot(st *state) ([]byte, error) {
-	js, err := json.Marshal(st)
+	js, err := json.Marshal(stateToV1(st))
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: snapshot: %w", err)
 	}
@@ -59,9 +60,14 @@ func decodeSnapshot(data []byte) (*state, int, error) {
 		}
 		version, body = v, b
 	}
-	st := newState()
-	if err := json.Unmarshal(body, st); err != nil {
+	var v1 stateV1
+	if err := json.Unmarshal(body, &v1); err != nil {
 		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", command.ErrBadSnapshot, version, err)
+	}
+	var d v1Decoder
+	st := d.state(v1)
+	if d.err != nil {
+		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", command.ErrBadSnapshot, version, d.err)
 	}
 	if st.Clusters == nil {
 		st.Clusters = map[string]*ClusterRecord{}

@@ -10,12 +10,14 @@ import (
 
 // state is everything the coordinator replicates. It is only changed by
 // apply functions (fsm.go) under the Machine's write lock, and read by
-// queries (queries.go) under its read lock. Its JSON encoding is the
-// snapshot's body (snapshot.go): field names and tags are a format.
+// queries (queries.go) under its read lock. It is not a format: snapshots
+// hold its persisted form, stateV1 (persisted.go), so it and the records
+// below may change as long as their conversions keep old snapshots
+// reading to the same state.
 type state struct {
-	Clusters map[string]*ClusterRecord `json:"clusters"`
-	Releases map[string]*api.Release   `json:"releases"`
-	Audit    []AuditEntry              `json:"audit,omitempty"`
+	Clusters map[string]*ClusterRecord
+	Releases map[string]*api.Release
+	Audit    []AuditEntry
 }
 
 func newState() *state {
@@ -24,47 +26,47 @@ func newState() *state {
 
 // ClusterRecord is one cluster's spec, status and upgrade.
 type ClusterRecord struct {
-	Spec       phases.ClusterSpec `json:"spec"`
-	Kubeconfig string             `json:"kubeconfig,omitempty"`
+	Spec       phases.ClusterSpec
+	Kubeconfig string
 	// StatusVersion is what the whole cluster runs: moved to the target
 	// only when an upgrade finishes (SPEC §2).
-	StatusVersion phases.Version `json:"statusVersion"`
-	AddonsVersion phases.Version `json:"addonsVersion"`
+	StatusVersion phases.Version
+	AddonsVersion phases.Version
 	// LifecycleVersion advances only with upgrades of step layout 0 (see
 	// phases.StepLayoutLifecycle); kept so their logs replay, not served.
-	LifecycleVersion phases.Version `json:"lifecycleVersion"`
+	LifecycleVersion phases.Version
 	// Upgrade is the current upgrade, or the last one once finished.
-	Upgrade *phases.Upgrade      `json:"upgrade,omitempty"`
-	History []api.UpgradeSummary `json:"history,omitempty"`
+	Upgrade *phases.Upgrade
+	History []api.UpgradeSummary
 	// Seq numbers the cluster's upgrades, for deterministic upgrade IDs.
-	Seq    int                     `json:"seq"`
-	Agents map[string]*AgentRecord `json:"agents,omitempty"`
+	Seq    int
+	Agents map[string]*AgentRecord
 	// Policy gates automatic upgrades (nil: always open).
-	Policy *maintenance.Policy `json:"policy,omitempty"`
+	Policy *maintenance.Policy
 	// Preflights are the cluster's latest preflight runs, oldest first.
-	Preflights   []*PreflightRun `json:"preflights,omitempty"`
-	PreflightSeq int             `json:"preflightSeq"`
+	Preflights   []*PreflightRun
+	PreflightSeq int
 }
 
 // AgentRecord is the replicated part of an agent's liveness: only changes
 // (registered, missing or back, health flipped) are committed, never beats.
 type AgentRecord struct {
-	Registered   bool      `json:"registered"`
-	Address      string    `json:"address,omitempty"`
-	Missing      bool      `json:"missing"`
-	Healthy      bool      `json:"healthy"`
-	Kubelet      string    `json:"kubelet,omitempty"`
-	Containerd   string    `json:"containerd,omitempty"`
-	ChangedAt    time.Time `json:"changedAt"`
-	RegisteredAt time.Time `json:"registeredAt,omitzero"`
+	Registered   bool
+	Address      string
+	Missing      bool
+	Healthy      bool
+	Kubelet      string
+	Containerd   string
+	ChangedAt    time.Time
+	RegisteredAt time.Time
 }
 
 // AuditEntry records an operator action that bypassed or changed policy.
 type AuditEntry struct {
-	Time    time.Time `json:"time"`
-	Cluster string    `json:"cluster,omitempty"`
-	Action  string    `json:"action"`
-	Detail  string    `json:"detail,omitempty"`
+	Time    time.Time
+	Cluster string
+	Action  string
+	Detail  string
 }
 
 // maxAudit bounds the replicated audit trail; older entries are dropped.

@@ -14,6 +14,11 @@
 //
 // To hold another package to these rules, add its import path to Pure and
 // a blank import of it to this file.
+//
+// Layers states a second kind of rule, for molt's own packages: which of
+// them a package must not depend on, so that the types of one layer (the
+// REST API's wire format, the engine's structs, the coordinator's persisted
+// format) never borrow another's. The same test holds the module to it.
 package purity
 
 import (
@@ -27,6 +32,8 @@ import (
 	// change to them or to what they import: the test reads them through
 	// go list, a child process whose reads the cache does not record. The
 	// test fails when one of Pure is missing here.
+	_ "github.com/moltproject/molt/api"
+	_ "github.com/moltproject/molt/api/convert"
 	_ "github.com/moltproject/molt/coordinator/statemachine"
 	_ "github.com/moltproject/molt/maintenance"
 	_ "github.com/moltproject/molt/phases"
@@ -118,6 +125,47 @@ var Exempt = map[string]string{
 		"moving the client to a package of its own lifts this exemption",
 }
 
+// Layer denies a package of the module (Package) every package a rule of
+// Deny matches, reached directly or through others.
+type Layer struct {
+	Package string
+	Deny    []Rule
+}
+
+// Layers keep molt's three kinds of types apart. The wire types (api) are
+// a contract with operators' tools and must not move when the engine
+// (phases) changes its structs, so api depends on neither the engine nor
+// the coordinator; the engine knows neither the wire nor the coordinator's
+// persisted format. The one package that joins wire and engine is
+// api/convert; the coordinator's persisted types live in its state
+// machine. Each package here is blank-imported by this file, as Pure's are.
+var Layers = []Layer{
+	{Package: Module + "/api", Deny: []Rule{
+		{Module + "/phases/...", "the engine: the wire format must not change when the engine's structs do (convert in api/convert)"},
+		{Module + "/preflight/...", "the preflight engine: its report reaches the wire through api/convert"},
+		{Module + "/maintenance/...", "the maintenance engine"},
+		{Module + "/coordinator/...", "the coordinator: clients of the API import nothing of it"},
+	}},
+	{Package: Module + "/phases", Deny: []Rule{
+		{Module + "/api/...", "the wire types: the engine takes and returns its own"},
+		{Module + "/coordinator/...", "the coordinator and its persisted format"},
+	}},
+}
+
+// LayerViolations walks imports (import path → its imports) breadth first
+// from l.Package and returns each package it reaches that a rule of l
+// denies, with a shortest chain, ordered by the denied package's path.
+func LayerViolations(imports map[string][]string, l Layer) []Violation {
+	return walk(imports, l.Package, nil, func(p string) (Rule, bool) {
+		for _, r := range l.Deny {
+			if r.Match(p) {
+				return r, true
+			}
+		}
+		return Rule{}, false
+	})
+}
+
 // ClockFuncs are the functions of package time that read the clock or wait
 // on it. A pure package takes the time as a value (or a Clock) instead.
 var ClockFuncs = []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
@@ -132,10 +180,11 @@ func Denied(p string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// Violation is a denied package that a pure package reaches.
+// Violation is a denied package that a pure package, or a Layer's
+// package, reaches.
 type Violation struct {
-	// Chain is the import path from the pure package to the denied one,
-	// both included: a shortest one.
+	// Chain is the import path from that package to the denied one, both
+	// included: a shortest one.
 	Chain []string
 	Rule  Rule
 }
@@ -150,13 +199,18 @@ func (v Violation) String() string {
 // ordered by the denied package's path. The walk does not continue past a
 // denied package.
 func Violations(imports map[string][]string, root string, skip map[string]string) []Violation {
+	return walk(imports, root, skip, Denied)
+}
+
+// walk is Violations with the rule that denies a package as a function.
+func walk(imports map[string][]string, root string, skip map[string]string, denied func(string) (Rule, bool)) []Violation {
 	parent := map[string]string{root: ""}
 	queue := []string{root}
 	var out []Violation
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		if r, ok := Denied(p); ok {
+		if r, ok := denied(p); ok {
 			var chain []string
 			for q := p; q != ""; q = parent[q] {
 				chain = append(chain, q)

@@ -125,6 +125,51 @@ func TestPureImports(t *testing.T) {
 	})
 }
 
+// TestLayers fails when a package of Layers depends, directly or through
+// others, on a package of the module its layer denies, and shows the
+// import chain. Its self-checks: each layer's package is in the test binary
+// (for go test's cache), and the rules catch api/convert, which joins wire
+// and engine by design, so they are known to bite.
+func TestLayers(t *testing.T) {
+	joiner := purity.Module + "/api/convert"
+	self := purity.Module + "/internal/purity"
+	patterns := []string{joiner, self}
+	for _, l := range purity.Layers {
+		patterns = append(patterns, l.Package)
+	}
+	pkgs := goList(t, patterns...)
+	graph := importGraph(pkgs)
+
+	t.Run("self-check: the layers' packages are in the test binary", func(t *testing.T) {
+		for _, l := range purity.Layers {
+			require.Contains(t, pkgs[self].Imports, l.Package, "blank-import %s in purity.go", l.Package)
+		}
+	})
+	for _, l := range purity.Layers {
+		t.Run(strings.TrimPrefix(l.Package, purity.Module+"/"), func(t *testing.T) {
+			require.Contains(t, pkgs, l.Package, "layer package not found")
+			var msgs []string
+			for _, v := range purity.LayerViolations(graph, l) {
+				msgs = append(msgs, v.String())
+			}
+			require.Empty(t, msgs, "%s depends on another layer:\n%s", l.Package, strings.Join(msgs, "\n"))
+		})
+	}
+	t.Run("self-check: the wire's rules catch the package that converts", func(t *testing.T) {
+		api := purity.Layers[0]
+		require.Equal(t, purity.Module+"/api", api.Package)
+		phases := purity.Module + "/phases"
+		var chain []string
+		vs := purity.LayerViolations(graph, purity.Layer{Package: joiner, Deny: api.Deny})
+		for _, v := range vs {
+			if v.Chain[len(v.Chain)-1] == phases {
+				chain = v.Chain
+			}
+		}
+		require.Equal(t, []string{joiner, phases}, chain, "api/convert imports phases directly: %v", vs)
+	})
+}
+
 // TestPureNoClock fails when a pure package's own code (tests aside) reads
 // the clock or waits on it: time comes in as data (Nomad lints its FSM the
 // same way).

@@ -1,0 +1,46 @@
+package convert
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/conv"
+	"github.com/moltproject/molt/phases"
+)
+
+// PlanToAPI renders a dry run's plan for the wire.
+func PlanToAPI(p phases.Plan) api.Plan {
+	return api.Plan{Cluster: p.Cluster, From: p.From.String(), To: p.To.String(), Start: p.Start, End: p.End,
+		Steps: conv.Slice(p.Steps, plannedStepToAPI), Total: p.Total, CriticalPath: p.CriticalPath}
+}
+
+// PlanFromAPI reads a plan from the wire. It fails when a version is not
+// "1.N.X".
+func PlanFromAPI(p api.Plan) (phases.Plan, error) {
+	var d fromAPI
+	out := phases.Plan{Cluster: p.Cluster, From: d.version("from", p.From), To: d.version("to", p.To), Start: p.Start, End: p.End,
+		Steps: conv.Slice(p.Steps, plannedStepFromAPI), Total: p.Total, CriticalPath: p.CriticalPath}
+	if d.err != nil {
+		return phases.Plan{}, fmt.Errorf("plan of %s: %w", p.Cluster, d.err)
+	}
+	return out, nil
+}
+
+func plannedStepToAPI(s phases.PlannedStep) api.PlannedStep {
+	return api.PlannedStep{ID: s.ID, Kind: api.StepKind(s.Kind), Pool: s.Pool, Role: api.Role(s.Role), Deps: slices.Clone(s.Deps),
+		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchToAPI), Disruption: s.Disruption}
+}
+
+func plannedStepFromAPI(s api.PlannedStep) phases.PlannedStep {
+	return phases.PlannedStep{ID: s.ID, Kind: phases.StepKind(s.Kind), Pool: s.Pool, Role: phases.Role(s.Role), Deps: slices.Clone(s.Deps),
+		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchFromAPI), Disruption: s.Disruption}
+}
+
+func batchToAPI(b phases.Batch) api.Batch {
+	return api.Batch{Index: b.Index, Nodes: slices.Clone(b.Nodes), Start: b.Start, End: b.End}
+}
+
+func batchFromAPI(b api.Batch) phases.Batch {
+	return phases.Batch{Index: b.Index, Nodes: slices.Clone(b.Nodes), Start: b.Start, End: b.End}
+}

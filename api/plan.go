@@ -1,0 +1,42 @@
+package api
+
+import "time"
+
+// Plan is a dry run's answer (POST /v1/clusters/{name}/upgrade with
+// dryRun): the steps in order, the batches of nodes, a predicted timeline,
+// and the disruption each step is expected to cause (SPEC §4).
+type Plan struct {
+	Cluster string        `json:"cluster"`
+	From    string        `json:"from"`
+	To      string        `json:"to"`
+	Start   time.Time     `json:"start"`
+	End     time.Time     `json:"end"`
+	Steps   []PlannedStep `json:"steps"`
+	// Total is the predicted duration with the configured settings, in
+	// nanoseconds on the wire.
+	Total time.Duration `json:"total"`
+	// CriticalPath is a lower bound: the longest dependency chain at the
+	// most parallelism the rules allow.
+	CriticalPath time.Duration `json:"criticalPath"`
+}
+
+// PlannedStep is a step of the plan with its predicted timeline.
+type PlannedStep struct {
+	ID         string    `json:"id"`
+	Kind       StepKind  `json:"kind"`
+	Pool       string    `json:"pool,omitempty"`
+	Role       Role      `json:"role,omitempty"`
+	Deps       []string  `json:"deps,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Batches    []Batch   `json:"batches,omitempty"`
+	Disruption string    `json:"disruption"`
+}
+
+// Batch is a set of nodes predicted to upgrade together.
+type Batch struct {
+	Index int       `json:"index"`
+	Nodes []string  `json:"nodes"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}

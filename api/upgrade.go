@@ -1,0 +1,143 @@
+package api
+
+import "time"
+
+// Upgrade is one cluster upgrade as the API shows it (GET
+// /v1/clusters/{name}/upgrade, and a cluster's status.upgrade): its steps,
+// its pools' node step lists and every node's progress.
+type Upgrade struct {
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	// From and To are release versions, "1.N.X".
+	From       string         `json:"from"`
+	To         string         `json:"to"`
+	Options    UpgradeOptions `json:"options"`
+	State      UpgradeState   `json:"state"`
+	CreatedAt  time.Time      `json:"createdAt"`
+	FinishedAt time.Time      `json:"finishedAt,omitzero"`
+	// PauseReason says why nothing new starts; in-flight nodes finish.
+	PauseReason string    `json:"pauseReason,omitempty"`
+	PausedAt    time.Time `json:"pausedAt,omitzero"`
+	ResumedAt   time.Time `json:"resumedAt,omitzero"`
+	// Preflight is the preflight run the upgrade waits for or started on.
+	Preflight string `json:"preflight,omitempty"`
+	// RefusedChecks are the blocking checks of a refused upgrade's
+	// preflight, sorted.
+	RefusedChecks []string    `json:"refusedChecks,omitempty"`
+	Steps         []Step      `json:"steps"`
+	Pools         []PoolTrack `json:"pools"`
+	// Nodes are grouped by pool in the order of Pools.
+	Nodes []NodeTask `json:"nodes"`
+	// Revision changes whenever anything in the upgrade does.
+	Revision uint64 `json:"revision"`
+}
+
+// UpgradeState is where a whole cluster upgrade is.
+type UpgradeState string
+
+// Upgrade states.
+const (
+	UpgradePreflight UpgradeState = "preflight"
+	UpgradeRefused   UpgradeState = "refused"
+	UpgradeRunning   UpgradeState = "running"
+	UpgradeDone      UpgradeState = "done"
+	UpgradeFailed    UpgradeState = "failed"
+	UpgradeCancelled UpgradeState = "cancelled"
+)
+
+// UpgradeOptions are the choices recorded when the upgrade started.
+type UpgradeOptions struct {
+	Automatic             bool   `json:"automatic"`
+	ConcurrentWorkerPools int    `json:"concurrentWorkerPools,omitempty"`
+	EmergencyReason       string `json:"emergencyReason,omitempty"`
+	// StepLayout numbers how the steps were laid out (0: with a lifecycle
+	// step, as before layouts had numbers; 1: without).
+	StepLayout int `json:"stepLayout,omitempty"`
+}
+
+// StepState is where a step or a node's upgrade is.
+type StepState string
+
+// Step and node states.
+const (
+	StepPending StepState = "pending"
+	StepRunning StepState = "running"
+	StepDone    StepState = "done"
+	StepFailed  StepState = "failed"
+)
+
+// StepKind is what a cluster upgrade step does: "pool", "addons",
+// "lifecycle" or "health".
+type StepKind string
+
+// Step is one box of the upgrade's step graph (SPEC §4).
+type Step struct {
+	ID   string   `json:"id"`
+	Kind StepKind `json:"kind"`
+	// Pool and Role are set on pool steps.
+	Pool       string    `json:"pool,omitempty"`
+	Role       Role      `json:"role,omitempty"`
+	Deps       []string  `json:"deps,omitempty"`
+	State      StepState `json:"state"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Attempts   int       `json:"attempts,omitempty"`
+	Message    string    `json:"message,omitempty"`
+}
+
+// PoolTrack is a pool's part of an upgrade: the node steps every node of
+// the pool goes through and the budget that bounds how many go at once.
+type PoolTrack struct {
+	Name         string     `json:"name"`
+	Role         Role       `json:"role"`
+	NodeSteps    []NodeStep `json:"nodeSteps"`
+	Concurrency  int        `json:"concurrency"`
+	MinAvailable int        `json:"minAvailable"`
+	Cancelled    bool       `json:"cancelled,omitempty"`
+	// First and Count locate the pool's nodes in Upgrade.Nodes.
+	First int `json:"first"`
+	Count int `json:"count"`
+}
+
+// NodeStepKind is one step of a node's upgrade, e.g. "cordon", "drain",
+// "operation", "waitReady", "uncordon".
+type NodeStepKind string
+
+// NodeStep is one entry of a pool's node step list; Op is set on the
+// "operation" steps that dispatch an agent operation.
+type NodeStep struct {
+	Kind NodeStepKind `json:"kind"`
+	Op   *OpSpec      `json:"op,omitempty"`
+}
+
+// OpSpec says which agent operation a node step dispatches.
+type OpSpec struct {
+	Kind      OperationKind `json:"kind"`
+	Component string        `json:"component,omitempty"`
+}
+
+// NodeTask is one node's upgrade: a cursor over its pool's node steps.
+type NodeTask struct {
+	Node    string    `json:"node"`
+	Pool    string    `json:"pool"`
+	State   StepState `json:"state"`
+	Cursor  int       `json:"cursor"`
+	Attempt int       `json:"attempt"`
+	// Version is what the node's kubelet runs as far as molt knows.
+	Version        string    `json:"version"`
+	StartedAt      time.Time `json:"startedAt,omitzero"`
+	StepStartedAt  time.Time `json:"stepStartedAt,omitzero"`
+	FinishedAt     time.Time `json:"finishedAt,omitzero"`
+	ProtectedUntil time.Time `json:"protectedUntil,omitzero"`
+	LeftBehind     []LeftPod `json:"leftBehind,omitempty"`
+	Error          string    `json:"error,omitempty"`
+}
+
+// LeftPod is a pod a drain did not remove before its deadline.
+type LeftPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Reason is "pdb", "terminating" or "protected".
+	Reason      string    `json:"reason"`
+	EvictableAt time.Time `json:"evictableAt,omitzero"`
+}

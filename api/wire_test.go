@@ -1,0 +1,66 @@
+package api_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/filltest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/wire/ where the wire only grew")
+
+// wireTypes are the resources whose JSON testdata/wire/ pins. Their shapes
+// were the engine's JSON until the API got types of its own; the golden
+// files were first written when the two encoded alike, and keep the API's
+// JSON from moving now that nothing ties it to the engine.
+var wireTypes = map[string]func() any{
+	"cluster":       func() any { return new(api.Cluster) },
+	"cluster-spec":  func() any { return new(api.ClusterSpec) },
+	"upgrade":       func() any { return new(api.Upgrade) },
+	"plan":          func() any { return new(api.Plan) },
+	"preflight-run": func() any { return new(api.PreflightRun) },
+}
+
+// TestWireJSON encodes each wire type twice, with every field filled and
+// empty (to pin omitempty and omitzero too), and compares with its golden
+// file. Clients read these bytes, so the wire may only grow: a field may
+// be added, none renamed, removed or retyped. -update rewrites a golden
+// file only when its type's JSON grew and nothing else changed.
+func TestWireJSON(t *testing.T) {
+	for name, mk := range wireTypes {
+		t.Run(name, func(t *testing.T) {
+			filled := mk()
+			(&filltest.Filler{Fields: versions}).Fill(filled)
+			got, err := json.MarshalIndent(map[string]any{"filled": filled, "zero": mk()}, "", "  ")
+			require.NoError(t, err)
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "wire", name+".json")
+			want, err := os.ReadFile(path)
+			if *update && os.IsNotExist(err) {
+				want, err = got, os.WriteFile(path, got, 0o644)
+			}
+			require.NoError(t, err)
+			require.NoError(t, filltest.Grown(want, got), "the JSON of api.%s changed, not only grew", name)
+			if *update {
+				require.NoError(t, os.WriteFile(path, got, 0o644))
+			}
+			require.Equal(t, string(want), string(got), "the JSON of api.%s grew: run with -update", name)
+		})
+	}
+}
+
+// versions fills the fields that hold a version with one, as the API does.
+func versions(name string, n int) (string, bool) {
+	switch name {
+	case "Version", "From", "To", "Target":
+		return fmt.Sprintf("1.%d.%d", n, n), true
+	}
+	return "", false
+}

@@ -1,0 +1,70 @@
+package statemachine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/moltproject/molt/phases"
+)
+
+// The persisted format: what Raft log entries and snapshots hold on disk,
+// and what replicas exchange. It outlives releases, so it is declared
+// apart from everything that may change.
+//
+// The bytes are the JSON of the types in the persisted_v1_*.go files,
+// named …V1, and of nothing else. Every command encodes through its V1
+// form (MarshalJSON and UnmarshalJSON in persisted_v1_commands.go), and a
+// snapshot's body is stateV1 (snapshot.go). The values this package keeps
+// in memory and takes in commands — the engine's types (phases,
+// preflight, maintenance), the API's wire types (api), its own records —
+// are never encoded as they are, whatever JSON tags they carry (the API's
+// are its wire format), and may change freely: conversions to and from the
+// V1 types happen when a command is encoded or decoded and when a
+// snapshot is written or read.
+//
+// The V1 types are append-only. A field may be added (entries and
+// snapshots written before it decode it as its zero value, so the apply
+// functions must treat zero as "absent"); a field is never renamed,
+// retyped, removed, or given another meaning. A change that cannot be an
+// addition is a new version: new types (…V2), decoded beside the old ones
+// (a new snapshot format version in snapshot.go; for commands, a new
+// command number), while the V1 types stay to read what is already on
+// disk. Whatever the engine becomes, its conversions must keep old logs
+// applying to the same state: golden_test.go replays a checked-in log and
+// compares with a checked-in snapshot, persisted_v1_test.go fills every
+// field of both sides and requires lossless conversions, and
+// testdata/persisted-v1/ pins the encoding of every V1 field.
+
+// v1Decoder collects the first error of a conversion from the V1 types,
+// so that the converters read as field lists rather than error checks.
+type v1Decoder struct{ err error }
+
+// version reads a version as the V1 types keep it, "1.N.X"; "" is the
+// zero version.
+func (d *v1Decoder) version(s string) phases.Version {
+	if s == "" || d.err != nil {
+		return phases.Version{}
+	}
+	v, err := phases.ParseVersion(s)
+	if err != nil {
+		d.err = err
+	}
+	return v
+}
+
+// unmarshalV1 decodes a command through its V1 form. An error means the
+// bytes are not a command of this type: the apply function panics on it,
+// as replicas that cannot read an entry have diverged.
+func unmarshalV1[C, P any](b []byte, c *C, fromV1 func(*v1Decoder, P) C) error {
+	var p P
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var d v1Decoder
+	v := fromV1(&d, p)
+	if d.err != nil {
+		return fmt.Errorf("%T: %w", p, d.err)
+	}
+	*c = v
+	return nil
+}

@@ -1,0 +1,259 @@
+package statemachine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/conv"
+	"github.com/moltproject/molt/phases"
+)
+
+// Persisted form of an upgrade, of the decisions and results that change
+// it, and of a finished upgrade's summary (see persisted.go: append-only).
+
+type upgradeV1 struct {
+	ID            string        `json:"id"`
+	Cluster       string        `json:"cluster"`
+	From          string        `json:"from"`
+	To            string        `json:"to"`
+	Options       optionsV1     `json:"options"`
+	State         string        `json:"state"`
+	CreatedAt     time.Time     `json:"createdAt"`
+	FinishedAt    time.Time     `json:"finishedAt,omitzero"`
+	PauseReason   string        `json:"pauseReason,omitempty"`
+	PausedAt      time.Time     `json:"pausedAt,omitzero"`
+	ResumedAt     time.Time     `json:"resumedAt,omitzero"`
+	Preflight     string        `json:"preflight,omitempty"`
+	RefusedChecks []string      `json:"refusedChecks,omitempty"`
+	Steps         []stepV1      `json:"steps"`
+	Pools         []poolTrackV1 `json:"pools"`
+	Nodes         []nodeTaskV1  `json:"nodes"`
+	Revision      uint64        `json:"revision"`
+}
+
+type optionsV1 struct {
+	Automatic             bool   `json:"automatic"`
+	ConcurrentWorkerPools int    `json:"concurrentWorkerPools,omitempty"`
+	EmergencyReason       string `json:"emergencyReason,omitempty"`
+	// StepLayout was added after V1's first release; absent means 0.
+	StepLayout int `json:"stepLayout,omitempty"`
+}
+
+type stepV1 struct {
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	Pool       string    `json:"pool,omitempty"`
+	Role       string    `json:"role,omitempty"`
+	Deps       []string  `json:"deps,omitempty"`
+	State      string    `json:"state"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Attempts   int       `json:"attempts,omitempty"`
+	Message    string    `json:"message,omitempty"`
+}
+
+type poolTrackV1 struct {
+	Name         string       `json:"name"`
+	Role         string       `json:"role"`
+	NodeSteps    []nodeStepV1 `json:"nodeSteps"`
+	Concurrency  int          `json:"concurrency"`
+	MinAvailable int          `json:"minAvailable"`
+	Cancelled    bool         `json:"cancelled,omitempty"`
+	First        int          `json:"first"`
+	Count        int          `json:"count"`
+}
+
+type nodeStepV1 struct {
+	Kind string    `json:"kind"`
+	Op   *opSpecV1 `json:"op,omitempty"`
+}
+
+type opSpecV1 struct {
+	Kind      string `json:"kind"`
+	Component string `json:"component,omitempty"`
+}
+
+type nodeTaskV1 struct {
+	Node           string      `json:"node"`
+	Pool           string      `json:"pool"`
+	State          string      `json:"state"`
+	Cursor         int         `json:"cursor"`
+	Attempt        int         `json:"attempt"`
+	Version        string      `json:"version"`
+	StartedAt      time.Time   `json:"startedAt,omitzero"`
+	StepStartedAt  time.Time   `json:"stepStartedAt,omitzero"`
+	FinishedAt     time.Time   `json:"finishedAt,omitzero"`
+	ProtectedUntil time.Time   `json:"protectedUntil,omitzero"`
+	LeftBehind     []leftPodV1 `json:"leftBehind,omitempty"`
+	Error          string      `json:"error,omitempty"`
+}
+
+type leftPodV1 struct {
+	Namespace   string    `json:"namespace"`
+	Name        string    `json:"name"`
+	Reason      string    `json:"reason"`
+	EvictableAt time.Time `json:"evictableAt,omitzero"`
+}
+
+// actionV1 is a decision committed by AdvanceCmd.
+type actionV1 struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Upgrade  string     `json:"upgrade"`
+	Step     string     `json:"step,omitempty"`
+	Pool     string     `json:"pool,omitempty"`
+	Node     string     `json:"node,omitempty"`
+	Cursor   int        `json:"cursor,omitempty"`
+	Attempt  int        `json:"attempt,omitempty"`
+	NodeStep nodeStepV1 `json:"nodeStep,omitzero"`
+	Reason   string     `json:"reason,omitempty"`
+}
+
+type nodeStepResultV1 struct {
+	Upgrade    string      `json:"upgrade"`
+	Node       string      `json:"node"`
+	Cursor     int         `json:"cursor"`
+	Attempt    int         `json:"attempt"`
+	OK         bool        `json:"ok"`
+	Message    string      `json:"message,omitempty"`
+	LeftBehind []leftPodV1 `json:"leftBehind,omitempty"`
+}
+
+type stepResultV1 struct {
+	Upgrade string `json:"upgrade"`
+	Step    string `json:"step"`
+	Attempt int    `json:"attempt"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// upgradeSummaryV1 is a finished upgrade in a cluster's history.
+type upgradeSummaryV1 struct {
+	ID         string    `json:"id"`
+	From       string    `json:"from"`
+	To         string    `json:"to"`
+	State      string    `json:"state"`
+	CreatedAt  time.Time `json:"createdAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+func upgradeToV1(u phases.Upgrade) upgradeV1 {
+	return upgradeV1{
+		ID: u.ID, Cluster: u.Cluster, From: u.From.String(), To: u.To.String(), Options: optionsToV1(u.Options), State: string(u.State),
+		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
+		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
+		Steps: conv.Slice(u.Steps, stepToV1), Pools: conv.Slice(u.Pools, poolTrackToV1), Nodes: conv.Slice(u.Nodes, nodeTaskToV1),
+		Revision: u.Revision,
+	}
+}
+
+// upgrade returns the upgrade with its lookup indexes built: the state's
+// readers (Decide, under the read lock) never write them.
+func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
+	out := phases.Upgrade{
+		ID: u.ID, Cluster: u.Cluster, From: d.version(u.From), To: d.version(u.To), Options: optionsFromV1(u.Options), State: phases.UpgradeState(u.State),
+		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
+		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
+		Steps: conv.Slice(u.Steps, stepFromV1), Pools: conv.Slice(u.Pools, poolTrackFromV1), Nodes: conv.Slice(u.Nodes, d.nodeTask),
+		Revision: u.Revision,
+	}
+	out.BuildIndex()
+	return out
+}
+
+func optionsToV1(o phases.Options) optionsV1 {
+	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+}
+
+func optionsFromV1(o optionsV1) phases.Options {
+	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+}
+
+func stepToV1(s phases.Step) stepV1 {
+	return stepV1{ID: s.ID, Kind: string(s.Kind), Pool: s.Pool, Role: string(s.Role), Deps: slices.Clone(s.Deps), State: string(s.State),
+		StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Attempts: s.Attempts, Message: s.Message}
+}
+
+func stepFromV1(s stepV1) phases.Step {
+	return phases.Step{ID: s.ID, Kind: phases.StepKind(s.Kind), Pool: s.Pool, Role: phases.Role(s.Role), Deps: slices.Clone(s.Deps), State: phases.State(s.State),
+		StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Attempts: s.Attempts, Message: s.Message}
+}
+
+func poolTrackToV1(p phases.PoolTrack) poolTrackV1 {
+	return poolTrackV1{Name: p.Name, Role: string(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepToV1),
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+}
+
+func poolTrackFromV1(p poolTrackV1) phases.PoolTrack {
+	return phases.PoolTrack{Name: p.Name, Role: phases.Role(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepFromV1),
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+}
+
+func nodeStepToV1(s phases.NodeStep) nodeStepV1 {
+	return nodeStepV1{Kind: string(s.Kind), Op: conv.Ptr(s.Op, func(o phases.OpSpec) opSpecV1 {
+		return opSpecV1{Kind: string(o.Kind), Component: o.Component}
+	})}
+}
+
+func nodeStepFromV1(s nodeStepV1) phases.NodeStep {
+	return phases.NodeStep{Kind: phases.NodeStepKind(s.Kind), Op: conv.Ptr(s.Op, func(o opSpecV1) phases.OpSpec {
+		return phases.OpSpec{Kind: phases.OpKind(o.Kind), Component: o.Component}
+	})}
+}
+
+func nodeTaskToV1(n phases.NodeTask) nodeTaskV1 {
+	return nodeTaskV1{Node: n.Node, Pool: n.Pool, State: string(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: n.Version.String(),
+		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
+		LeftBehind: conv.Slice(n.LeftBehind, leftPodToV1), Error: n.Error}
+}
+
+func (d *v1Decoder) nodeTask(n nodeTaskV1) phases.NodeTask {
+	return phases.NodeTask{Node: n.Node, Pool: n.Pool, State: phases.State(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: d.version(n.Version),
+		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
+		LeftBehind: conv.Slice(n.LeftBehind, leftPodFromV1), Error: n.Error}
+}
+
+func leftPodToV1(p phases.LeftPod) leftPodV1 {
+	return leftPodV1{Namespace: p.Namespace, Name: p.Name, Reason: p.Reason, EvictableAt: p.EvictableAt}
+}
+
+func leftPodFromV1(p leftPodV1) phases.LeftPod {
+	return phases.LeftPod{Namespace: p.Namespace, Name: p.Name, Reason: p.Reason, EvictableAt: p.EvictableAt}
+}
+
+func actionToV1(a phases.Action) actionV1 {
+	return actionV1{ID: a.ID, Kind: string(a.Kind), Upgrade: a.Upgrade, Step: a.Step, Pool: a.Pool, Node: a.Node,
+		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepToV1(a.NodeStep), Reason: a.Reason}
+}
+
+func actionFromV1(a actionV1) phases.Action {
+	return phases.Action{ID: a.ID, Kind: phases.ActionKind(a.Kind), Upgrade: a.Upgrade, Step: a.Step, Pool: a.Pool, Node: a.Node,
+		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepFromV1(a.NodeStep), Reason: a.Reason}
+}
+
+func nodeStepResultToV1(r phases.NodeStepResult) nodeStepResultV1 {
+	return nodeStepResultV1{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodToV1)}
+}
+
+func nodeStepResultFromV1(r nodeStepResultV1) phases.NodeStepResult {
+	return phases.NodeStepResult{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodFromV1)}
+}
+
+func stepResultToV1(r phases.StepResult) stepResultV1 {
+	return stepResultV1{Upgrade: r.Upgrade, Step: r.Step, Attempt: r.Attempt, OK: r.OK, Message: r.Message}
+}
+
+func stepResultFromV1(r stepResultV1) phases.StepResult {
+	return phases.StepResult{Upgrade: r.Upgrade, Step: r.Step, Attempt: r.Attempt, OK: r.OK, Message: r.Message}
+}
+
+func upgradeSummaryToV1(s api.UpgradeSummary) upgradeSummaryV1 {
+	return upgradeSummaryV1{ID: s.ID, From: s.From, To: s.To, State: string(s.State), CreatedAt: s.CreatedAt, FinishedAt: s.FinishedAt}
+}
+
+func upgradeSummaryFromV1(s upgradeSummaryV1) api.UpgradeSummary {
+	return api.UpgradeSummary{ID: s.ID, From: s.From, To: s.To, State: api.UpgradeState(s.State), CreatedAt: s.CreatedAt, FinishedAt: s.FinishedAt}
+}
