@@ -32,6 +32,8 @@ func TestSetLoadBalancerIngress(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, svc.Status.LoadBalancer.Ingress, 1)
 	require.Equal(t, "10.77.0.20", svc.Status.LoadBalancer.Ingress[0].IP)
+	require.NotNil(t, svc.Status.LoadBalancer.Ingress[0].IPMode)
+	require.Equal(t, corev1.LoadBalancerIPModeProxy, *svc.Status.LoadBalancer.Ingress[0].IPMode, "kube-proxy leaves the balancer's address alone")
 	rv := svc.ResourceVersion
 	require.NoError(t, c.SetLoadBalancerIngress(ctx, ns, "web", []string{"10.77.0.20"}))
 	svc, err = cp.Clientset.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
