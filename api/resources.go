@@ -25,6 +25,19 @@ type ReleaseComponents struct {
 	// Images are image archives every host imports before its upgrade (for
 	// sites without a registry).
 	Images []ImageArchive `json:"images,omitempty"`
+	// Addons are the cluster add-ons of the release (kube-proxy, cluster
+	// DNS, ...), applied by the upgrade's add-ons step with server-side
+	// apply once the control plane runs the release, in this order.
+	Addons []AddonManifest `json:"addons,omitempty"`
+}
+
+// AddonManifest is one add-on of a release: its objects as one YAML
+// stream (documents separated by "---").
+type AddonManifest struct {
+	// Name identifies the add-on in the release ("kube-proxy").
+	Name string `json:"name"`
+	// YAML holds the add-on's objects; each is applied as it is written.
+	YAML string `json:"yaml"`
 }
 
 // Release is one entry of the release catalog (SPEC §2).

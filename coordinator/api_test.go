@@ -134,6 +134,8 @@ func TestAPI(t *testing.T) {
 		{"name mismatch", "PUT", "/v1/clusters/lab", "application/json", `{"name":"other","kind":"standalone","version":"1.33.6","pools":[]}`, 422, api.ProblemValidation, "cluster-name"},
 		{"release mismatch", "PUT", "/v1/releases/1.34.4", "application/json", `{"version":"1.34.5"}`, 422, api.ProblemValidation, "release-version"},
 		{"bad artifact", "PUT", "/v1/releases/1.37.0", "application/json", `{"version":"1.37.0","components":{"kubelet":{"url":"ftp://x","sha256":"00"}}}`, 422, api.ProblemValidation, "release-artifact"},
+		{"add-on without a manifest", "PUT", "/v1/releases/1.37.0", "application/json", `{"version":"1.37.0","components":{"addons":[{"name":"kube-proxy","yaml":" "}]}}`, 422, api.ProblemValidation, "release-addons"},
+		{"add-on twice", "PUT", "/v1/releases/1.37.0", "application/json", `{"version":"1.37.0","components":{"addons":[{"name":"dns","yaml":"a: 1"},{"name":"dns","yaml":"a: 2"}]}}`, 422, api.ProblemValidation, "release-addons"},
 		{"no upgrade to cancel", "POST", "/v1/clusters/lab/pools/workers/upgrade/cancel", "application/json", `{}`, 409, api.ProblemNoUpgrade, ""},
 		{"bad join token", "POST", "/v1/agents/register", "application/json", `{"token":"wrong","cluster":"lab","node":"cp-1"}`, 401, api.ProblemUnauthorized, "join-token"},
 		{"unknown node", "POST", "/v1/agents/register", "application/json", `{"token":"s3cret","cluster":"lab","node":"ghost"}`, 404, api.ProblemNotFound, ""},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
@@ -22,7 +23,11 @@ type ClusterOps interface {
 	// ProtectedUntil returns when the last pod protected from eviction on
 	// the node frees up (zero: none), judged at now (the leader's clock).
 	ProtectedUntil(ctx context.Context, node string, now time.Time) (ProtectedInfo, error)
-	ApplyAddons(ctx context.Context, version phases.Version) error
+	// ApplyAddons applies the add-on manifests of the release at version
+	// (the catalog entry's Components.Addons) and returns nil only once
+	// they rolled out. ctx's deadline bounds the wait; an unfinished
+	// rollout's error names the objects and their counts.
+	ApplyAddons(ctx context.Context, version phases.Version, addons []api.AddonManifest) error
 	// Health runs the final cluster checks on the named nodes: nil when
 	// all pass.
 	Health(ctx context.Context, version phases.Version, nodes []string) error

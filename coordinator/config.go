@@ -43,6 +43,11 @@ type Config struct {
 	// WaitReadyTimeout bounds the wait for a node to come back Ready at
 	// the new version.
 	WaitReadyTimeout time.Duration
+	// AddonRolloutTimeout bounds one attempt of the add-ons step: applying
+	// the release's add-ons and waiting for their DaemonSets and
+	// Deployments to roll out. An attempt that reaches it fails with the
+	// objects still rolling out and their counts.
+	AddonRolloutTimeout time.Duration
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
 	// Recorder receives event metrics (node upgrades, drains, commits);
@@ -55,6 +60,9 @@ type Config struct {
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
 
+// DefaultAddonRolloutTimeout is the default of Config.AddonRolloutTimeout.
+const DefaultAddonRolloutTimeout = 5 * time.Minute
+
 // DefaultConfig is the embedded default: one member on loopback.
 func DefaultConfig() Config {
 	rc := raftstore.DefaultConfig()
@@ -62,14 +70,15 @@ func DefaultConfig() Config {
 	rc.RaftAddr = "127.0.0.1:7081"
 	rc.HTTPAddr = "127.0.0.1:7080"
 	return Config{
-		Raft:              rc,
-		TickInterval:      time.Second,
-		HeartbeatInterval: 10 * time.Second,
-		MissingAfter:      30 * time.Second,
-		WorkRetries:       3,
-		RetryBackoff:      2 * time.Second,
-		MaxConcurrentWork: DefaultMaxConcurrentWork,
-		WaitReadyTimeout:  15 * time.Minute,
-		Clock:             realClock{},
+		Raft:                rc,
+		TickInterval:        time.Second,
+		HeartbeatInterval:   10 * time.Second,
+		MissingAfter:        30 * time.Second,
+		WorkRetries:         3,
+		RetryBackoff:        2 * time.Second,
+		MaxConcurrentWork:   DefaultMaxConcurrentWork,
+		WaitReadyTimeout:    15 * time.Minute,
+		AddonRolloutTimeout: DefaultAddonRolloutTimeout,
+		Clock:               realClock{},
 	}
 }

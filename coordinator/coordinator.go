@@ -58,6 +58,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.MaxConcurrentWork <= 0 {
 		cfg.MaxConcurrentWork = DefaultMaxConcurrentWork
 	}
+	if cfg.AddonRolloutTimeout <= 0 {
+		cfg.AddonRolloutTimeout = DefaultAddonRolloutTimeout
+	}
 	c := &Coordinator{
 		cfg: cfg, log: cfg.Logger, sm: statemachine.New(),
 		wake:     make(chan struct{}, 1),

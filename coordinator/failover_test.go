@@ -65,6 +65,8 @@ func TestLeaderKilledMidUpgrade(t *testing.T) {
 	require.Equal(t, "1.34.4", final.Spec.Version)
 	require.Equal(t, map[string]int{"1.34.4": 7}, final.Status.Versions)
 	require.Equal(t, map[string]int{"1.34.4": 3}, final.Status.ControlPlaneNodepoolStatus.Versions)
+	require.Equal(t, "1.34.4", final.Status.AppliedManifestsVersion)
+	require.Contains(t, ops.Calls(), "addons 1.34.4 kube-proxy,coredns", "the add-ons step applies the target release's add-ons")
 
 	// Every operation took effect exactly once, on the right node.
 	total := 0

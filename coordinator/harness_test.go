@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,6 +240,17 @@ type fakeOps struct {
 	// protected: node → when its pods protected from eviction become
 	// evictable (ProtectedUntil).
 	protected map[string]time.Time
+	// addonsHold makes ApplyAddons wait, as a rollout that does not
+	// finish, until its context ends (the step's deadline).
+	addonsHold bool
+}
+
+// holdAddons makes ApplyAddons wait for its deadline (hold) or return at
+// once again.
+func (f *fakeOps) holdAddons(hold bool) {
+	f.mu.Lock()
+	f.addonsHold = hold
+	f.mu.Unlock()
 }
 
 func newFakeOps() *fakeOps { return &fakeOps{block: map[string]chan struct{}{}} }
@@ -311,8 +323,21 @@ func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (c
 	}
 	return coordinator.ProtectedInfo{}, nil
 }
-func (f *fakeOps) ApplyAddons(_ context.Context, v phases.Version) error {
-	f.record("addons " + v.String())
+
+// ApplyAddons records "addons VERSION NAME,NAME" (the add-ons' names).
+func (f *fakeOps) ApplyAddons(ctx context.Context, v phases.Version, addons []api.AddonManifest) error {
+	names := make([]string, 0, len(addons))
+	for _, a := range addons {
+		names = append(names, a.Name)
+	}
+	f.record(strings.TrimSpace("addons " + v.String() + " " + strings.Join(names, ",")))
+	f.mu.Lock()
+	hold := f.addonsHold
+	f.mu.Unlock()
+	if hold {
+		<-ctx.Done()
+		return fmt.Errorf("DaemonSet kube-system/kube-proxy: 3 of 7 updated: %w", ctx.Err())
+	}
 	return nil
 }
 
@@ -465,6 +490,12 @@ func release(v string) api.Release {
 			Kubelet:    api.BinaryArtifact{URL: "http://artifacts.test/kubelet-" + v, SHA256: sum},
 			Containerd: api.BinaryArtifact{URL: "http://artifacts.test/containerd-" + v, SHA256: sum, Version: "1.7.0"},
 			StaticPods: map[string]string{"kube-apiserver": "registry.k8s.io/kube-apiserver:v" + v},
+			// ConfigMaps: objects a real API server accepts and that are
+			// rolled out once applied (kube_test.go applies them).
+			Addons: []api.AddonManifest{
+				{Name: "kube-proxy", YAML: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: molt-test-kube-proxy, namespace: kube-system}\ndata: {version: \"" + v + "\"}\n"},
+				{Name: "coredns", YAML: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: molt-test-coredns, namespace: kube-system}\ndata: {version: \"" + v + "\"}\n"},
+			},
 		}}
 }
 

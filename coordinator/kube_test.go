@@ -130,4 +130,12 @@ func TestUpgradeAgainstRealAPIServer(t *testing.T) {
 	c, err := m.c.Cluster("real")
 	require.NoError(t, err)
 	require.Equal(t, "1.34.4", c.Status.Version)
+	// The add-ons step applied the target release's add-ons.
+	require.Equal(t, "1.34.4", c.Status.AppliedManifestsVersion)
+	for _, name := range []string{"molt-test-kube-proxy", "molt-test-coredns"} {
+		cm, err := cp.Clientset.CoreV1().ConfigMaps("kube-system").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, map[string]string{"version": "1.34.4"}, cm.Data, name)
+		require.Equal(t, "molt", cm.ManagedFields[0].Manager, name)
+	}
 }

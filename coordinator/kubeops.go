@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -67,10 +68,27 @@ func (o *kubeOps) ProtectedUntil(ctx context.Context, node string, now time.Time
 	return info, nil
 }
 
-// ApplyAddons has nothing to apply until the release catalog carries
-// add-on manifests; the step still runs, so its order and timing are
-// visible and recorded.
-func (o *kubeOps) ApplyAddons(context.Context, phases.Version) error { return nil }
+// ApplyAddons applies every add-on of the release with server-side apply
+// (field manager "molt"), in the catalog's order, then waits until the
+// DaemonSets and Deployments among them rolled out. A release without
+// add-ons applies nothing.
+func (o *kubeOps) ApplyAddons(ctx context.Context, v phases.Version, addons []api.AddonManifest) error {
+	var refs []kube.ObjectRef
+	for _, a := range addons {
+		applied, err := o.k.Apply(ctx, []byte(a.YAML))
+		if err != nil {
+			return fmt.Errorf("add-on %s of v%s: %w", a.Name, v, err)
+		}
+		refs = append(refs, applied...)
+	}
+	if err := o.k.WaitRollout(ctx, refs); err != nil {
+		return fmt.Errorf("add-ons of v%s: %w", v, err)
+	}
+	if o.log != nil && len(addons) > 0 {
+		o.log.Info("add-ons applied and rolled out", "version", v.String(), "objects", len(refs))
+	}
+	return nil
+}
 
 // Health passes when every node is Ready at the target kubelet version.
 func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 )
@@ -143,7 +144,7 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 	if err == nil {
 		switch a.Step {
 		case phases.StepIDAddons:
-			err = c.retry(ctx, "addons", func() error { return ops.ApplyAddons(ctx, p.upgrade.To) })
+			err = c.applyAddons(ctx, ops, p)
 		case phases.StepIDHealth:
 			err = ops.Health(ctx, p.upgrade.To, upgradeNodes(p.upgrade))
 		}
@@ -164,6 +165,22 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 	if _, err := c.apply(ctx, statemachine.CmdStepResult, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
 		c.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
+}
+
+// applyAddons applies the target release's add-ons from the catalog entry
+// the tick read (p.release) and waits for them to roll out, all within
+// AddonRolloutTimeout: failed API calls are retried inside that deadline,
+// and a rollout still unfinished at it fails this attempt of the step with
+// the objects and counts that were not done. The step's own retries
+// (phases) make the next attempt.
+func (c *Coordinator) applyAddons(ctx context.Context, ops ClusterOps, p tickPlan) error {
+	var addons []api.AddonManifest
+	if p.release != nil {
+		addons = p.release.Components.Addons
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.AddonRolloutTimeout)
+	defer cancel()
+	return c.retry(wctx, "addons", func() error { return ops.ApplyAddons(wctx, p.upgrade.To, addons) })
 }
 
 func upgradeNodes(u *phases.Upgrade) []string {

@@ -77,27 +77,34 @@ func (c *Client) Exists(ctx context.Context, apiVersion, kind, namespace, name s
 // resource is the dynamic client for one kind, scoped to namespace when
 // the kind is namespaced.
 func (c *Client) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
+	ri, _, err := c.resourceIn(apiVersion, kind, namespace)
+	return ri, err
+}
+
+// resourceIn is resource, and also the namespace it is scoped to: namespace,
+// "default" for a namespaced kind without one, "" for a cluster-scoped kind.
+func (c *Client) resourceIn(apiVersion, kind, namespace string) (dynamic.ResourceInterface, string, error) {
 	if c.dyn == nil {
-		return nil, fmt.Errorf("%w: client has no dynamic client (use NewFromKubeconfig)", ErrConfig)
+		return nil, "", fmt.Errorf("%w: client has no dynamic client (use NewFromKubeconfig)", ErrConfig)
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil || gv.Version == "" || kind == "" {
-		return nil, fmt.Errorf("%w: apiVersion %q kind %q", ErrManifest, apiVersion, kind)
+		return nil, "", fmt.Errorf("%w: apiVersion %q kind %q", ErrManifest, apiVersion, kind)
 	}
 	m, err := c.mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("%w: %s %s: %w", ErrManifest, apiVersion, kind, err)
+			return nil, "", fmt.Errorf("%w: %s %s: %w", ErrManifest, apiVersion, kind, err)
 		}
-		return nil, apiErr("discover "+apiVersion+" "+kind, err)
+		return nil, "", apiErr("discover "+apiVersion+" "+kind, err)
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return c.dyn.Resource(m.Resource), nil
+		return c.dyn.Resource(m.Resource), "", nil
 	}
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
 	}
-	return c.dyn.Resource(m.Resource).Namespace(namespace), nil
+	return c.dyn.Resource(m.Resource).Namespace(namespace), namespace, nil
 }
 
 // CheckManifests decodes every document of manifests strictly into its Go

@@ -55,6 +55,7 @@ func run() error {
 	token := flag.String("agent-token", "", "join token agents must present (empty: any)")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
+	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	kcfg := kube.DefaultConfig()
@@ -99,6 +100,7 @@ func run() error {
 	cfg.AgentToken = *token
 	cfg.TickInterval = *tick
 	cfg.MaxConcurrentWork = *maxWork
+	cfg.AddonRolloutTimeout = *addonRollout
 	cfg.Logger = log
 	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	reg := prometheus.NewRegistry()

@@ -16,7 +16,8 @@ const ArtifactPathPrefix = "/artifacts/"
 
 // ValidateRelease checks a catalog entry: a valid version and well-formed
 // artifacts (absolute http(s) URLs or /artifacts/ paths on the coordinator,
-// 64-hex-digit sha256). Reachability and the
+// 64-hex-digit sha256) and add-ons with distinct names and non-empty
+// manifests. Reachability and the
 // checksums themselves are checked by preflight, on the hosts.
 func ValidateRelease(r *api.Release) (phases.Version, error) {
 	v, err := phases.ParseVersion(r.Version)
@@ -42,6 +43,16 @@ func ValidateRelease(r *api.Release) (phases.Version, error) {
 		if name == "" || image == "" {
 			return v, &RuleError{Rule: "release-static-pods", Detail: "static pod names and images must be non-empty", Err: ErrInvalid}
 		}
+	}
+	seen := map[string]bool{}
+	for i, a := range r.Components.Addons {
+		switch {
+		case a.Name == "" || strings.TrimSpace(a.YAML) == "":
+			return v, &RuleError{Rule: "release-addons", Detail: fmt.Sprintf("components.addons[%d]: name and yaml must be non-empty", i), Err: ErrInvalid}
+		case seen[a.Name]:
+			return v, &RuleError{Rule: "release-addons", Detail: fmt.Sprintf("components.addons[%d]: add-on %q listed twice", i, a.Name), Err: ErrInvalid}
+		}
+		seen[a.Name] = true
 	}
 	return v, nil
 }
