@@ -351,7 +351,10 @@ func requireOrder(t *testing.T, u *phases.Upgrade) {
 }
 
 // requireClusterAt checks the real cluster: every Node Ready at v, the
-// control-plane static pods on v's images, the sample workload serving.
+// control-plane static pods on v's images, every host's containerd the
+// release's, the add-ons at v (kube-proxy's pods on v's image, Ready on
+// every node; CoreDNS rolled out; status.appliedManifestsVersion = v), the
+// sample workload serving, by pod and by Service name.
 func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upgrade, v string) {
 	t.Helper()
 	nodes, err := env.Lab.Nodes(ctx)
@@ -384,6 +387,17 @@ func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upg
 	for host, got := range ctrd {
 		require.Equal(t, rel.Components.Containerd.Version, got, "containerd on %s", host)
 	}
+	// The add-ons step applied the release's add-ons and they rolled out:
+	// kube-proxy at v on every node, Ready; CoreDNS rolled out; the
+	// cluster's status says so.
+	require.Len(t, rel.Components.Addons, 2, "the release carries its add-ons")
+	require.NoError(t, env.Lab.CheckAddons(ctx, v))
+	cl, err := env.Cluster(ctx)
+	require.NoError(t, err)
+	require.Equal(t, v, cl.Status.AppliedManifestsVersion)
+	addons, ok := u.Step(phases.StepIDAddons)
+	require.True(t, ok)
+	require.Equal(t, phases.StateDone, addons.State)
 	require.NoError(t, env.Lab.CheckServing(ctx))
 	require.NoError(t, env.Lab.CheckWorkloadPaths(ctx))
 }

@@ -43,6 +43,15 @@ func (c *Client) CreateObjects(ctx context.Context, manifests []byte) error {
 			return err
 		}
 		what := describe(obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		// Looked up first: creating an object that exists is not always
+		// AlreadyExists — a Service with a fixed nodePort is refused as
+		// Invalid (the port is allocated, to itself).
+		if _, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+			c.cfg.Logger.Debug("object exists", "object", what)
+			continue
+		} else if !apierrors.IsNotFound(err) {
+			return apiErr("get "+what, err)
+		}
 		_, err = ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 		switch {
 		case apierrors.IsAlreadyExists(err):

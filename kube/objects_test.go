@@ -43,6 +43,18 @@ metadata:
 data:
   a: "1"
 ---
+# Creating this again is refused as Invalid (its node port is taken, by
+# itself), not AlreadyExists: CreateObjects must see it exists first.
+apiVersion: v1
+kind: Service
+metadata:
+  name: fixed-port
+  namespace: %[1]s
+spec:
+  type: NodePort
+  selector: {app: x}
+  ports: [{port: 80, nodePort: 30999}]
+---
 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
  "metadata": {"name": %[2]q},
  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},

@@ -45,3 +45,13 @@ func (c *Client) SetLoadBalancerIngress(ctx context.Context, namespace, name str
 	}
 	return nil
 }
+
+// ServiceClusterIP returns a Service's spec.clusterIP ("None" for a
+// headless Service).
+func (c *Client) ServiceClusterIP(ctx context.Context, namespace, name string) (string, error) {
+	svc, err := c.cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", apiErr("get service "+namespace+"/"+name, err)
+	}
+	return svc.Spec.ClusterIP, nil
+}

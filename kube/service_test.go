@@ -42,4 +42,13 @@ func TestSetLoadBalancerIngress(t *testing.T) {
 
 	create("internal", corev1.ServiceTypeClusterIP)
 	require.ErrorContains(t, c.SetLoadBalancerIngress(ctx, ns, "internal", []string{"10.77.0.20"}), "not LoadBalancer")
+
+	ip, err := c.ServiceClusterIP(ctx, ns, "internal")
+	require.NoError(t, err)
+	got, err := cp.Clientset.CoreV1().Services(ns).Get(ctx, "internal", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, ip)
+	require.Equal(t, got.Spec.ClusterIP, ip)
+	_, err = c.ServiceClusterIP(ctx, ns, "absent")
+	require.ErrorIs(t, err, kube.ErrAPI)
 }

@@ -23,7 +23,7 @@ var ControlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager
 // kubelet and containerd binaries and one image archive per control-plane
 // component, under
 // dir/v<version>/ — and returns the release catalog entry that points at
-// them with their sha256. urlPrefix starts every URL: "/artifacts" makes
+// them with their sha256 and carries the release's add-ons (Addons). urlPrefix starts every URL: "/artifacts" makes
 // them paths on the coordinator (which serves dir read-only at /artifacts/,
 // and which each agent resolves against the members it knows), or an
 // absolute http(s) base for a separate artifact server.
@@ -73,6 +73,16 @@ func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string
 		}
 		rel.Components.Images = append(rel.Components.Images, api.ImageArchive{URL: prefix + name, SHA256: sum})
 		rel.Components.StaticPods[comp] = ref
+	}
+	// The add-ons' manifests go into the catalog entry; their images into
+	// the lab registry, now if it runs, else when Up starts it.
+	if rel.Components.Addons, err = Addons(version, l.cfg.Topology.APIEndpoint()); err != nil {
+		return api.Release{}, err
+	}
+	if _, running := l.registryPID(); running {
+		if err := l.pushImages(ctx, images, addonImages(version)); err != nil {
+			return api.Release{}, err
+		}
 	}
 	return rel, nil
 }

@@ -277,9 +277,11 @@ func waitWorkloads(ctx context.Context, kc *kube.Client, timeout time.Duration) 
 
 // CheckServing asks every Ready pod of the sample Deployment for its name
 // and node over HTTP, from inside the first control-plane host's network
-// namespace, so each request crosses hosts over the lab bridge. It fails
-// (ErrNotReady) when no Deployment pod is Ready, when one runs on a host
-// that is not a worker, or when a pod does not answer or answers wrongly.
+// namespace, so each request crosses hosts over the lab bridge; then asks
+// the Deployment's Service by name from there (checkServiceByName: cluster
+// DNS, then the ClusterIP through kube-proxy). It fails (ErrNotReady) when
+// no Deployment pod is Ready, when one runs on a host that is not a worker,
+// or when a pod or the Service does not answer or answers wrongly.
 func (l *Lab) CheckServing(ctx context.Context) error {
 	kc, err := l.Kube()
 	if err != nil {
@@ -320,7 +322,7 @@ func (l *Lab) CheckServing(ctx context.Context) error {
 	if asked == 0 {
 		return fmt.Errorf("%w: no Ready pod of Deployment %s/%s", ErrNotReady, DemoNamespace, DemoDeploy)
 	}
-	return nil
+	return l.checkServiceByName(ctx, kc, cps[0].Name)
 }
 
 // askEcho GETs the echo server of p and checks it names p and its node.

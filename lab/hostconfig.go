@@ -43,7 +43,9 @@ func KubeletConfig() ([]byte, error) {
 		"authorization":            map[string]any{"mode": "Webhook"},
 		"containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
 		"staticPodPath":            ManifestDir,
-		"clusterDomain":            "cluster.local",
+		// Pods resolve through the cluster DNS add-on (coredns.go).
+		"clusterDomain": ClusterDomain,
+		"clusterDNS":    []string{ClusterDNS},
 		// cgroup v1 is deprecated; 1.31+ refuses it unless told otherwise.
 		"failCgroupV1": false,
 		"cgroupDriver": "cgroupfs",
@@ -97,9 +99,17 @@ func KubeletUnit(h HostSpec) string {
 }
 
 // ContainerdConfigTOML is containerd's config for a lab host: the CRI
-// plugin with the lab's pause image as sandbox and OOM-score adjustments
-// clamped (the machine lacks CAP_SYS_RESOURCE; runc fails otherwise).
+// plugin with the lab's pause image as sandbox, OOM-score adjustments
+// clamped (the machine lacks CAP_SYS_RESOURCE; runc fails otherwise), and
+// the lab's registry (registry.go) as the mirror of every registry the
+// lab's images are named after, over plain HTTP: nothing else is reachable
+// from a host. The mirrors are the CRI plugin's version-2 form, which
+// containerd 1.6 and 1.7 (the lab's releases' daemons) both read.
 func ContainerdConfigTOML() string {
+	var mirrors strings.Builder
+	for _, r := range MirroredRegistries {
+		fmt.Fprintf(&mirrors, "    [plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.%q]\n      endpoint = [%q]\n", r, "http://"+RegistryAddr())
+	}
 	return `version = 2
 
 [plugins."io.containerd.grpc.v1.cri"]
@@ -113,7 +123,9 @@ func ContainerdConfigTOML() string {
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
-`
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors]
+` + mirrors.String()
 }
 
 // CNIConfig is a bridge network on the host with host-local IPAM over the

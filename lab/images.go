@@ -51,6 +51,9 @@ type ImageSpec struct {
 	Ref        string
 	Files      []ImageFile
 	Entrypoint []string
+	// Env is the image's environment; empty means
+	// PATH=/usr/local/bin:/usr/bin:/bin.
+	Env []string
 }
 
 // BuildImage writes spec as a docker-archive tarball at dst, the format
@@ -77,6 +80,9 @@ func BuildImage(dst string, spec ImageSpec) error {
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Config.Entrypoint = spec.Entrypoint
 	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	if len(spec.Env) > 0 {
+		cf.Config.Env = spec.Env
+	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrImage, spec.Ref, err)
 	}
@@ -153,16 +159,20 @@ type ImageSet map[string]string
 type ImageSources struct {
 	// Cache is ${MOLT_CACHE}; tarballs go to Cache/lab/images.
 	Cache string
-	// K8sBinDir holds kube-apiserver, kube-controller-manager, kube-scheduler.
+	// K8sBinDir holds kube-apiserver, kube-controller-manager,
+	// kube-scheduler and kube-proxy.
 	K8sBinDir string
 	// Version is the Kubernetes version of those binaries.
 	Version string
 	// EtcdBinary is a static etcd binary.
 	EtcdBinary string
+	// CoreDNSBinary is build/coredns's static CoreDNS.
+	CoreDNSBinary string
 	// ToolsDir holds the lab's own static binaries (pause, cplb, echo).
 	ToolsDir string
 	// Rootfs is the hosts' Debian tree; the data-plane LB image is its
-	// HAProxy binary with the libraries it loads.
+	// HAProxy binary with the libraries it loads, kube-proxy's image holds
+	// its nft with the libraries nft loads.
 	Rootfs string
 }
 
@@ -181,6 +191,11 @@ func EnsureImages(log *slog.Logger, src ImageSources) (ImageSet, error) {
 		return nil, err
 	}
 	specs = append(specs, ImageSpec{Ref: HAProxyImage, Files: haproxy, Entrypoint: []string{haproxyBinary}})
+	proxy, err := kubeProxyImageSpec(src.Version, src.K8sBinDir, src.Rootfs)
+	if err != nil {
+		return nil, err
+	}
+	specs = append(specs, proxy, coreDNSImageSpec(src.CoreDNSBinary))
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		specs = append(specs, ImageSpec{
 			Ref:        ComponentImage(c, src.Version),
@@ -223,14 +238,18 @@ func fresh(dst string, files []ImageFile) bool {
 	return true
 }
 
-// BuildTools compiles the lab's own static helper binaries (the pause
-// process, the control-plane TCP load balancer and the echo server used by
-// sample workloads) from this module into dir.
+// labTools are the lab's own programs under lab/tools: the pause process,
+// the control-plane TCP load balancer, the echo server of the sample
+// workloads, and the image registry the hosts pull add-on images from.
+var labTools = []string{"pause", "cplb", "echo", registryTool}
+
+// BuildTools compiles the lab's own static helper binaries (labTools) from
+// this module into dir.
 func BuildTools(ctx context.Context, log *slog.Logger, moduleDir, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w: %v", ErrImage, err)
 	}
-	for _, t := range []string{"pause", "cplb", "echo"} {
+	for _, t := range labTools {
 		out := filepath.Join(dir, t)
 		pkg := "./lab/tools/" + t
 		log.Debug("building tool", "pkg", pkg, "out", out)

@@ -15,12 +15,14 @@ import (
 type Inputs struct {
 	// Version is the Kubernetes release ("1.34.4").
 	Version string
-	// K8sBin holds kubelet, kube-apiserver, kube-controller-manager and
-	// kube-scheduler of Version.
+	// K8sBin holds kubelet, kube-apiserver, kube-controller-manager,
+	// kube-scheduler and kube-proxy of Version.
 	K8sBin string
 	// Etcd is the static etcd binary.
 	Etcd string
-	// Tools holds the lab's own static binaries (pause, cplb, echo).
+	// CoreDNS is build/coredns's binary (CoreDNSVersion, for every release).
+	CoreDNS string
+	// Tools holds the lab's own static binaries (pause, cplb, echo, registry).
 	Tools string
 	// Images maps every image reference the lab imports to its archive.
 	Images ImageSet
@@ -34,7 +36,7 @@ type Inputs struct {
 }
 
 // k8sComponents are the binaries a release needs from build/k8s.
-var k8sComponents = []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+var k8sComponents = []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"}
 
 // EnsureInputs is the one way to get what a lab at version needs. It checks
 // the Kubernetes and etcd builds (naming the command that makes a missing
@@ -50,6 +52,7 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 		Version: version,
 		K8sBin:  filepath.Join(c.BuildCache, "k8s", "v"+version, "bin"),
 		Etcd:    filepath.Join(c.BuildCache, "etcd", "v"+c.EtcdVersion, "bin", "etcd"),
+		CoreDNS: filepath.Join(c.BuildCache, "coredns", "v"+CoreDNSVersion, "bin", "coredns"),
 		Tools:   filepath.Join(c.Cache, "lab", "tools"),
 	}
 	for _, b := range k8sComponents {
@@ -65,6 +68,9 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 	if !exists(in.Etcd) {
 		return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh, or make deps)", ErrMissing, in.Etcd)
 	}
+	if !exists(in.CoreDNS) {
+		return Inputs{}, fmt.Errorf("%w: %s (build it: build/coredns/build.sh %s, or make deps)", ErrMissing, in.CoreDNS, CoreDNSVersion)
+	}
 
 	l.inputsMu.Lock()
 	defer l.inputsMu.Unlock()
@@ -72,21 +78,21 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 		return in, nil
 	}
 	if !l.toolsBuilt {
-		l.step("building lab tools (pause, cplb, echo) into %s", in.Tools)
+		l.step("building lab tools (%s) into %s", strings.Join(labTools, ", "), in.Tools)
 		if err := BuildTools(ctx, c.Log, c.ModuleDir, in.Tools); err != nil {
 			return Inputs{}, err
 		}
 		l.toolsBuilt = true
 	}
 	if !exists(filepath.Join(c.Cache, "rootfs")) {
-		l.step("host rootfs: Debian bookworm with systemd, containerd and HAProxy (debootstrap, about a minute, once) under %s", filepath.Join(c.Cache, "rootfs"))
+		l.step("host rootfs: Debian bookworm with systemd, containerd, HAProxy and nftables (debootstrap, about a minute, once) under %s", filepath.Join(c.Cache, "rootfs"))
 	}
 	var err error
 	if in.Rootfs, err = nspawn.EnsureRootfs(ctx, c.Cache); err != nil {
 		return Inputs{}, fmt.Errorf("%w: %w", ErrHost, err)
 	}
 	l.step("images for v%s under %s", version, filepath.Join(c.Cache, imagesSubdir))
-	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: in.K8sBin, Version: version, EtcdBinary: in.Etcd, ToolsDir: in.Tools, Rootfs: in.Rootfs})
+	images, err := EnsureImages(c.Log, ImageSources{Cache: c.Cache, K8sBinDir: in.K8sBin, Version: version, EtcdBinary: in.Etcd, CoreDNSBinary: in.CoreDNS, ToolsDir: in.Tools, Rootfs: in.Rootfs})
 	if err != nil {
 		return Inputs{}, err
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -163,8 +165,9 @@ func (l *Lab) step(format string, args ...any) {
 }
 
 // Up brings the lab to the running state: tools and images built, PKI
-// written, network and hosts up, control plane answering through the LB,
-// every Node Ready at the version, sample workloads running. Anything
+// written, network, image registry and hosts up, control plane answering
+// through the LB, every Node Ready at the version, the add-ons (kube-proxy,
+// CoreDNS) of the version rolled out, sample workloads running. Anything
 // already in place is kept, so Up after Up (or after a partial Up) is safe.
 func (l *Lab) Up(ctx context.Context) error {
 	start := time.Now()
@@ -196,6 +199,9 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := l.net.Up(ctx); err != nil {
 		return err
 	}
+	if err := l.upRegistry(ctx, in); err != nil {
+		return err
+	}
 	if err := l.upHosts(ctx, in.Rootfs, hostInputs{
 		topo: c.Topology, version: c.Version, k8sBin: in.K8sBin, pki: pki, images: in.Images,
 		consoles: filepath.Join(c.StateDir, "console"), containerd: builtContainerd(in),
@@ -220,6 +226,10 @@ func (l *Lab) Up(ctx context.Context) error {
 		return err
 	}
 	if err := labelNodes(ctx, kc, c.Topology); err != nil {
+		return err
+	}
+	l.step("add-ons at v%s: kube-proxy (%s mode) and CoreDNS %s (Service kube-dns at %s)", c.Version, KubeProxyMode, CoreDNSVersion, ClusterDNS)
+	if err := l.installAddons(ctx, kc); err != nil {
 		return err
 	}
 	l.step("sample workloads in namespace %s", DemoNamespace)
@@ -248,6 +258,29 @@ func builtContainerd(in Inputs) string {
 		return in.Containerd
 	}
 	return ""
+}
+
+// upRegistry starts the lab's registry (registry.go) unless it runs, and
+// pushes into it the add-on images of the lab's version and of every
+// release this Lab made inputs for (PublishRelease before Up, as the demo
+// and the end-to-end test do): the images later add-on rollouts pull.
+func (l *Lab) upRegistry(ctx context.Context, in Inputs) error {
+	l.step("image registry at %s (mirror of %s for every host)", RegistryAddr(), strings.Join(MirroredRegistries, ", "))
+	if err := l.ensureRegistry(ctx); err != nil {
+		return err
+	}
+	l.inputsMu.Lock()
+	known := map[string]Inputs{in.Version: in}
+	for v, vin := range l.inputs {
+		known[v] = vin
+	}
+	l.inputsMu.Unlock()
+	for _, v := range slices.Sorted(maps.Keys(known)) {
+		if err := l.pushImages(ctx, known[v].Images, addonImages(v)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upHosts boots and prepares every host that is not running yet.
@@ -333,6 +366,9 @@ func (l *Lab) Down(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if err := l.stopRegistry(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	l.step("removing namespaces %s*", l.cfg.Prefix)
 	if err := killNamespacePIDs(ctx, l.net.Namespaces()); err != nil {
 		errs = append(errs, err)

@@ -103,8 +103,15 @@ func upServeDown(t *testing.T, topo Topology, version string) {
 		require.Equal(t, ComponentImage(key[strings.LastIndex(key, "/")+1:], cfg.Version), img, key)
 	}
 
+	// The add-ons at the version: kube-proxy Ready on every node, CoreDNS
+	// rolled out, each on its image from the lab registry.
+	require.NoError(t, l.CheckAddons(ctx, cfg.Version))
+	_, running := l.registryPID()
+	require.True(t, running, "the lab registry runs")
+
 	// Deployment pods on workers, asked from inside cp-1's network
-	// namespace: the requests cross hosts over the lab bridge.
+	// namespace: the requests cross hosts over the lab bridge; then the
+	// Service by name, through cluster DNS and kube-proxy.
 	require.NoError(t, l.CheckServing(ctx))
 
 	// Logs go apiserver → kubelet: the kubelet's webhook authorizer must
@@ -156,6 +163,12 @@ func requireNothingLeft(t *testing.T, l *Lab) {
 	require.NoError(t, err)
 	require.NotContains(t, string(mounts), l.Config().Prefix)
 	require.NoDirExists(t, l.Config().StateDir)
+	registry := filepath.Join(l.Config().Cache, "lab", "tools", registryTool)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		require.False(t, strings.HasPrefix(string(b), registry+"\x00"), "registry still running: %s", p)
+	}
 }
 
 func dumpConsoles(t *testing.T, state string) {

@@ -225,10 +225,6 @@ func (l *Lab) HostTransport(host, dnsServer string) http.RoundTripper {
 	}
 }
 
-// ClusterDNS is the cluster DNS Service's address (kube-dns), which the
-// kubelets hand to pods.
-const ClusterDNS = "10.96.0.10"
-
 // WorkloadProbes are the lab's two views of the sample Deployment: from
 // inside the cluster by its Service name (cluster DNS, then kube-proxy on
 // the first control-plane host), and from outside every host through the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything molt's tests need on a fresh Debian 12 machine, as
-# root, idempotently. The Kubernetes and etcd binaries built from Go modules
-# (build/k8s) are cached under $MOLT_BUILD_CACHE (default $MOLT_CACHE,
+# root, idempotently. The Kubernetes, etcd, containerd and CoreDNS binaries
+# built from Go modules (build/k8s, build/containerd, build/coredns) are
+# cached under $MOLT_BUILD_CACHE (default $MOLT_CACHE,
 # default /var/cache/molt); the lab makes its tools, images and Debian
 # rootfs itself under $MOLT_CACHE when it first needs them.
 set -euo pipefail
@@ -29,24 +30,31 @@ ETCD_VERSION=3.6.4
 # (build/containerd), so the minor upgrade replaces Debian's 1.6 on every
 # host. Keep in step with lab.BuiltContainerdVersion.
 CONTAINERD_VERSION=1.7.35
+# Cluster DNS: CoreDNS built from its module with only the plugins the
+# lab's Corefile uses (build/coredns). Keep in step with lab.CoreDNSVersion.
+COREDNS_VERSION=1.15.0
 
 # Say up front what is about to be built and how long it takes, so a first
 # run is not mistaken for a hang. Minutes on 2 cores from nothing
 # (measured 2026-11-23, docs/e2e.md): Debian packages and Go modules ~3,
-# etcd ~1.5, containerd ~1.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
-# cores to itself; 8-12 when they are shared).
+# etcd ~1.5, containerd ~1.5, CoreDNS ~3.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
+# cores to itself; 8-12 when they are shared; kube-proxy adds ~20 s to it).
 todo=() minutes=0
 [[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 2)); }
 [[ -x "$MOLT_BUILD_CACHE/containerd/v$CONTAINERD_VERSION/bin/containerd" ]] || { todo+=("containerd $CONTAINERD_VERSION"); minutes=$((minutes + 2)); }
+[[ -x "$MOLT_BUILD_CACHE/coredns/v$COREDNS_VERSION/bin/coredns" ]] || { todo+=("coredns $COREDNS_VERSION"); minutes=$((minutes + 4)); }
 for v in "${K8S_RELEASES[@]}"; do
-	[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]] && continue
+	if [[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]]; then
+		[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-proxy" ]] || { todo+=("kube-proxy $v"); minutes=$((minutes + 1)); }
+		continue
+	fi
 	todo+=("kubernetes $v"); minutes=$((minutes + 6))
 done
 if ((${#todo[@]})); then
 	minutes=$((minutes + 3))
 	log "one-time build into $MOLT_BUILD_CACHE: ${todo[*]/%/,} about $minutes minutes on 2 idle cores (longer on a busy machine); progress every 30 s below"
 else
-	log "Kubernetes and etcd builds: cached in $MOLT_BUILD_CACHE"
+	log "Kubernetes, etcd, containerd and CoreDNS builds: cached in $MOLT_BUILD_CACHE"
 fi
 
 # Debian packages: containerd and runc (agent tests, lab hosts), debootstrap
@@ -86,6 +94,8 @@ log "etcd $ETCD_VERSION"
 build/k8s/etcd.sh "$ETCD_VERSION" >/dev/null
 log "containerd $CONTAINERD_VERSION"
 build/containerd/build.sh "$CONTAINERD_VERSION" >/dev/null
+log "coredns $COREDNS_VERSION"
+build/coredns/build.sh "$COREDNS_VERSION" >/dev/null
 log "done in $(( $(date +%s) - t0 ))s"
 }
 

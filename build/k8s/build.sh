@@ -8,7 +8,7 @@
 # packages the commands need).
 #
 # COMPONENTS default to kube-apiserver kube-controller-manager kube-scheduler
-# kubelet. Work is skipped when every requested binary already exists, so
+# kubelet kube-proxy. Work is skipped when every requested binary already exists, so
 # callers (kubetest, the lab, e2e) may run this unconditionally. Concurrent
 # runs for the same version serialise on a lock file.
 #
@@ -35,7 +35,7 @@ main() {
     ! kill -0 "$1" 2>/dev/null
   }
 
-  usage() { echo "usage: $0 VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet ...]" >&2; exit 2; }
+  usage() { echo "usage: $0 VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy ...]" >&2; exit 2; }
   [[ $# -ge 1 ]] || usage
 
   version="${1#v}"; shift
@@ -43,10 +43,10 @@ main() {
   major="${BASH_REMATCH[1]}"; minor="${BASH_REMATCH[2]}"; patch="${BASH_REMATCH[3]}"
   staging="v0.${minor}.${patch}"
 
-  all=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+  all=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
   if [[ $# -eq 0 ]]; then comps=("${all[@]}"); else comps=("$@"); fi
   for c in "${comps[@]}"; do
-    case "$c" in kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) ;; *) echo "build.sh: unknown component $c" >&2; usage ;; esac
+    case "$c" in kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy) ;; *) echo "build.sh: unknown component $c" >&2; usage ;; esac
   done
 
   cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
@@ -70,7 +70,10 @@ main() {
 
   export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
 
-  if [[ ! -f "$mod/go.sum" || ! -f "$mod/.tidy-ok" ]]; then
+  # .tidy-ok names the commands tools.go imported when go.sum was made: a
+  # module tidied for fewer commands (before kube-proxy was added) is made
+  # again, so go.sum has every entry the new command needs.
+  if [[ ! -f "$mod/go.sum" || "$(cat "$mod/.tidy-ok" 2>/dev/null)" != "${all[*]}" ]]; then
     log "resolving k8s.io/kubernetes v$version from the module proxy"
     rm -rf "$mod"; mkdir -p "$mod"
     gomod="$(cd "$mod" && go mod download -json "k8s.io/kubernetes@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
@@ -102,7 +105,7 @@ main() {
     } >"$mod/tools.go"
     log "go mod tidy (downloads ~550 MB on a cold module cache)"
     (cd "$mod" && go mod tidy)
-    touch "$mod/.tidy-ok"
+    echo "${all[*]}" >"$mod/.tidy-ok"
   fi
 
   pkgs=()

@@ -32,11 +32,13 @@ const Mirror = "http://deb.debian.org/debian"
 // as PID 1, D-Bus for unit control, and what a Kubernetes node runs on —
 // containerd/runc for the container runtime and the CNI plugins the lab's
 // pod network uses — so a host is the Debian machine vagrant/provision.sh
-// turns into a node, with nothing left for it to download; and HAProxy,
-// whose binary the lab's data-plane load balancer image is made of (hosts
-// do not run the package's service).
+// turns into a node, with nothing left for it to download; HAProxy, whose
+// binary the lab's data-plane load balancer image is made of (hosts do not
+// run the package's service); and nftables: the lab's kube-proxy image
+// carries its nft with the libraries nft loads (kube-proxy's nftables mode
+// runs nft), and a host's rules can be listed from inside it.
 var BasePackages = []string{
-	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2", "haproxy",
+	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2", "haproxy", "nftables",
 }
 
 // ErrRootfs is wrapped by EnsureRootfs's errors.

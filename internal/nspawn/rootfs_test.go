@@ -26,6 +26,7 @@ func TestEnsureRootfsIsCachedAndIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.FileExists(t, dir+"/usr/bin/containerd")
 	require.FileExists(t, dir+"/usr/lib/cni/bridge", "containernetworking-plugins")
+	require.FileExists(t, dir+"/usr/sbin/nft", "nftables, for the lab's kube-proxy image")
 	require.FileExists(t, dir+"/usr/sbin/policy-rc.d")
 	require.NoFileExists(t, dir+"/etc/hostname")
 	again, err := EnsureRootfs(ctx, DefaultCacheDir())
