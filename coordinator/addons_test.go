@@ -42,20 +42,20 @@ func TestAddonsStepWaitsForTheRollout(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	var addons phases.Step
+	var addons api.Step
 	eventually(t, "a failed attempt of the add-ons step", func() bool {
 		u := cluster().Status.Upgrade
 		if u == nil {
 			return false
 		}
-		s, ok := u.Step(phases.StepIDAddons)
-		if !ok {
-			return false
+		for _, s := range u.Steps {
+			if s.ID == phases.StepIDAddons {
+				addons = s
+			}
 		}
-		addons = *s
-		return s.Attempts > 0
+		return addons.Attempts > 0
 	})
-	require.NotEqual(t, phases.StateDone, addons.State)
+	require.NotEqual(t, api.StepDone, addons.State)
 	require.Contains(t, addons.Message, "DaemonSet kube-system/kube-proxy: 3 of 7 updated")
 	require.Contains(t, addons.Message, "deadline exceeded")
 	require.Equal(t, "1.33.6", cluster().Status.AppliedManifestsVersion, "a failed attempt applies no version")
@@ -64,7 +64,7 @@ func TestAddonsStepWaitsForTheRollout(t *testing.T) {
 	ops.holdAddons(false) // the rollout finishes; the next attempt passes
 	eventually(t, "upgrade done", func() bool {
 		u := cluster().Status.Upgrade
-		return u != nil && u.State == phases.UpgradeDone
+		return u != nil && u.State == api.UpgradeDone
 	})
 	require.Equal(t, "1.34.4", cluster().Status.AppliedManifestsVersion)
 }

@@ -24,6 +24,13 @@ type releaseComponentsV1 struct {
 	Containerd binaryArtifactV1  `json:"containerd"`
 	StaticPods map[string]string `json:"staticPods,omitempty"`
 	Images     []imageArchiveV1  `json:"images,omitempty"`
+	// Addons were added later: entries before them decode none.
+	Addons []addonManifestV1 `json:"addons,omitempty"`
+}
+
+type addonManifestV1 struct {
+	Name string `json:"name"`
+	YAML string `json:"yaml"`
 }
 
 type binaryArtifactV1 struct {
@@ -41,14 +48,16 @@ func releaseToV1(r api.Release) releaseV1 {
 	c := r.Components
 	return releaseV1{Version: r.Version, EndOfSupport: r.EndOfSupport, Channels: slices.Clone(r.Channels),
 		Components: releaseComponentsV1{Kubelet: binaryArtifactV1(c.Kubelet), Containerd: binaryArtifactV1(c.Containerd),
-			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveToV1)}}
+			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveToV1),
+			Addons: conv.Slice(c.Addons, addonManifestToV1)}}
 }
 
 func releaseFromV1(r releaseV1) api.Release {
 	c := r.Components
 	return api.Release{Version: r.Version, EndOfSupport: r.EndOfSupport, Channels: slices.Clone(r.Channels),
 		Components: api.ReleaseComponents{Kubelet: api.BinaryArtifact(c.Kubelet), Containerd: api.BinaryArtifact(c.Containerd),
-			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveFromV1)}}
+			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveFromV1),
+			Addons: conv.Slice(c.Addons, addonManifestFromV1)}}
 }
 
 func imageArchiveToV1(a api.ImageArchive) imageArchiveV1 {
@@ -56,4 +65,11 @@ func imageArchiveToV1(a api.ImageArchive) imageArchiveV1 {
 }
 func imageArchiveFromV1(a imageArchiveV1) api.ImageArchive {
 	return api.ImageArchive{URL: a.URL, SHA256: a.SHA256}
+}
+
+func addonManifestToV1(a api.AddonManifest) addonManifestV1 {
+	return addonManifestV1{Name: a.Name, YAML: a.YAML}
+}
+func addonManifestFromV1(a addonManifestV1) api.AddonManifest {
+	return api.AddonManifest{Name: a.Name, YAML: a.YAML}
 }
