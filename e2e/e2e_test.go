@@ -490,6 +490,7 @@ func dumpLogs(t *testing.T, env *Env, work string) {
 		hosts = append(hosts, h.Name)
 	}
 	env.Lab.DescribeHosts(ctx, hosts)
+	env.Lab.DescribePods(ctx, "kube-system", lab.DemoNamespace)
 }
 
 // tlog sends lab and progress output to the test log.

@@ -207,12 +207,15 @@ func EnsureImages(log *slog.Logger, src ImageSources) (ImageSet, error) {
 	for _, s := range specs {
 		dst := filepath.Join(dir, imageFileName(s.Ref))
 		set[s.Ref] = dst
-		if fresh(dst, s.Files) {
+		if fresh(dst, s) {
 			continue
 		}
 		log.Info("building image", "ref", s.Ref, "tarball", dst)
 		if err := BuildImage(dst, s); err != nil {
 			return nil, err
+		}
+		if err := os.WriteFile(dst+".spec", []byte(specKey(s)), 0o644); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrImage, err)
 		}
 	}
 	return set, nil
@@ -223,19 +226,37 @@ func imageFileName(ref string) string {
 	return strings.NewReplacer("/", "_", ":", "_").Replace(ref) + ".tar"
 }
 
-// fresh reports whether dst exists and is newer than every source file.
-func fresh(dst string, files []ImageFile) bool {
+// fresh reports whether the tarball dst was built from spec as it is now:
+// the spec it was built from (dst.spec, specKey) is the same — the same
+// files from the same places, so a rootfs of other packages or a file
+// added to an image makes it stale — and it is newer than every source
+// file.
+func fresh(dst string, spec ImageSpec) bool {
 	st, err := os.Stat(dst)
 	if err != nil {
 		return false
 	}
-	for _, f := range files {
+	if b, err := os.ReadFile(dst + ".spec"); err != nil || string(b) != specKey(spec) {
+		return false
+	}
+	for _, f := range spec.Files {
 		fs, err := os.Stat(f.Src)
 		if err != nil || fs.ModTime().After(st.ModTime()) {
 			return false
 		}
 	}
 	return true
+}
+
+// specKey is what an image tarball is built from, as text: reference,
+// entrypoint, environment, and every file's source and path.
+func specKey(s ImageSpec) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ref %s\nentrypoint %q\nenv %q\n", s.Ref, s.Entrypoint, s.Env)
+	for _, f := range s.Files {
+		fmt.Fprintf(&b, "file %s %s\n", f.Src, f.Path)
+	}
+	return b.String()
 }
 
 // labTools are the lab's own programs under lab/tools: the pause process,

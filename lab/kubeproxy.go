@@ -145,13 +145,24 @@ func kubeProxyObjects(version, apiEndpoint string) []map[string]any {
 }
 
 // kubeProxyImageSpec is kube-proxy's image at a release: its binary from
-// k8sBin and nft from rootfs with what nft loads.
+// k8sBin, nft from rootfs with what nft loads, and the rootfs's
+// /etc/protocols. Without that file nft lists a protocol by number ("6")
+// where kube-proxy writes its name ("tcp"): a kube-proxy that starts on a
+// node whose table an earlier one filled reads every Service's element
+// back under a key it does not know, and its first sync deletes them all
+// (Services stop answering until a later full sync, which fails on the
+// missing elements first).
 func kubeProxyImageSpec(version, k8sBin, rootfs string) (ImageSpec, error) {
 	nft, err := binaryWithLibs(rootfs, nftBinary)
 	if err != nil {
 		return ImageSpec{}, err
 	}
+	protocols, err := inRoot(rootfs, "/etc/protocols")
+	if err != nil {
+		return ImageSpec{}, err
+	}
 	files := append([]ImageFile{{Src: filepath.Join(k8sBin, "kube-proxy"), Path: kubeProxyBinary}}, nft...)
+	files = append(files, ImageFile{Src: protocols, Path: "/etc/protocols"})
 	return ImageSpec{
 		Ref: KubeProxyImage(version), Files: files, Entrypoint: []string{kubeProxyBinary},
 		// knftables finds nft on PATH.

@@ -15,9 +15,10 @@ import (
 )
 
 // kube-proxy's image holds nft from the hosts' rootfs with the libraries
-// it loads, and nothing else of Debian: laid out as the image lays it out,
-// that nft runs (chrooted, in a network namespace of its own) and parses
-// a ruleset of the kind kube-proxy feeds it.
+// it loads and /etc/protocols, and nothing else of Debian: laid out as the
+// image lays it out, that nft runs (chrooted, in a network namespace of
+// its own), loads a table of the kind kube-proxy writes and lists it back
+// as kube-proxy reads it.
 func TestKubeProxyImageRunsItsNft(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, b := range []string{"debootstrap", "chroot", "unshare"} {
@@ -39,6 +40,7 @@ func TestKubeProxyImageRunsItsNft(t *testing.T) {
 	require.Equal(t, []string{kubeProxyBinary, nftBinary}, paths[:2])
 	require.Contains(t, strings.Join(paths, " "), "/libnftables.so.1")
 	require.Contains(t, strings.Join(paths, " "), "/lib64/ld-linux-x86-64.so.2")
+	require.Contains(t, paths, "/etc/protocols")
 
 	tree := t.TempDir()
 	for _, f := range spec.Files {
@@ -51,9 +53,17 @@ func TestKubeProxyImageRunsItsNft(t *testing.T) {
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "nftables v1.")
 
-	rules := "table ip kube-proxy {\n  map service-ips { type ipv4_addr . inet_proto . inet_service : verdict; }\n" +
+	// kube-proxy's table in miniature: loaded, then read back as kube-proxy
+	// reads it at start (knftables: nft --json list map), in a network
+	// namespace of its own. The key must come back as kube-proxy writes it,
+	// protocol by name, or a restarted kube-proxy deletes every Service's
+	// element (kubeProxyImageSpec).
+	rules := "table ip kube-proxy {\n  chain svc {\n  }\n" +
+		"  map service-ips {\n    type ipv4_addr . inet_proto . inet_service : verdict\n    elements = { 10.96.0.1 . tcp . 443 : goto svc }\n  }\n" +
 		"  chain services {\n    ip daddr . meta l4proto . th dport vmap @service-ips\n  }\n}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(tree, "rules.nft"), []byte(rules), 0o644))
-	out, err = exec.Command("unshare", "--net", "chroot", tree, nftBinary, "--check", "-f", "/rules.nft").CombinedOutput()
+	script := `chroot "$1" ` + nftBinary + ` -f /rules.nft && chroot "$1" ` + nftBinary + ` --json list map ip kube-proxy service-ips`
+	out, err = exec.Command("unshare", "--net", "sh", "-c", script, "sh", tree).CombinedOutput()
 	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), `{"concat": ["10.96.0.1", "tcp", 443]}`)
 }

@@ -230,6 +230,7 @@ func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Confi
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpConsoles(t, cfg.StateDir)
+			l.DescribePods(context.Background(), "kube-system", DemoNamespace)
 		}
 		t0 := time.Now()
 		require.NoError(t, l.Down(context.Background()))

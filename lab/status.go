@@ -130,3 +130,34 @@ func killNamespacePIDs(ctx context.Context, namespaces []string) error {
 	}
 	return nil
 }
+
+// DescribePods writes to the lab's Out every pod of namespaces with its
+// node, phase, readiness and images, and the end of the log of every pod
+// that is not Ready: what the API server knows of a workload or an add-on
+// that did not come up. Tests call it when they fail.
+func (l *Lab) DescribePods(ctx context.Context, namespaces ...string) {
+	kc, err := l.Kube()
+	if err != nil {
+		fmt.Fprintf(l.cfg.Out, "--- pods: %v\n", err)
+		return
+	}
+	for _, ns := range namespaces {
+		pods, err := kc.ListPods(ctx, ns, "")
+		fmt.Fprintf(l.cfg.Out, "--- pods in %s (err %v)\n", ns, err)
+		for _, p := range pods {
+			var images []string
+			for _, c := range p.Containers {
+				images = append(images, c.Image)
+			}
+			fmt.Fprintf(l.cfg.Out, "    %s on %s: %s ready=%v %s\n", p.Name, p.NodeName, p.Phase, p.Ready, strings.Join(images, ","))
+		}
+		for _, p := range pods {
+			if p.Ready || p.Mirror {
+				continue
+			}
+			out, err := kc.PodLogs(ctx, ns, p.Name, "")
+			lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+			fmt.Fprintf(l.cfg.Out, "--- log of %s/%s (err %v, last %d lines)\n%s\n", ns, p.Name, err, min(len(lines), 20), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		}
+	}
+}

@@ -34,11 +34,12 @@ const Mirror = "http://deb.debian.org/debian"
 // pod network uses — so a host is the Debian machine vagrant/provision.sh
 // turns into a node, with nothing left for it to download; HAProxy, whose
 // binary the lab's data-plane load balancer image is made of (hosts do not
-// run the package's service); and nftables: the lab's kube-proxy image
-// carries its nft with the libraries nft loads (kube-proxy's nftables mode
-// runs nft), and a host's rules can be listed from inside it.
+// run the package's service); nftables: the lab's kube-proxy image carries
+// its nft with the libraries nft loads (kube-proxy's nftables mode runs
+// nft), and a host's rules can be listed from inside it; and netbase, whose
+// /etc/protocols that image carries too (nft names protocols with it).
 var BasePackages = []string{
-	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2", "haproxy", "nftables",
+	"systemd", "systemd-sysv", "dbus", "containerd", "runc", "containernetworking-plugins", "ca-certificates", "iproute2", "haproxy", "nftables", "netbase",
 }
 
 // ErrRootfs is wrapped by EnsureRootfs's errors.
