@@ -4,6 +4,9 @@
 // "which pods are protected" and "which PodDisruptionBudgets block" —
 // PreflightReader gathers those, with node readiness and /readyz, as
 // preflight's ClusterReader.
+// It applies manifest text with server-side apply as field manager "molt"
+// and waits for the DaemonSets and Deployments applied to roll out
+// (apply.go, rollout.go): the upgrade's add-ons step.
 // For tools such as the lab it also creates objects from manifest text
 // (objects.go), lists nodes and pods as plain Go values (node.go, pods.go)
 // and reads pod logs (logs.go), so no other package needs Kubernetes types.
