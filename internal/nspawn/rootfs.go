@@ -16,13 +16,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/moltproject/molt/internal/cachedir"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/moltproject/molt/internal/cachedir"
 )
 
 // Mirror is the Debian mirror debootstrap downloads from.
