@@ -23,10 +23,11 @@ var ControlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager
 // kubelet and containerd binaries and one image archive per control-plane
 // component, under
 // dir/v<version>/ — and returns the release catalog entry that points at
-// them with their sha256 and carries the release's add-ons (Addons). urlPrefix starts every URL: "/artifacts" makes
-// them paths on the coordinator (which serves dir read-only at /artifacts/,
-// and which each agent resolves against the members it knows), or an
-// absolute http(s) base for a separate artifact server.
+// them with their sha256 and carries the release's add-ons (Addons).
+// urlPrefix starts every URL: "/artifacts" makes them paths on the
+// coordinator (which serves dir read-only at /artifacts/, and which each
+// agent resolves against the members it knows), or an absolute http(s)
+// base for a separate artifact server.
 //
 // The lab's image archives are built (or reused from the cache) exactly as
 // for `up`; files already published with the same size are kept, so a
