@@ -158,9 +158,10 @@ func echoPodSpec() map[string]any {
 		return map[string]any{"fieldRef": map[string]any{"fieldPath": path}}
 	}
 	return map[string]any{
-		"nodeSelector":                  map[string]any{roleLabel: string(RoleWorker)},
-		"automountServiceAccountToken":  false,
-		"terminationGracePeriodSeconds": 5,
+		"nodeSelector":                 map[string]any{roleLabel: string(RoleWorker)},
+		"automountServiceAccountToken": false,
+		// echo keeps serving 5 s after SIGTERM (see lab/tools/echo).
+		"terminationGracePeriodSeconds": 15,
 		"containers": []any{map[string]any{
 			"name":            "echo",
 			"image":           EchoImage,
