@@ -246,6 +246,17 @@ func (l *Lab) Up(ctx context.Context) error {
 			return fmt.Errorf("%w: %v", ErrNotReady, err)
 		}
 	}
+	// Up means a client gets answers: by Service name and through lb-1,
+	// whose HAProxy marks the workers up only after two passing checks.
+	l.step("waiting for the sample workload to answer on every path")
+	if err := poll(ctx, c.ReadyTimeout, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := l.CheckWorkloadPaths(ctx); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	}); err != nil {
+		return err
+	}
 	l.step("lab up in %s; kubeconfig %s (reach it with: ip netns exec %s kubectl --kubeconfig %s get nodes)",
 		time.Since(start).Round(time.Second), l.Kubeconfig(), l.net.LabNS(), l.Kubeconfig())
 	return nil
