@@ -107,11 +107,6 @@ done`); err != nil {
 			return err
 		}
 	}
-	for _, b := range []string{"bridge", "host-local", "loopback"} {
-		if err := h.CopyFile(filepath.Join("/usr/lib/cni", b), "/usr/lib/cni/"+b, 0o755); err != nil {
-			return fmt.Errorf("%w: cni plugin %s (apt-get install containernetworking-plugins): %v", ErrMissing, b, err)
-		}
-	}
 	if err := h.CopyFile(filepath.Join(in.k8sBin, "kubelet"), KubeletBinary, 0o755); err != nil {
 		return err
 	}

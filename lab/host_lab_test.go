@@ -30,7 +30,6 @@ func requireLabTools(t *testing.T) {
 	for _, b := range []string{"systemd-nspawn", "ip", "nsenter", "debootstrap", "go"} {
 		testenv.RequireBinary(t, b)
 	}
-	testenv.RequireFile(t, "/usr/lib/cni/bridge", "CNI plugins (apt-get install containernetworking-plugins)")
 }
 
 // TestNetworkAndOneHostWithContainerd boots one host in its namespace,

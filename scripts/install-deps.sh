@@ -58,13 +58,13 @@ else
 fi
 
 # Debian packages: containerd and runc (agent tests, lab hosts), debootstrap
-# and systemd-nspawn (hosts with a real systemd), iproute2 and the CNI
-# plugins (lab network), prometheus for promtool (alert rule tests),
+# and systemd-nspawn (hosts with a real systemd; the hosts' rootfs brings
+# its own CNI plugins), iproute2 (lab network), prometheus for promtool (alert rule tests),
 # vagrant and vagrant-libvirt (validating the Vagrantfile: without a
 # provider plugin `vagrant validate` fails "No usable default provider"),
 # ruby (vagrant's own; vagrant/'s tests evaluate the Vagrantfile with it),
 # curl (the demo).
-APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 containernetworking-plugins prometheus vagrant vagrant-libvirt ruby curl)
+APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 prometheus vagrant vagrant-libvirt ruby curl)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
