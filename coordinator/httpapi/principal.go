@@ -1,0 +1,50 @@
+package httpapi
+
+import "context"
+
+// Role is what an operator credential may do. Roles nest: an admin may do
+// what an operator may, an operator what a viewer may.
+type Role string
+
+const (
+	RoleViewer   Role = "viewer"
+	RoleOperator Role = "operator"
+	RoleAdmin    Role = "admin"
+)
+
+// Principal kinds: who stands behind a request.
+const (
+	KindAnonymous = "anonymous"
+	KindOperator  = "operator" // an API token with a role
+	KindAgent     = "agent"    // an agent's client certificate (cluster/node)
+	KindMember    = "member"   // a coordinator member's certificate
+	KindBootstrap = "bootstrap"
+)
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	Kind string
+	// Name identifies the caller in logs and the audit log: a token's ID
+	// and description, "agent:<cluster>/<node>", "member:<id>".
+	Name string
+	// Role is an operator's role; empty for agents.
+	Role    Role
+	Cluster string // agents and bootstrap tokens
+	Node    string // agents
+}
+
+type principalKey struct{}
+
+// withPrincipal returns ctx carrying p.
+func withPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the caller of the request ctx belongs to
+// (anonymous when none was authenticated).
+func PrincipalFrom(ctx context.Context) Principal {
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p
+	}
+	return Principal{Kind: KindAnonymous, Name: "anonymous"}
+}
