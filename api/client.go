@@ -29,7 +29,15 @@ type Client struct {
 	// seen is the highest Raft index an answer reflected (IndexHeader);
 	// reads ask for at least this much (see consistency.go).
 	seen atomic.Uint64
+	// bearer is the operator's or enrolling agent's token, sent as
+	// "Authorization: Bearer"; empty for callers that authenticate by
+	// client certificate.
+	bearer atomic.Pointer[string]
 }
+
+// SetBearerToken makes every later request carry token as its bearer
+// credential ("" sends none).
+func (c *Client) SetBearerToken(token string) { c.bearer.Store(&token) }
 
 // Seen returns the highest coordinator state index the client has seen.
 func (c *Client) Seen() uint64 { return c.seen.Load() }
@@ -213,6 +221,9 @@ func (c *Client) attempt(ctx context.Context, idempotent bool, base, method, pat
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
+	if tok := c.bearer.Load(); tok != nil && *tok != "" {
+		req.Header.Set("Authorization", "Bearer "+*tok)
+	}
 	if seen := c.seen.Load(); seen > 0 {
 		req.Header.Set(MinIndexHeader, strconv.FormatUint(seen, 10))
 	}
