@@ -39,6 +39,7 @@ const (
 	ProblemConflict          = "conflict"
 	ProblemPolicyInvalid     = "maintenance-policy-invalid"
 	ProblemUnauthorized      = "unauthorized"
+	ProblemForbidden         = "forbidden"
 	ProblemMethodNotAllowed  = "method-not-allowed"
 	ProblemBodyTooLarge      = "body-too-large"
 	ProblemUnsupportedMedia  = "unsupported-media-type"

@@ -139,4 +139,18 @@ type JoinRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raftAddr"`
 	HTTPAddr string `json:"httpAddr"`
+	// CSR (PEM) asks for the member's certificate: the answer carries it,
+	// signed by the cluster CA for the hosts of RaftAddr and HTTPAddr and
+	// the CSR's own DNS names and IP addresses.
+	CSR string `json:"csr,omitempty"`
+}
+
+// JoinResponse answers a join: the member's certificate and the CA it
+// serves and signs with (admin only; the CA key lets the member sign
+// agents' certificates when it leads).
+type JoinResponse struct {
+	ID          string `json:"id"`
+	Certificate string `json:"certificate,omitempty"`
+	CA          string `json:"ca,omitempty"`
+	CAKey       string `json:"caKey,omitempty"`
 }

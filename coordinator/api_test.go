@@ -17,12 +17,13 @@ import (
 // raw sends a request as bytes and returns status and problem (if any).
 func raw(t *testing.T, m *member, method, path, contentType string, body []byte) (int, *api.Problem, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+m.addr+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, "https://"+m.addr+path, bytes.NewReader(body))
 	require.NoError(t, err)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Authorization", "Bearer "+testAdmin)
+	resp, err := httpsClient(nil).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -137,9 +138,8 @@ func TestAPI(t *testing.T) {
 		{"add-on without a manifest", "PUT", "/v1/releases/1.37.0", "application/json", `{"version":"1.37.0","components":{"addons":[{"name":"kube-proxy","yaml":" "}]}}`, 422, api.ProblemValidation, "release-addons"},
 		{"add-on twice", "PUT", "/v1/releases/1.37.0", "application/json", `{"version":"1.37.0","components":{"addons":[{"name":"dns","yaml":"a: 1"},{"name":"dns","yaml":"a: 2"}]}}`, 422, api.ProblemValidation, "release-addons"},
 		{"no upgrade to cancel", "POST", "/v1/clusters/lab/pools/workers/upgrade/cancel", "application/json", `{}`, 409, api.ProblemNoUpgrade, ""},
-		{"bad join token", "POST", "/v1/agents/register", "application/json", `{"token":"wrong","cluster":"lab","node":"cp-1"}`, 401, api.ProblemUnauthorized, "join-token"},
-		{"unknown node", "POST", "/v1/agents/register", "application/json", `{"token":"s3cret","cluster":"lab","node":"ghost"}`, 404, api.ProblemNotFound, ""},
-		{"unregistered poll", "GET", "/v1/agents/admin/cp-1/operations", "", ``, 404, api.ProblemNotFound, ""},
+		{"an operator registering as an agent", "POST", "/v1/agents/register", "application/json", `{"cluster":"lab","node":"cp-1"}`, 403, api.ProblemForbidden, "role-agent"},
+		{"an operator polling an agent's work", "GET", "/v1/agents/admin/cp-1/operations", "", ``, 403, api.ProblemForbidden, "role-agent"},
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {

@@ -40,11 +40,12 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 			nodes = append(nodes, nd.Name)
 		}
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	cl := api.NewClient("http://"+m.addr, &http.Client{Transport: tr})
 	ctx := context.Background()
+	// Every agent holds its own certificate, so its own TLS connection,
+	// as 15,000 real agents do.
+	creds := enrollMany(b, m, "big", nodes)
 	parallel(nodes, 32, func(node string) {
-		if _, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "big", Node: node}); err != nil {
+		if _, err := creds[node].client(m.addr).Register(ctx, api.RegisterRequest{Cluster: "big", Node: node}); err != nil {
 			b.Error(err)
 		}
 	})
@@ -55,7 +56,7 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 	// Two warm-up rounds: the first commits the health each agent reports
 	// once (and brings back agents marked missing while 15,000 registered).
 	for range 2 {
-		parallel(nodes, 32, func(node string) { _ = cl.Heartbeat(ctx, beat(node)) })
+		parallel(nodes, 32, func(node string) { _ = creds[node].client(m.addr).Heartbeat(ctx, beat(node)) })
 	}
 
 	b.ResetTimer()
@@ -67,7 +68,7 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		parallel(nodes, 32, func(node string) {
 			t0 := time.Now()
-			if err := cl.Heartbeat(ctx, beat(node)); err != nil {
+			if err := creds[node].client(m.addr).Heartbeat(ctx, beat(node)); err != nil {
 				b.Error(err)
 			}
 			d := time.Since(t0)
@@ -154,7 +155,9 @@ func failoverOnce(b *testing.B) time.Duration {
 	put(b, cl, "/v1/releases/1.34.4", release("1.34.4"))
 	put(b, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
 	ctx := context.Background()
-	_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "lab", Node: "cplb-1"})
+	ag, err := enrollAgent(ctx, cl, tc.waitLeader().addr, "lab", "cplb-1")
+	require.NoError(b, err)
+	_, err = ag.client(tc.waitLeader().addr).Register(ctx, api.RegisterRequest{Cluster: "lab", Node: "cplb-1"})
 	require.NoError(b, err)
 	agentsCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -165,7 +168,7 @@ func failoverOnce(b *testing.B) time.Duration {
 	// The first agent operation of cplb-1 is offered; the agent never runs
 	// it, so the new leader must offer it again.
 	eventually(b, "operation offered", func() bool {
-		ops, err := cl.PollOperations(ctx, "lab", "cplb-1", 0)
+		ops, err := ag.client(tc.waitLeader().addr).PollOperations(ctx, "lab", "cplb-1", 0)
 		return err == nil && len(ops) > 0
 	})
 	old := tc.leader()
@@ -176,7 +179,7 @@ func failoverOnce(b *testing.B) time.Duration {
 	for {
 		for _, m := range tc.alive() {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			ops, err := m.client().PollOperations(pctx, "lab", "cplb-1", 0)
+			ops, err := ag.client(m.addr).PollOperations(pctx, "lab", "cplb-1", 0)
 			cancel()
 			if err == nil && len(ops) > 0 {
 				return time.Since(killed)

@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/metrics"
+	"github.com/moltproject/molt/trust"
 
 	"github.com/moltproject/molt/raftstore"
 )
@@ -24,9 +26,16 @@ type Config struct {
 	Raft raftstore.Config
 	// TickInterval is how often the leader re-decides without an event.
 	TickInterval time.Duration
-	// AgentToken is the join token agents present when they register.
-	// Empty accepts any token (a lab; a warning is logged).
-	AgentToken string
+	// CA signs agents' certificates at enrollment and renewal; nil refuses
+	// enrollment (trust.go).
+	CA *trust.CA
+	// AgentCertLifetime is how long an agent certificate is valid; 0 means
+	// trust.AgentCertLifetime.
+	AgentCertLifetime time.Duration
+	// BootstrapAdmin, when set, is an admin API token the leader stores
+	// if the state lacks it: the first credential of a new coordinator,
+	// written to a file at bootstrap (trust.go).
+	BootstrapAdmin *statemachine.TokenRecord
 	// HeartbeatInterval is what agents are told; MissingAfter marks an agent
 	// missing when no beat came for that long.
 	HeartbeatInterval time.Duration

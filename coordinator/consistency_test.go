@@ -35,10 +35,13 @@ func TestClientReadsItsWriteFromARestartedFollower(t *testing.T) {
 
 	// The client's first endpoint reaches the leader through a proxy the
 	// test can take away; its second is the follower.
-	target, err := url.Parse("http://" + leader.addr)
+	target, err := url.Parse("https://" + leader.addr)
 	require.NoError(t, err)
-	front := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
-	c := api.NewClientEndpoints([]string{front.URL, "http://" + fHTTP}, nil)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = httpsClient(nil).Transport
+	front := httptest.NewServer(proxy)
+	c := api.NewClientEndpoints([]string{front.URL, "https://" + fHTTP}, httpsClient(nil))
+	c.SetBearerToken(testAdmin)
 	put(t, c, "/v1/releases/1.34.4", release("1.34.4"))
 	require.NotZero(t, c.Seen())
 
@@ -48,6 +51,6 @@ func TestClientReadsItsWriteFromARestartedFollower(t *testing.T) {
 	_, err = c.Do(context.Background(), http.MethodGet, "/v1/releases/1.34.4", nil, &got)
 	require.NoError(t, err, "the restarted follower served the client's write")
 	require.Equal(t, "1.34.4", got.Version)
-	require.Equal(t, "http://"+fHTTP, c.Base())
+	require.Equal(t, "https://"+fHTTP, c.Base())
 	require.GreaterOrEqual(t, restarted.c.AppliedIndex(), c.Seen())
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/trust"
 )
 
 // Coordinator is one member of the replicated coordinator.
@@ -78,8 +79,8 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: open store: %w", err)
 	}
 	c.store = st
-	if cfg.AgentToken == "" {
-		c.log.Warn("no agent join token configured: any agent may register")
+	if cfg.AgentCertLifetime <= 0 {
+		c.cfg.AgentCertLifetime = trust.AgentCertLifetime
 	}
 	return c, nil
 }
@@ -195,6 +196,7 @@ func (c *Coordinator) lead(ctx context.Context) {
 		}
 	}
 	c.live.reset(c.cfg.Clock.Now())
+	c.ensureBootstrapAdmin(ctx)
 	if c.cfg.Recorder != nil {
 		c.cfg.Recorder.LeaderChange()
 	}

@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"errors"
-
 	"github.com/moltproject/molt/coordinator/statemachine"
 )
 
@@ -19,6 +17,11 @@ var (
 	ErrCommandNotAllowed = statemachine.ErrCommandNotAllowed
 	// ErrPolicyInvalid is wrapped by maintenance-policy refusals.
 	ErrPolicyInvalid = statemachine.ErrPolicyInvalid
-	// ErrUnauthorized refuses an agent whose join token does not match.
-	ErrUnauthorized = errors.New("unauthorized")
+	// ErrUnauthorized: no credential, or one that is unknown, expired,
+	// used up or revoked (401).
+	ErrUnauthorized = statemachine.ErrUnauthenticated
+	// ErrForbidden: a known caller that may not do this (403).
+	ErrForbidden = statemachine.ErrForbidden
+	// ErrConflict: what is to be created exists already (409).
+	ErrConflict = statemachine.ErrConflict
 )

@@ -143,7 +143,9 @@ func TestPollReturnsWhenLeadershipMoves(t *testing.T) {
 	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "lab", Node: "cp-1", Address: "cp-1:7443"})
+	ag, err := enrollAgent(ctx, cl, old.addr, "lab", "cp-1")
+	require.NoError(t, err)
+	_, err = ag.client(old.addr).Register(ctx, api.RegisterRequest{Cluster: "lab", Node: "cp-1", Address: "cp-1:7443"})
 	require.NoError(t, err)
 	eventually(t, "the leader serving polls", func() bool {
 		_, err := old.c.PollOperations(ctx, "lab", "cp-1", 0)
@@ -191,7 +193,7 @@ func TestPollReturnsWhenLeadershipMoves(t *testing.T) {
 		require.True(t, strings.HasPrefix(op.ID, "preflight-"+run.ID+"-"), op.ID)
 	}
 	// An agent that still talks to the old leader is forwarded to the new.
-	viaOld, err := cl.PollOperations(ctx, "lab", "cp-1", time.Second)
+	viaOld, err := ag.client(old.addr).PollOperations(ctx, "lab", "cp-1", time.Second)
 	require.NoError(t, err)
 	require.Equal(t, ops, viaOld)
 }

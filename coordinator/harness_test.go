@@ -83,7 +83,10 @@ func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bo
 	cfg.Raft.CommitTimeout = 5 * time.Millisecond
 	cfg.TickInterval = 50 * time.Millisecond
 	cfg.RetryBackoff = 10 * time.Millisecond
-	cfg.AgentToken = "s3cret"
+	testTrust(t)
+	cfg.CA = testCA
+	cfg.BootstrapAdmin = testAdminRec
+	cfg.Raft.TLS = raftTLS(memberCert(t, id))
 	cfg.Logger = testLogger(t)
 	if ops != nil {
 		cfg.Connector = ops
@@ -116,12 +119,19 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	m.c, err = coordinator.New(cfg)
 	require.NoError(t, err)
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
-	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = m.srv.Serve(ln) }()
+	cert := memberCert(t, id)
+	fwd := httpsClient(cert).Transport
+	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go func() { defer close(m.done); _ = m.c.Run(ctx) }()
 	t.Cleanup(func() { m.stop(false) })
+	if bootstrap {
+		// The leader stores the bootstrap admin token when it starts
+		// leading; tests act as that admin.
+		eventually(t, "the bootstrap admin token stored", func() bool { _, err := m.c.AuthenticateToken(testAdmin); return err == nil })
+	}
 	return m
 }
 
@@ -148,7 +158,8 @@ func (m *member) stop(crash bool) {
 	}
 }
 
-func (m *member) client() *api.Client { return api.NewClient("http://"+m.addr, nil) }
+// client is an admin's client of the member.
+func (m *member) client() *api.Client { return adminClient(m.addr) }
 
 // newTestCluster starts n members: the first bootstraps, the others join.
 func newTestCluster(t testing.TB, n int, ops *fakeOps) *testCluster {
@@ -215,9 +226,18 @@ func (tc *testCluster) alive() []*member {
 func (tc *testCluster) anyClient(i int) *api.Client {
 	a := tc.alive()
 	if len(a) == 0 {
-		return api.NewClient("http://127.0.0.1:1", nil)
+		return adminClient("127.0.0.1:1")
 	}
 	return a[i%len(a)].client()
+}
+
+// agentClient returns the agent's client of some live member.
+func (tc *testCluster) agentClient(i int, cred *agentCred) *api.Client {
+	a := tc.alive()
+	if len(a) == 0 {
+		return cred.client("127.0.0.1:1")
+	}
+	return cred.client(a[i%len(a)].addr)
 }
 
 // fakeClock is a settable clock for time-based coordinator behaviour.
@@ -411,10 +431,23 @@ func startAgentsWith(ctx context.Context, tc *testCluster, cluster string, nodes
 
 func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 	registered := false
+	var cred *agentCred
 	for i := seed; ctx.Err() == nil; i++ {
-		cl := tc.anyClient(i)
+		if cred == nil {
+			l := tc.leader()
+			if l == nil {
+				time.Sleep(10 * time.Millisecond) // backoff between attempts, not synchronisation
+				continue
+			}
+			c, err := enrollAgent(ctx, l.client(), l.addr, a.cluster, a.node)
+			if err != nil {
+				continue
+			}
+			cred = c
+		}
+		cl := tc.agentClient(i, cred)
 		if !registered {
-			if _, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: a.cluster, Node: a.node, Address: a.node + ":7443"}); err != nil {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443"}); err != nil {
 				continue
 			}
 			registered = true

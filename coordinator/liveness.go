@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"sync"
 	"time"
@@ -82,12 +81,9 @@ func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 	}
 }
 
-// Register admits an agent that presents the join token for a node the
-// cluster lists.
+// Register admits an agent for a node the cluster lists. The HTTP layer
+// has checked that the caller's certificate names that node.
 func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error) {
-	if c.cfg.AgentToken != "" && subtle.ConstantTimeCompare([]byte(r.Token), []byte(c.cfg.AgentToken)) != 1 {
-		return api.RegisterResponse{}, fmt.Errorf("agent %s/%s: join token refused: %w", r.Cluster, r.Node, ErrUnauthorized)
-	}
 	now := c.cfg.Clock.Now()
 	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}); err != nil {
 		return api.RegisterResponse{}, err

@@ -15,7 +15,10 @@ import (
 // scrape returns the lines of /metrics that start with prefix.
 func scrape(t *testing.T, m *member, prefix string) []string {
 	t.Helper()
-	resp, err := http.Get("http://" + m.addr + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "https://"+m.addr+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testAdmin)
+	resp, err := httpsClient(nil).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

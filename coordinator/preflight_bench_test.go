@@ -3,7 +3,6 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -58,10 +57,11 @@ func BenchmarkPreflight15k(b *testing.B) {
 	put(b, m.client(), "/v1/clusters/big", spec)
 	nodes := nodeNames(spec)
 
-	cl := api.NewClient("http://"+m.addr, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}})
 	ctx := context.Background()
+	creds := enrollMany(b, m, "big", nodes)
 	parallel(nodes, 32, func(node string) {
-		_, err := cl.Register(ctx, api.RegisterRequest{Token: "s3cret", Cluster: "big", Node: node, Address: node + ":7443"})
+		cl := creds[node].client(m.addr)
+		_, err := cl.Register(ctx, api.RegisterRequest{Cluster: "big", Node: node, Address: node + ":7443"})
 		if err == nil {
 			err = cl.Heartbeat(ctx, api.AgentHealth{Cluster: "big", Node: node, Time: time.Now(),
 				Kubelet: api.ComponentHealth{Healthy: true, Version: "v1.33.6"}, Containerd: api.ComponentHealth{Healthy: true, Version: "1.7.0"}})
@@ -78,7 +78,7 @@ func BenchmarkPreflight15k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		idx0 := m.c.Store().AppliedIndex()
 		start := time.Now()
-		run, err := cl.StartPreflight(ctx, "big", "1.34.4")
+		run, err := m.client().StartPreflight(ctx, "big", "1.34.4")
 		require.NoError(b, err)
 		prefix := "preflight-" + run.ID + "-"
 		// Rounds until every operation is answered (the first may come
@@ -88,6 +88,7 @@ func BenchmarkPreflight15k(b *testing.B) {
 		for round := 0; answered.Load() < 2*n; round++ {
 			require.Less(b, round, 100, "operations never all offered")
 			parallel(nodes, 32, func(node string) {
+				cl := creds[node].client(m.addr)
 				ops, err := cl.PollOperations(ctx, "big", node, 0)
 				if err != nil {
 					b.Error(err)

@@ -167,6 +167,18 @@ func (c *ClusterSpec) Pool(name string) (*Pool, bool) {
 	return nil, false
 }
 
+// HasNode reports whether a pool of the cluster holds a node of that name.
+func (c *ClusterSpec) HasNode(name string) bool {
+	for _, p := range c.Pools {
+		for _, n := range p.Nodes {
+			if n.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // NodeCount is the number of nodes in all pools.
 func (c *ClusterSpec) NodeCount() int {
 	n := 0

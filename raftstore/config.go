@@ -18,6 +18,9 @@ type Config struct {
 	// RaftAdvertiseAddr is the address peers dial, when RaftAddr is not
 	// dialable (e.g. "0.0.0.0:7000"). Empty means the bound address.
 	RaftAdvertiseAddr string
+	// TLS, when set, runs the Raft transport over mutual TLS (members
+	// only); nil is plain TCP, for tests of the store alone.
+	TLS *TLSConfig
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string

@@ -113,14 +113,25 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	// follower stops for good and Raft's Shutdown never returns. Raft's own
 	// documentation finds pipelining of little benefit but on very slow
 	// links; a coordinator's write rate does not need it.
-	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, advertise, &raft.NetworkTransportConfig{
+	tcfg := &raft.NetworkTransportConfig{
 		MaxPool:         transportMaxPool,
 		MaxRPCsInFlight: 1,
 		Timeout:         transportTimeout,
 		Logger:          hlog.Named("transport"),
-	})
-	if err != nil {
-		return fail(fmt.Errorf("raftstore: transport: %w", err))
+	}
+	var trans *raft.NetworkTransport
+	if cfg.TLS != nil {
+		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS)
+		if err != nil {
+			return fail(fmt.Errorf("raftstore: transport: %w", err))
+		}
+		tcfg.Stream = stream
+		trans = raft.NewNetworkTransportWithConfig(tcfg)
+	} else {
+		trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, advertise, tcfg)
+		if err != nil {
+			return fail(fmt.Errorf("raftstore: transport: %w", err))
+		}
 	}
 	cleanup = append(cleanup, trans.Close)
 

@@ -103,14 +103,23 @@ func (ca *CA) IssueMember(id string, hosts []string, pub crypto.PublicKey, now t
 }
 
 // NewCSR makes a certificate signing request for id with key.
-func NewCSR(id Identity, key crypto.Signer) ([]byte, error) {
+func NewCSR(id Identity, key crypto.Signer) ([]byte, error) { return NewCSRFor(id, key, nil) }
+
+// NewCSRFor is NewCSR asking also for host names and addresses (members).
+func NewCSRFor(id Identity, key crypto.Signer, hosts []string) ([]byte, error) {
 	org := OrgAgents
 	if id.Kind == "member" {
 		org = OrgMembers
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: id.String(), Organization: []string{org}},
-	}, key)
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: id.String(), Organization: []string{org}}}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,7 +53,12 @@ func run() error {
 	nodeID := flag.String("node-id", "", "this member's ID (default: derived from --raft-addr)")
 	bootstrap := flag.Bool("bootstrap", false, "start a new cluster (alone if no peers); implied on a fresh --data-dir without --join")
 	join := flag.String("join", "", "HTTP address of a member to join (host:port)")
-	token := flag.String("agent-token", "", "join token agents must present (empty: any)")
+	caCert := flag.String("ca-cert", "", "with --bootstrap: use this CA certificate (PEM) instead of creating one; copied to <data-dir>/tls")
+	caKey := flag.String("ca-key", "", "the key of --ca-cert")
+	caPin := flag.String("ca-pin", "", "with --join: the cluster CA's pin, sha256:<hex> of its public key (printed by the first member)")
+	joinToken := flag.String("join-token", "", "with --join: an admin API token")
+	joinTokenFile := flag.String("join-token-file", "", "with --join: a file holding an admin API token")
+	tlsSAN := flag.String("tls-san", "", "extra host names and IP addresses for this member's certificate, comma-separated")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
@@ -90,6 +96,37 @@ func run() error {
 	if *join != "" && *bootstrap {
 		return errors.New("--join and --bootstrap exclude each other")
 	}
+	hosts := hostsOf([]string{*httpAddr, *raftAddr}, *tlsSAN)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	adminToken := *joinToken
+	if *joinTokenFile != "" {
+		b, err := os.ReadFile(*joinTokenFile)
+		if err != nil {
+			return fmt.Errorf("--join-token-file: %w", err)
+		}
+		adminToken = strings.TrimSpace(string(b))
+	}
+	var mt *memberTLS
+	var err error
+	switch {
+	case fresh && *join != "":
+		if err := fetchMemberCert(ctx, log, *dataDir, *join, *caPin, adminToken, api.JoinRequest{ID: *nodeID, RaftAddr: *raftAddr, HTTPAddr: *httpAddr}, hosts); err != nil {
+			return err
+		}
+		mt, err = loadTLS(*dataDir, *nodeID, hosts, time.Now())
+	case fresh:
+		mt, err = bootstrapTLS(*dataDir, *caCert, *caKey, *nodeID, hosts, time.Now())
+	default:
+		mt, err = loadTLS(*dataDir, *nodeID, hosts, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	admin, adminPath, err := bootstrapAdmin(*dataDir, fresh && *bootstrap)
+	if err != nil {
+		return err
+	}
 
 	cfg := def
 	cfg.Raft.NodeID = *nodeID
@@ -97,7 +134,9 @@ func run() error {
 	cfg.Raft.HTTPAddr = *httpAddr
 	cfg.Raft.DataDir = *dataDir
 	cfg.Raft.Bootstrap = *bootstrap
-	cfg.AgentToken = *token
+	cfg.Raft.TLS = mt.raftTLS()
+	cfg.CA = mt.ca
+	cfg.BootstrapAdmin = admin
 	cfg.TickInterval = *tick
 	cfg.MaxConcurrentWork = *maxWork
 	cfg.AddonRolloutTimeout = *addonRollout
@@ -107,21 +146,22 @@ func run() error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)
 
-	ln, err := net.Listen("tcp", *httpAddr)
+	tcp, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *httpAddr, err)
 	}
+	// TLS only: a plain HTTP request gets the server's 400 "client sent
+	// an HTTP request to an HTTPS server" and reaches no handler.
+	ln := tls.NewListener(tcp, mt.serverTLS())
 	c, err := coordinator.New(cfg)
 	if err != nil {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
 	srv := &http.Server{
-		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir}),
+		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -129,10 +169,11 @@ func run() error {
 		}
 	}()
 	if *join != "" && fresh {
-		if err := joinCluster(ctx, log, *join, api.JoinRequest{ID: *nodeID, RaftAddr: c.Store().RaftAddr(), HTTPAddr: *httpAddr}); err != nil {
+		if err := joinCluster(ctx, log, *join, mt, adminToken, api.JoinRequest{ID: *nodeID, RaftAddr: c.Store().RaftAddr(), HTTPAddr: *httpAddr}); err != nil {
 			return err
 		}
 	}
+	printTrust(mt, adminPath, *httpAddr)
 	log.Info("molt-coordinator started", "node_id", *nodeID, "http", *httpAddr, "raft", c.Store().RaftAddr(), "data_dir", *dataDir, "bootstrap", *bootstrap)
 	_ = systemd.Ready()
 	_ = systemd.Status("serving on " + *httpAddr)
@@ -150,13 +191,17 @@ func run() error {
 
 // joinCluster asks a member to add this one, retrying until a leader
 // accepts (members forward the request to the leader).
-func joinCluster(ctx context.Context, log *slog.Logger, addr string, req api.JoinRequest) error {
-	cl := api.NewClient("http://"+addr, &http.Client{Timeout: 15 * time.Second})
+func joinCluster(ctx context.Context, log *slog.Logger, addr string, mt *memberTLS, token string, req api.JoinRequest) error {
+	cl := api.NewClient("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: mt.clientTransport()})
+	cl.SetBearerToken(token)
 	for attempt := 1; ; attempt++ {
 		_, err := cl.Do(ctx, http.MethodPost, "/v1/members", req, nil)
 		if err == nil {
 			log.Info("joined", "via", addr)
 			return nil
+		}
+		if p, ok := err.(*api.Problem); ok && (p.Status == http.StatusUnauthorized || p.Status == http.StatusForbidden) {
+			return fmt.Errorf("join via %s refused: %w", addr, err)
 		}
 		log.Warn("join failed; retrying", "via", addr, "attempt", attempt, "err", err)
 		select {
@@ -168,3 +213,16 @@ func joinCluster(ctx context.Context, log *slog.Logger, addr string, req api.Joi
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// printTrust tells the operator how a client trusts this member: the CA
+// file and its pin (agents and joining members take the pin), and where the
+// first admin credential is.
+func printTrust(mt *memberTLS, adminPath, httpAddr string) {
+	fmt.Fprintf(os.Stderr, "molt-coordinator: serving https://%s\n", httpAddr)
+	fmt.Fprintf(os.Stderr, "molt-coordinator: cluster CA %s\n", filepath.Join(mt.dir, caCertFile))
+	fmt.Fprintf(os.Stderr, "molt-coordinator: CA pin %s\n", mt.ca.Pin())
+	if adminPath != "" {
+		fmt.Fprintf(os.Stderr, "molt-coordinator: bootstrap admin token in %s (0600); e.g. moltctl --server https://%s --ca-file %s --token-file %s get clusters\n",
+			adminPath, httpAddr, filepath.Join(mt.dir, caCertFile), adminPath)
+	}
+}

@@ -22,6 +22,9 @@ import (
 
 type cli struct {
 	server string
+	// config, caFile, token and tokenFile say how to trust the
+	// coordinator and who the operator is (config.go).
+	config, caFile, token, tokenFile string
 	output string
 	out    io.Writer
 	// poll is the pause between two reads of a run being waited for.
@@ -44,13 +47,13 @@ func newRoot(out io.Writer) *cobra.Command { return (&cli{out: out, poll: time.S
 
 func (c *cli) root() *cobra.Command {
 	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true, PersistentPreRunE: c.connect}
-	def := os.Getenv("MOLT_SERVER")
-	if def == "" {
-		def = "http://127.0.0.1:7080"
-	}
-	root.PersistentFlags().StringVarP(&c.server, "server", "s", def, "coordinator URL, or the members' URLs separated by commas (env MOLT_SERVER)")
+	root.PersistentFlags().StringVarP(&c.server, "server", "s", os.Getenv("MOLT_SERVER"), "coordinator URL, or the members' URLs separated by commas (env MOLT_SERVER; default https://127.0.0.1:7080)")
+	root.PersistentFlags().StringVar(&c.config, "config", os.Getenv("MOLTCONFIG"), "configuration file (env MOLTCONFIG; default "+defaultConfigPath()+")")
+	root.PersistentFlags().StringVar(&c.caFile, "ca-file", os.Getenv("MOLT_CA_FILE"), "the cluster CA certificate to trust the coordinator by (env MOLT_CA_FILE)")
+	root.PersistentFlags().StringVar(&c.token, "token", os.Getenv("MOLT_TOKEN"), "API token (env MOLT_TOKEN)")
+	root.PersistentFlags().StringVar(&c.tokenFile, "token-file", os.Getenv("MOLT_TOKEN_FILE"), "file holding an API token (env MOLT_TOKEN_FILE)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd())
 	return root
 }
 
@@ -58,13 +61,44 @@ func (c *cli) client() *api.Client { return c.api }
 
 // connect builds the client: --server takes one coordinator URL or the
 // members' URLs separated by commas, and moltctl fails over between them.
+// Flags and environment variables override the configuration file.
 func (c *cli) connect(*cobra.Command, []string) error {
-	eps, err := api.ParseEndpoints(c.server)
+	path, named := c.config, c.config != ""
+	if !named {
+		path = defaultConfigPath()
+	}
+	fc, err := loadConfig(path, named)
+	if err != nil {
+		return err
+	}
+	server := first(c.server, fc.Server, "https://127.0.0.1:7080")
+	eps, err := api.ParseEndpoints(server)
 	if err != nil {
 		return fmt.Errorf("--server: %w", err)
 	}
-	c.api = api.NewClientEndpoints(eps, nil)
+	hc, err := httpClient(first(c.caFile, fc.CAFile))
+	if err != nil {
+		return err
+	}
+	c.api = api.NewClientEndpoints(eps, hc)
+	tok := first(c.token, fc.Token)
+	if tf := first(c.tokenFile, fc.TokenFile); tok == "" && tf != "" {
+		if tok, err = readToken(tf); err != nil {
+			return err
+		}
+	}
+	c.api.SetBearerToken(tok)
 	return nil
+}
+
+// first returns the first non-empty string.
+func first(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // print renders v as JSON or YAML, or calls text for the human format.

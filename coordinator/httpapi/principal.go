@@ -31,6 +31,9 @@ type Principal struct {
 	Role    Role
 	Cluster string // agents and bootstrap tokens
 	Node    string // agents
+	// Serial is an agent certificate's serial number (hex), which a
+	// renewal replaces.
+	Serial string
 }
 
 type principalKey struct{}

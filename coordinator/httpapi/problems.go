@@ -63,7 +63,11 @@ func problemFor(err error) *api.Problem {
 	case errors.Is(err, coordinator.ErrCommandNotAllowed):
 		return p(http.StatusConflict, api.ProblemCommandNotAllowed, "Command not allowed now", rule)
 	case errors.Is(err, coordinator.ErrUnauthorized):
-		return p(http.StatusUnauthorized, api.ProblemUnauthorized, "Unauthorized", "join-token")
+		return p(http.StatusUnauthorized, api.ProblemUnauthorized, "Unauthorized", rule)
+	case errors.Is(err, coordinator.ErrForbidden):
+		return p(http.StatusForbidden, api.ProblemForbidden, "Forbidden", rule)
+	case errors.Is(err, coordinator.ErrConflict):
+		return p(http.StatusConflict, api.ProblemConflict, "Conflict", rule)
 	case errors.Is(err, coordinator.ErrInvalid):
 		return p(http.StatusUnprocessableEntity, api.ProblemValidation, "Invalid request", rule)
 	case errors.Is(err, coordinator.ErrPolicyInvalid):

@@ -14,7 +14,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
@@ -51,6 +50,8 @@ type Service interface {
 	RetryNode(ctx context.Context, cluster, node string) error
 	Members() ([]api.Member, error)
 	Join(ctx context.Context, r api.JoinRequest) error
+	// MemberCertificate signs a member's certificate before it joins.
+	MemberCertificate(r api.JoinRequest) (api.JoinResponse, error)
 	RemoveMember(ctx context.Context, id string) error
 
 	StartPreflight(ctx context.Context, cluster, version string) (string, error)
@@ -60,6 +61,15 @@ type Service interface {
 	Policy(cluster string) (maintenance.Policy, error)
 	// CheckMaintenance judges at the member's own clock when at is zero.
 	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
+
+	// Credentials (trust.go in package coordinator).
+	AuthenticateToken(token string) (api.Token, error)
+	AgentCertValid(cluster, node, serial string) bool
+	CreateToken(ctx context.Context, req api.TokenRequest, by string) (api.Token, error)
+	Tokens() []api.Token
+	DeleteToken(ctx context.Context, id string) error
+	Enroll(ctx context.Context, bearer string, req api.EnrollRequest) (api.EnrollResponse, error)
+	RenewAgentCert(ctx context.Context, cluster, node, oldSerial string, req api.RenewRequest) (api.EnrollResponse, error)
 
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
 	Heartbeat(ctx context.Context, h api.AgentHealth) error
@@ -75,6 +85,11 @@ type Config struct {
 	MaxPoll time.Duration
 	// ArtifactDir, when set, is served read-only at /artifacts/.
 	ArtifactDir string
+	// ForwardTransport carries requests a follower forwards to the leader:
+	// TLS with this member's certificate, which is what lets the leader
+	// believe the principal the follower forwards (auth.go). nil forwards
+	// over plain HTTP (handler tests without TLS).
+	ForwardTransport http.RoundTripper
 	// CatchUp bounds how long a read waits for this member to reach the
 	// client's last-seen index (consistency.go); default 2 s.
 	CatchUp time.Duration
@@ -104,44 +119,18 @@ func New(svc Service, cfg Config) http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSONProblem(w, r, http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	r.Get("/readyz", h.readyz)
-	if cfg.Gatherer != nil {
-		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	v1 := r.With(h.consistentIndex)
+	for _, rt := range h.routes() {
+		mw := chi.Middlewares{h.guard(rt.need)}
+		if rt.leader {
+			mw = append(mw, h.leaderOnly)
+		}
+		base := chi.Router(r)
+		if strings.HasPrefix(rt.pattern, "/v1/") {
+			base = v1
+		}
+		base.With(mw...).Method(rt.method, rt.pattern, rt.handler)
 	}
-	if cfg.ArtifactDir != "" {
-		r.Get("/artifacts/*", Artifacts(cfg.ArtifactDir).ServeHTTP)
-	}
-	r.Route("/v1", func(r chi.Router) {
-		r.Use(h.consistentIndex)
-		r.Get("/members", h.members)
-		r.With(h.leaderOnly).Post("/members", h.join)
-		r.With(h.leaderOnly).Delete("/members/{id}", h.removeMember)
-
-		r.Get("/releases", h.releases)
-		r.Get("/releases/{version}", h.release)
-		r.With(h.leaderOnly).Put("/releases/{version}", h.putRelease)
-
-		r.Get("/clusters", h.clusters)
-		r.Get("/clusters/{name}", h.cluster)
-		r.With(h.leaderOnly).Put("/clusters/{name}", h.putCluster)
-		r.With(h.leaderOnly).Delete("/clusters/{name}", h.deleteCluster)
-		r.Get("/clusters/{name}/upgrade", h.upgrade)
-		r.With(h.leaderOnly).Post("/clusters/{name}/upgrade", h.startUpgrade)
-		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/upgrade/{cmd}", h.poolCommand)
-		r.With(h.leaderOnly).Post("/clusters/{name}/pools/{pool}/{verb}", h.poolVerb)
-		r.With(h.leaderOnly).Post("/clusters/{name}/nodes/{node}/retry", h.retryNode)
-		r.With(h.leaderOnly).Post("/clusters/{name}/preflight", h.startPreflight)
-		r.Get("/clusters/{name}/preflight/{id}", h.preflight)
-		r.Get("/clusters/{name}/maintenance-policy", h.policy)
-		r.With(h.leaderOnly).Put("/clusters/{name}/maintenance-policy", h.putPolicy)
-		r.Get("/clusters/{name}/maintenance-policy/check", h.checkPolicy)
-
-		r.With(h.leaderOnly).Post("/agents/register", h.register)
-		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/heartbeat", h.heartbeat)
-		r.With(h.leaderOnly).Get("/agents/{cluster}/{node}/operations", h.poll)
-		r.With(h.leaderOnly).Post("/agents/{cluster}/{node}/results", h.result)
-	})
 	return r
 }
 
@@ -170,12 +159,20 @@ func (h *handlers) leaderOnly(next http.Handler) http.Handler {
 			writeProblem(w, r, errNoLeader)
 			return
 		}
-		target := &url.URL{Scheme: "http", Host: leader}
+		scheme := "http"
+		if h.cfg.ForwardTransport != nil {
+			scheme = "https"
+		}
+		target := &url.URL{Scheme: scheme, Host: leader}
 		proxy := httputil.NewSingleHostReverseProxy(target)
+		if h.cfg.ForwardTransport != nil {
+			proxy.Transport = h.cfg.ForwardTransport
+		}
 		proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 			writeProblem(w, r, fmt.Errorf("forward to leader %s: %v: %w", leader, err, errNoLeader))
 		}
 		r.Header.Set(forwardedHeader, "1")
+		forwardPrincipal(r)
 		proxy.ServeHTTP(w, r)
 	})
 }
@@ -392,6 +389,10 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
+	if err := checkAgentBody(r, req.Cluster, req.Node); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
 	resp, err := h.svc.Register(r.Context(), req)
 	if err != nil {
 		writeProblem(w, r, err)
@@ -403,6 +404,10 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) heartbeat(w http.ResponseWriter, r *http.Request) {
 	var hb api.AgentHealth
 	if err := decode(w, r, &hb); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := checkAgentBody(r, hb.Cluster, hb.Node); err != nil {
 		writeProblem(w, r, err)
 		return
 	}

@@ -31,6 +31,10 @@ const (
 	CmdPreflightStart  command.Type = 29 // preflight.go
 	CmdPreflightResult command.Type = 30 // preflight.go
 	CmdPreflightFinish command.Type = 31 // preflight.go
+	CmdPutToken        command.Type = 32 // trust.go
+	CmdDeleteToken     command.Type = 33 // trust.go
+	CmdEnrollAgent     command.Type = 34 // trust.go
+	CmdRenewAgentCert  command.Type = 35 // trust.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply

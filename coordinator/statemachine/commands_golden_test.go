@@ -34,6 +34,10 @@ var pinnedCommands = []struct {
 	{"preflightStart", CmdPreflightStart, 29},
 	{"preflightResult", CmdPreflightResult, 30},
 	{"preflightFinish", CmdPreflightFinish, 31},
+	{"putToken", CmdPutToken, 32},
+	{"deleteToken", CmdDeleteToken, 33},
+	{"enrollAgent", CmdEnrollAgent, 34},
+	{"renewAgentCert", CmdRenewAgentCert, 35},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

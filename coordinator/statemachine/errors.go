@@ -14,6 +14,12 @@ var (
 	ErrNoUpgrade         = errors.New("no upgrade in progress")
 	ErrUnknownVersion    = errors.New("version not in the release catalog")
 	ErrCommandNotAllowed = errors.New("command not allowed")
+	// ErrUnauthenticated: a credential is unknown, expired or used up.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForbidden: the caller is known but may not do this.
+	ErrForbidden = errors.New("forbidden")
+	// ErrConflict: the thing to create exists already.
+	ErrConflict = errors.New("conflict")
 	// ErrPolicyInvalid is wrapped by maintenance-policy refusals.
 	ErrPolicyInvalid = errors.New("invalid maintenance policy")
 )

@@ -54,6 +54,10 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 		CmdPreflightStart:  apply(f, (*state).preflightStart),
 		CmdPreflightResult: apply(f, (*state).preflightResult),
 		CmdPreflightFinish: apply(f, (*state).preflightFinish),
+		CmdPutToken:        apply(f, (*state).putToken),
+		CmdDeleteToken:     apply(f, (*state).deleteToken),
+		CmdEnrollAgent:     apply(f, (*state).enrollAgent),
+		CmdRenewAgentCert:  apply(f, (*state).renewAgentCert),
 	}
 }
 
@@ -152,6 +156,7 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 		return nil, &RuleError{Rule: "cluster-version", Detail: fmt.Sprintf("cluster %s runs %s; use an upgrade to change its version", spec.Name, old.StatusVersion), Err: ErrInvalid}
 	}
 	old.Spec = spec
+	old.pruneAgentCerts()
 	if c.Kubeconfig != "" {
 		old.Kubeconfig = c.Kubeconfig
 	}

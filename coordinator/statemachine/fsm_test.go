@@ -33,14 +33,17 @@ func TestApplyCommands(t *testing.T) {
 		return 0
 	}
 	var (
-		registered = before(CmdPreflightStart, 0) // cluster lab, agents, policy
-		preflight1 = registered + 1               // preflight lab-1 running
-		cpRunning  = before(CmdNodeStepResult, 0) // upgrade running, cp-1 at cursor 0
-		w1Failed   = before(CmdRetryNode, 0)      // worker-1 failed at its drain
-		w1Retried  = w1Failed + 1                 // worker-1 at its drain, attempt 1
-		finished   = before(CmdPutRelease, 2)     // upgrade done, lab at 1.34.4
-		autoCP     = len(entries)                 // automatic lab-1.34.5-2: pool/cp started, cp-1 protected
-		up         = "lab-1.34.4-1"               // the golden upgrade
+		registered = before(CmdPreflightStart, 0)     // cluster lab, agents, policy
+		preflight1 = registered + 1                   // preflight lab-1 running
+		cpRunning  = before(CmdNodeStepResult, 0)     // upgrade running, cp-1 at cursor 0
+		w1Failed   = before(CmdRetryNode, 0)          // worker-1 failed at its drain
+		w1Retried  = w1Failed + 1                     // worker-1 at its drain, attempt 1
+		finished   = before(CmdPutRelease, 2)         // upgrade done, lab at 1.34.4
+		autoCP     = len(entries)                     // automatic lab-1.34.5-2: pool/cp started, cp-1 protected
+		tokens     = before(CmdPutToken, 1)           // operator token op0001 stored
+		enrolled   = before(CmdEnrollAgent, 1) + 1    // worker-1 enrolled with bt0001, which is used up
+		renewed    = before(CmdRenewAgentCert, 0) + 1 // worker-1 holds certificates 0b and 0d
+		up         = "lab-1.34.4-1"                   // the golden upgrade
 		now        = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
 		v          = phases.MustParseVersion
 		node       = func(st *state, name string) phases.NodeTask { n, _ := st.Clusters["lab"].Upgrade.Node(name); return *n }
@@ -161,6 +164,30 @@ func TestApplyCommands(t *testing.T) {
 			func(t *testing.T, st *state) {
 				require.Equal(t, api.OpFailed, st.Clusters["lab"].Preflights[0].Results["preflight-lab-1-cp-1-peers"].State)
 			}},
+		{"put an API token", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "viewer"}, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, "viewer", st.Tokens["vw0001"].Role)
+				require.Equal(t, now, st.Tokens["vw0001"].Created)
+			}},
+		{"put a token with an unknown role", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "root"}, Now: now}, ErrInvalid, nil},
+		{"put a token twice", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "admin"}, Now: now}, ErrConflict, nil},
+		{"put a bootstrap token of an unknown cluster", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "nope", Uses: 1, Expires: now.Add(time.Hour)}, Now: now}, ErrNotFound, nil},
+		{"put a bootstrap token that never expires", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "lab", Uses: 1}, Now: now}, ErrInvalid, nil},
+		{"enroll with an expired token", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now.AddDate(0, 1, 0)}, ErrUnauthenticated, nil},
+		{"enroll a node the cluster lacks", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-9", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrForbidden, nil},
+		{"enroll with an API token", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "op0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now}, ErrUnauthenticated, nil},
+		{"enroll spends a use", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, 1, st.Tokens["bt0001"].Used)
+				require.Equal(t, []string{"01"}, st.Clusters["lab"].AgentCerts["cp-1"])
+			}},
+		{"a used-up token enrolls no more", enrolled, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrUnauthenticated, nil},
+		{"renew keeps the two newest certificates", renewed, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, []string{"0d", "10"}, st.Clusters["lab"].AgentCerts["worker-1"])
+			}},
+		{"delete a token", enrolled, CmdDeleteToken, DeleteTokenCmd{ID: "op0001", Now: now}, nil,
+			func(t *testing.T, st *state) { require.NotContains(t, st.Tokens, "op0001") }},
 		{"preflight report twice", finished, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now}, phases.ErrStale, nil},
 		{"preflight report", preflight1, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now, Report: preflight.Report{Verdict: preflight.Failed}}, nil,
 			func(t *testing.T, st *state) {

@@ -247,6 +247,19 @@ func goldenEntries() []goldenEntry {
 	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
 	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
 		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"}}}})
+
+	// Credentials: an operator's token, a bootstrap token that enrolls one
+	// agent and is then used up, a renewal, a revocation by removing the
+	// node from the spec, and refusals (wrong cluster, unknown token).
+	add(CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "5e", Role: "operator", Description: "ci", CreatedBy: "admin"}, Now: now()})
+	add(CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0001", Kind: TokenKindBootstrap, SecretHash: "6f", Cluster: "lab", Uses: 1, Expires: t.Add(24 * time.Hour), CreatedBy: "op0001"}, Now: now()})
+	refuse(ErrForbidden, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "edge", Node: "cp-1", Serial: "0a", Now: now()})
+	add(CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "0b", Now: now()})
+	refuse(ErrUnauthenticated, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-2", Serial: "0c", Now: now()})
+	add(CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0b", Serial: "0d", Now: now()})
+	refuse(ErrUnauthenticated, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "ff", Serial: "0e", Now: now()})
+	add(CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
+	refuse(ErrNotFound, CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
 	return out
 }
 

@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -16,6 +17,7 @@ type stateV1 struct {
 	Clusters map[string]*clusterRecordV1 `json:"clusters"`
 	Releases map[string]*releaseV1       `json:"releases"`
 	Audit    []auditEntryV1              `json:"audit,omitempty"`
+	Tokens   map[string]*tokenRecordV1   `json:"tokens,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -31,6 +33,7 @@ type clusterRecordV1 struct {
 	Policy           *policyV1                 `json:"policy,omitempty"`
 	Preflights       []*preflightRunV1         `json:"preflights,omitempty"`
 	PreflightSeq     int                       `json:"preflightSeq"`
+	AgentCerts       map[string][]string       `json:"agentCerts,omitempty"`
 }
 
 type agentRecordV1 struct {
@@ -56,15 +59,21 @@ func stateToV1(s *state) stateV1 {
 		Clusters: conv.Map(s.Clusters, func(r *ClusterRecord) *clusterRecordV1 { return conv.Ptr(r, clusterRecordToV1) }),
 		Releases: conv.Map(s.Releases, func(r *api.Release) *releaseV1 { return conv.Ptr(r, releaseToV1) }),
 		Audit:    conv.Slice(s.Audit, func(e AuditEntry) auditEntryV1 { return auditEntryV1(e) }),
+		Tokens:   conv.Map(s.Tokens, func(t *TokenRecord) *tokenRecordV1 { return conv.Ptr(t, tokenRecordToV1) }),
 	}
 }
 
 func (d *v1Decoder) state(s stateV1) *state {
-	return &state{
+	st := &state{
 		Clusters: conv.Map(s.Clusters, func(r *clusterRecordV1) *ClusterRecord { return conv.Ptr(r, d.clusterRecord) }),
 		Releases: conv.Map(s.Releases, func(r *releaseV1) *api.Release { return conv.Ptr(r, releaseFromV1) }),
 		Audit:    conv.Slice(s.Audit, func(e auditEntryV1) AuditEntry { return AuditEntry(e) }),
+		Tokens:   conv.Map(s.Tokens, func(t *tokenRecordV1) *TokenRecord { return conv.Ptr(t, tokenRecordFromV1) }),
 	}
+	if st.Tokens == nil { // snapshots from before tokens
+		st.Tokens = map[string]*TokenRecord{}
+	}
+	return st
 }
 
 func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
@@ -76,6 +85,7 @@ func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 		Policy:       conv.Ptr(r.Policy, policyToV1),
 		Preflights:   conv.Slice(r.Preflights, func(p *PreflightRun) *preflightRunV1 { return conv.Ptr(p, preflightRunToV1) }),
 		PreflightSeq: r.PreflightSeq,
+		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
 	}
 }
 
@@ -88,6 +98,7 @@ func (d *v1Decoder) clusterRecord(r clusterRecordV1) ClusterRecord {
 		Policy:       conv.Ptr(r.Policy, policyFromV1),
 		Preflights:   conv.Slice(r.Preflights, func(p *preflightRunV1) *PreflightRun { return conv.Ptr(p, d.preflightRun) }),
 		PreflightSeq: r.PreflightSeq,
+		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
 	}
 }
 

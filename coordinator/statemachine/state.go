@@ -18,10 +18,13 @@ type state struct {
 	Clusters map[string]*ClusterRecord
 	Releases map[string]*api.Release
 	Audit    []AuditEntry
+	// Tokens are operators' API tokens and agents' bootstrap tokens by
+	// ID (trust.go).
+	Tokens map[string]*TokenRecord
 }
 
 func newState() *state {
-	return &state{Clusters: map[string]*ClusterRecord{}, Releases: map[string]*api.Release{}}
+	return &state{Clusters: map[string]*ClusterRecord{}, Releases: map[string]*api.Release{}, Tokens: map[string]*TokenRecord{}}
 }
 
 // ClusterRecord is one cluster's spec, status and upgrade.
@@ -46,6 +49,9 @@ type ClusterRecord struct {
 	// Preflights are the cluster's latest preflight runs, oldest first.
 	Preflights   []*PreflightRun
 	PreflightSeq int
+	// AgentCerts lists, per node, the serial numbers (hex) of the agent
+	// certificates that are valid, oldest first (trust.go).
+	AgentCerts map[string][]string
 }
 
 // AgentRecord is the replicated part of an agent's liveness: only changes

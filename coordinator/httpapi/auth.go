@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/trust"
+)
+
+// Authentication and authorization. Every route declares what it requires
+// (routes.go); authenticate finds out who the caller is, authorize checks
+// the one against the other before the handler runs.
+//
+// Callers prove who they are by:
+//   - a client certificate the cluster CA signed (verified in the TLS
+//     handshake): agents ("agent:<cluster>/<node>", accepted only while
+//     the certificate's serial is current for a node of the cluster) and
+//     members ("member:<id>");
+//   - an operator's API token, "Authorization: Bearer <id>.<secret>";
+//   - a bootstrap token on the enrollment route, checked by the
+//     enrollment itself.
+//
+// A follower that forwards a request to the leader authenticates it first
+// and sends the principal it found in principalHeader; the leader believes
+// that header only from a peer whose certificate names a member.
+
+// principalHeader carries a forwarded request's principal, JSON.
+const principalHeader = "X-Molt-Principal"
+
+// Requirement is what a route demands of its caller.
+type Requirement int
+
+const (
+	// Public routes answer anyone: health checks.
+	Public Requirement = iota + 1
+	// NeedViewer, NeedOperator and NeedAdmin require an operator's role
+	// at least this high.
+	NeedViewer
+	NeedOperator
+	NeedAdmin
+	// NeedAgent requires the agent of the node the URL names
+	// ({cluster}/{node}) or, without those parameters, any agent (its
+	// handler checks the body names its own node).
+	NeedAgent
+	// NeedBootstrapToken is enrollment: the handler checks the token.
+	NeedBootstrapToken
+	// NeedAgentOrViewer is for what agents and operators both read.
+	NeedAgentOrViewer
+)
+
+func (q Requirement) String() string {
+	switch q {
+	case Public:
+		return "public"
+	case NeedViewer:
+		return "viewer"
+	case NeedOperator:
+		return "operator"
+	case NeedAdmin:
+		return "admin"
+	case NeedAgent:
+		return "agent"
+	case NeedBootstrapToken:
+		return "bootstrap-token"
+	case NeedAgentOrViewer:
+		return "agent-or-viewer"
+	}
+	return fmt.Sprintf("Requirement(%d)", int(q))
+}
+
+var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
+
+// guard authenticates the caller and checks it against the route's
+// requirement q before the handler runs. A credential that is present and
+// wrong is refused (401), never treated as anonymous.
+func (h *handlers) guard(q Requirement) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if q == Public { // health checks: whatever credential comes along is not looked at
+				next.ServeHTTP(w, r)
+				return
+			}
+			p, err := h.principal(r, q)
+			if err == nil {
+				err = authorize(q, p, r)
+			}
+			if err != nil {
+				writeProblem(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		cert := r.TLS.VerifiedChains[0][0]
+		id, err := trust.IdentityOf(cert)
+		if err != nil {
+			return Principal{}, &coordinator.RuleError{Rule: "certificate-identity", Detail: err.Error(), Err: coordinator.ErrUnauthorized}
+		}
+		switch id.Kind {
+		case "member":
+			if fw := r.Header.Get(principalHeader); fw != "" {
+				var p Principal
+				if err := json.Unmarshal([]byte(fw), &p); err != nil {
+					return Principal{}, &coordinator.RuleError{Rule: "forwarded-principal", Detail: err.Error(), Err: coordinator.ErrUnauthorized}
+				}
+				return p, nil
+			}
+			return Principal{Kind: KindMember, Name: id.String()}, nil
+		case "agent":
+			serial := coordinator.SerialOf(cert.SerialNumber.Bytes())
+			if !h.svc.AgentCertValid(id.Cluster, id.Node, serial) {
+				return Principal{}, &coordinator.RuleError{Rule: "certificate-revoked",
+					Detail: fmt.Sprintf("certificate %s of %s/%s is not current (renewed since, or the node or cluster was removed)", serial, id.Cluster, id.Node), Err: coordinator.ErrUnauthorized}
+			}
+			return Principal{Kind: KindAgent, Name: id.String(), Cluster: id.Cluster, Node: id.Node, Serial: serial}, nil
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return Principal{Kind: KindAnonymous, Name: "anonymous"}, nil
+	}
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return Principal{}, &coordinator.RuleError{Rule: "authorization-scheme", Detail: "Authorization: want Bearer <token>", Err: coordinator.ErrUnauthorized}
+	}
+	if q == NeedBootstrapToken {
+		// Enrollment checks its bootstrap token itself.
+		return Principal{Kind: KindBootstrap, Name: "bootstrap-token"}, nil
+	}
+	t, err := h.svc.AuthenticateToken(tok)
+	if err != nil {
+		return Principal{}, err
+	}
+	name := "token:" + t.ID
+	if t.Description != "" {
+		name += " (" + t.Description + ")"
+	}
+	return Principal{Kind: KindOperator, Name: name, Role: Role(t.Role)}, nil
+}
+
+func authorize(q Requirement, p Principal, r *http.Request) error {
+	if q == Public || q == NeedBootstrapToken {
+		return nil
+	}
+	if p.Kind == KindAnonymous {
+		return &coordinator.RuleError{Rule: "authentication-required", Detail: fmt.Sprintf("%s %s needs a credential (%s)", r.Method, r.URL.Path, q), Err: coordinator.ErrUnauthorized}
+	}
+	forbid := func(why string) error {
+		return &coordinator.RuleError{Rule: "role-" + q.String(), Detail: fmt.Sprintf("%s may not %s %s: %s", p.Name, r.Method, r.URL.Path, why), Err: coordinator.ErrForbidden}
+	}
+	switch q {
+	case NeedViewer, NeedOperator, NeedAdmin, NeedAgentOrViewer:
+		if q == NeedAgentOrViewer && p.Kind == KindAgent {
+			return nil
+		}
+		need := map[Requirement]Role{NeedViewer: RoleViewer, NeedOperator: RoleOperator, NeedAdmin: RoleAdmin, NeedAgentOrViewer: RoleViewer}[q]
+		if p.Kind != KindOperator {
+			return forbid(fmt.Sprintf("needs an operator credential with role %s", need))
+		}
+		if roleRank[p.Role] < roleRank[need] {
+			return forbid(fmt.Sprintf("role %s, needs %s", p.Role, need))
+		}
+		return nil
+	case NeedAgent:
+		if p.Kind != KindAgent {
+			return forbid("needs an agent certificate")
+		}
+		c, n := chi.URLParam(r, "cluster"), chi.URLParam(r, "node")
+		if (c != "" || n != "") && (c != p.Cluster || n != p.Node) {
+			return forbid(fmt.Sprintf("an agent may touch only its own node %s/%s", p.Cluster, p.Node))
+		}
+		return nil
+	}
+	return forbid("unknown requirement")
+}
+
+// checkAgentBody refuses an agent whose request body names another node
+// (register, heartbeat).
+func checkAgentBody(r *http.Request, cluster, node string) error {
+	p := PrincipalFrom(r.Context())
+	if p.Kind != KindAgent || p.Cluster != cluster || p.Node != node {
+		return &coordinator.RuleError{Rule: "role-agent", Detail: fmt.Sprintf("%s may not act for %s/%s", p.Name, cluster, node), Err: coordinator.ErrForbidden}
+	}
+	return nil
+}
+
+// forwardPrincipal is what a follower adds to a request it forwards.
+func forwardPrincipal(r *http.Request) {
+	b, _ := json.Marshal(PrincipalFrom(r.Context()))
+	r.Header.Set(principalHeader, string(b))
+}
