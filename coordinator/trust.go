@@ -92,8 +92,8 @@ func (c *Coordinator) CreateToken(ctx context.Context, req api.TokenRequest, by 
 		if req.Role != "" {
 			return api.Token{}, &RuleError{Rule: "token-role", Detail: "a bootstrap token has no role", Err: ErrInvalid}
 		}
-		if _, err := c.Cluster(req.Cluster); err != nil {
-			return api.Token{}, err
+		if req.Cluster == "" {
+			return api.Token{}, &RuleError{Rule: "token-cluster", Detail: "a bootstrap token names the cluster its agents join (--cluster)", Err: ErrInvalid}
 		}
 	case api.TokenAPI:
 		if req.Cluster != "" || req.Uses != 0 {

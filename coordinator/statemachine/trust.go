@@ -104,8 +104,11 @@ func (s *state) putToken(c PutTokenCmd) (any, error) {
 	case t.ID == "" || t.SecretHash == "":
 		return nil, &RuleError{Rule: "token-invalid", Detail: "a token needs an ID and a secret hash", Err: ErrInvalid}
 	case t.Kind == TokenKindBootstrap:
-		if _, err := s.cluster(t.Cluster); err != nil {
-			return nil, err
+		// The cluster need not be registered yet: hosts are often
+		// provisioned, with their agents' tokens, before the cluster is
+		// registered with molt. Enrollment checks the cluster and node.
+		if t.Cluster == "" {
+			return nil, &RuleError{Rule: "token-cluster", Detail: "a bootstrap token names the cluster its agents join", Err: ErrInvalid}
 		}
 		if t.Uses < 1 || t.Expires.IsZero() {
 			return nil, &RuleError{Rule: "token-invalid", Detail: "a bootstrap token needs at least one use and an expiry", Err: ErrInvalid}
