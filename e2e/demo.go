@@ -46,8 +46,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 			return
 		}
 		if cfg.Keep && err == nil {
-			fmt.Fprintf(out, "\nThe lab and the coordinator keep running. Try:\n  sudo ip netns exec %s %s --server %s cluster get %s\n  sudo %s down\n",
-				env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.ServerFlag(), ClusterName, "bin/molt-lab")
+			fmt.Fprintf(out, "\nThe lab and the coordinator keep running. Try:\n  sudo ip netns exec %s %s --config %s cluster get %s\n  sudo %s down\n",
+				env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.MoltctlConfig(), ClusterName, "bin/molt-lab")
 			return
 		}
 		fmt.Fprintln(out, "==> removing the lab and the coordinator")
@@ -58,8 +58,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --server %s upgrade watch %s\n",
-		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.ServerFlag(), ClusterName)
+	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --config %s upgrade watch %s\n",
+		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.MoltctlConfig(), ClusterName)
 
 	before, err := env.Lab.ContainerdVersions(ctx)
 	if err != nil {

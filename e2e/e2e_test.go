@@ -71,7 +71,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	work := t.TempDir()
 	var env *Env
 	env, err = Up(ctx, Config{
-		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180, Token: "e2e",
+		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180,
 		Releases: []string{fromVersion, minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
 		Out: tlog{t},
 	})

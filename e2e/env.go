@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/trust"
 )
 
 // ClusterName is the name the lab cluster is registered under.
@@ -34,8 +36,6 @@ type Config struct {
 	// BasePort is member 1's HTTP port; Raft is the next, member 2 the
 	// next two, and so on.
 	BasePort int
-	// Token is the agents' join token.
-	Token string
 	// Releases are the versions published and registered in the catalog.
 	Releases []string
 	// DrainTimeout bounds each node's best-effort drain (SPEC: at most
@@ -53,6 +53,10 @@ type Env struct {
 	Members []*Member
 	hc      *http.Client
 	client  *api.Client
+	// caPin, adminToken and bootstrapToken are the coordinator's trust:
+	// the CA's pin agents check it by, the first admin's token, and the
+	// token the hosts' agents enroll with.
+	caPin, adminToken, bootstrapToken string
 }
 
 // Up brings the lab network up, starts the coordinator members on it,
@@ -66,9 +70,6 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.BasePort == 0 {
 		cfg.BasePort = 7080
 	}
-	if cfg.Token == "" {
-		cfg.Token = "lab-token"
-	}
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
@@ -80,7 +81,7 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return nil, err
 	}
-	common := []string{"--agent-token", cfg.Token, "--artifact-dir", artifacts, "--log-level", "info"}
+	common := []string{"--artifact-dir", artifacts, "--log-level", "info"}
 	if cfg.DrainTimeout > 0 {
 		common = append(common, "--drain-timeout", cfg.DrainTimeout.String())
 	}
@@ -95,15 +96,13 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	lcfg := cfg.Lab
 	lcfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
 		return lab.InstallAgent(ctx, h, script, bin("molt-agent"),
-			"coordinator="+strings.Join(urls, ","), "token="+cfg.Token, "cluster="+ClusterName, "node="+spec.Name)
+			"coordinator="+strings.Join(urls, ","), "token="+e.bootstrapToken, "ca_pin="+e.caPin, "cluster="+ClusterName, "node="+spec.Name)
 	}
 	l, err := lab.New(lcfg)
 	if err != nil {
 		return nil, err
 	}
 	e.Lab = l
-	e.hc = &http.Client{Transport: &http.Transport{DialContext: l.Network().DialContext}}
-	e.client = api.NewClientEndpoints(urls, e.hc)
 
 	// Everything the lab and the releases are made from, before anything
 	// starts: a missing build fails here, not halfway through.
@@ -117,9 +116,18 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 		return e, err
 	}
 	e.step("coordinator: %d members in namespace %s (HTTP %s, Raft on its loopback)", len(e.Members), l.Network().LabNS(), strings.Join(urls, " "))
-	for _, m := range e.Members {
+	for i, m := range e.Members {
+		if i > 0 && !m.joinArgs {
+			m.args = append(m.args, "--ca-pin", e.caPin, "--join-token-file", e.Members[0].AdminTokenFile())
+			m.joinArgs = true
+		}
 		if err := m.start(bin("molt-coordinator"), l.Network().LabNS()); err != nil {
 			return e, err
+		}
+		if i == 0 {
+			if err := e.trustFirstMember(ctx, urls); err != nil {
+				return e, err
+			}
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := m.waitReady(wctx, e.hc)
@@ -130,6 +138,16 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	if err := e.waitMembers(ctx, len(e.Members)); err != nil {
 		return e, err
+	}
+	// One bootstrap token enrolls every host's agent; it expires in an
+	// hour, long enough for the lab to come up.
+	if e.bootstrapToken == "" {
+		var tok api.Token
+		req := api.TokenRequest{Kind: api.TokenBootstrap, Cluster: ClusterName, TTL: "1h", Uses: len(l.Config().Topology.Hosts), Description: "lab agents"}
+		if _, err := e.API().Do(ctx, http.MethodPost, "/v1/tokens", req, &tok); err != nil {
+			return e, fmt.Errorf("bootstrap token: %w", err)
+		}
+		e.bootstrapToken = tok.Secret
 	}
 	e.step("releases %s: artifacts in %s, served by every member at /artifacts/", strings.Join(cfg.Releases, ", "), artifacts)
 	for _, v := range cfg.Releases {
@@ -173,21 +191,50 @@ func (e *Env) step(format string, args ...any) {
 // member when one is down or has no leader (followers forward writes).
 func (e *Env) API() *api.Client { return e.client }
 
-// ServerFlag is moltctl's --server for this coordinator: every member's
-// URL, comma-separated, so moltctl fails over as the agents do.
-func (e *Env) ServerFlag() string {
-	urls := make([]string, len(e.Members))
-	for i, m := range e.Members {
-		urls[i] = m.URL()
+// MoltctlConfig is a moltctl configuration file for this coordinator:
+// every member's URL, the cluster CA, the admin token.
+func (e *Env) MoltctlConfig() string { return filepath.Join(e.cfg.WorkDir, "moltctl.yaml") }
+
+// trustFirstMember waits for the first member's CA and admin token and
+// builds the clients that trust the one and present the other; it writes
+// MoltctlConfig for operators.
+func (e *Env) trustFirstMember(ctx context.Context, urls []string) error {
+	first := e.Members[0]
+	var caPEM, tok []byte
+	err := poll(ctx, time.Minute, func() (bool, error) {
+		var err1, err2 error
+		caPEM, err1 = os.ReadFile(first.CAFile())
+		tok, err2 = os.ReadFile(first.AdminTokenFile())
+		if !first.Running() {
+			return false, fmt.Errorf("member %s exited (log %s)", first.ID, first.LogPath)
+		}
+		return err1 == nil && err2 == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the first member's CA and admin token: %w", err)
 	}
-	return strings.Join(urls, ",")
+	ca, err := trust.ParseCert(caPEM)
+	if err != nil {
+		return err
+	}
+	e.caPin = trust.Pin(ca)
+	e.adminToken = strings.TrimSpace(string(tok))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	e.hc = &http.Client{Transport: &http.Transport{DialContext: e.Lab.Network().DialContext, TLSClientConfig: trust.ClientConfig(pool, nil)}}
+	e.client = api.NewClientEndpoints(urls, e.hc)
+	e.client.SetBearerToken(e.adminToken)
+	conf := fmt.Sprintf("server: %s\ncaFile: %s\ntokenFile: %s\n", strings.Join(urls, ","), first.CAFile(), first.AdminTokenFile())
+	return os.WriteFile(e.MoltctlConfig(), []byte(conf), 0o600)
 }
 
 // HTTPClient dials through the lab namespace.
 func (e *Env) HTTPClient() *http.Client { return e.hc }
 
 // Leader returns the member that leads now.
-func (e *Env) Leader(ctx context.Context) (*Member, error) { return leader(ctx, e.hc, e.Members) }
+func (e *Env) Leader(ctx context.Context) (*Member, error) {
+	return leader(ctx, e.hc, e.adminToken, e.Members)
+}
 
 // waitMembers waits until the Raft configuration has n voters and a leader.
 func (e *Env) waitMembers(ctx context.Context, n int) error {

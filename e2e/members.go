@@ -27,13 +27,22 @@ type Member struct {
 	LogPath  string
 
 	args []string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	// joinArgs records that --ca-pin and --join-token-file were added.
+	joinArgs bool
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
 }
 
 // URL is the member's base URL as agents (inside the lab) see it.
-func (m *Member) URL() string { return "http://" + m.HTTPAddr }
+func (m *Member) URL() string { return "https://" + m.HTTPAddr }
+
+// CAFile is the cluster CA certificate the member serves with (the
+// first member creates it at bootstrap; the others receive it at join).
+func (m *Member) CAFile() string { return filepath.Join(m.DataDir, "tls", "ca.crt") }
+
+// AdminTokenFile is the bootstrap admin token the first member writes.
+func (m *Member) AdminTokenFile() string { return filepath.Join(m.DataDir, "admin.token") }
 
 // memberSet builds n members' configuration: member i listens on
 // 10.77.0.1:basePort+2i (HTTP) and 127.0.0.1:basePort+2i+1 (Raft). The
@@ -51,6 +60,8 @@ func memberSet(n, basePort int, workDir string, common []string) []*Member {
 		}
 		m.args = append([]string{"--node-id", id, "--data-dir", m.DataDir, "--http-addr", m.HTTPAddr, "--raft-addr", m.RaftAddr}, common...)
 		if i > 0 {
+			// --ca-pin and --join-token-file are added once the first
+			// member made its CA and admin token (Up).
 			m.args = append(m.args, "--join", ms[0].HTTPAddr)
 		}
 		ms = append(ms, m)
@@ -146,13 +157,14 @@ func (m *Member) waitReady(ctx context.Context, hc *http.Client) error {
 }
 
 // leader asks the running members who leads and returns it.
-func leader(ctx context.Context, hc *http.Client, ms []*Member) (*Member, error) {
+func leader(ctx context.Context, hc *http.Client, token string, ms []*Member) (*Member, error) {
 	for _, m := range ms {
 		if !m.Running() {
 			continue
 		}
 		var list []api.Member
 		c := api.NewClient(m.URL(), hc)
+		c.SetBearerToken(token)
 		if _, err := c.Do(ctx, http.MethodGet, "/v1/members", nil, &list); err != nil {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ func TestAgentInstallsIntoLabHosts(t *testing.T) {
 	l := newTestLab(t, SmallTopology(), func(cfg *Config) {
 		cfg.AfterHost = func(ctx context.Context, h *Host, spec HostSpec) error {
 			return InstallAgent(ctx, h, filepath.Join(root, "systemd", "install.sh"), bin,
-				"coordinator=http://"+GatewayIP+":7080", "token=lab", "cluster=lab", "node="+spec.Name)
+				// No coordinator answers: the agent keeps trying to enroll
+				// with a well-formed token and pin, and stays active.
+				"coordinator=https://"+GatewayIP+":7080", "token=abcdef.0123456789abcdef", "ca_pin=sha256:"+strings.Repeat("0", 64), "cluster=lab", "node="+spec.Name)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

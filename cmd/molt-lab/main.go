@@ -55,14 +55,15 @@ func main() {
 	verbose := fs.Bool("v", false, "debug logs")
 	renderDir := fs.String("out", "vagrant/.lab", "render: where to write each host's files")
 	agentBin := fs.String("agent", "", "up: install this molt-agent binary into every host with systemd/install.sh")
-	coordinator := fs.String("coordinator", "http://"+lab.GatewayIP+":7080", "up --agent: coordinator URL the agents use")
-	token := fs.String("token", "lab", "up --agent: agent join token")
+	coordinator := fs.String("coordinator", "https://"+lab.GatewayIP+":7080", "up --agent: coordinator URL the agents use")
+	token := fs.String("token", "", "up --agent: the agents' bootstrap token (moltctl token create --cluster molt-lab --uses N)")
+	caPin := fs.String("ca-pin", "", "up --agent: the coordinator's CA pin, sha256:<hex> (molt-coordinator prints it)")
 	_ = fs.Parse(args)
 	if *agentBin != "" {
 		script := filepath.Join(cfg.ModuleDir, "systemd", "install.sh")
 		cfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
 			return lab.InstallAgent(ctx, h, script, *agentBin,
-				"coordinator="+*coordinator, "token="+*token, "cluster=molt-lab", "node="+spec.Name)
+				"coordinator="+*coordinator, "token="+*token, "ca_pin="+*caPin, "cluster=molt-lab", "node="+spec.Name)
 		}
 	}
 	if *small {
