@@ -59,6 +59,8 @@ type member struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	dead   atomic.Bool
+	// apiConfig is what the member's API was built with.
+	apiConfig httpapi.Config
 }
 
 type testCluster struct {
@@ -121,7 +123,8 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
 	cert := memberCert(t, id)
 	fwd := httpsClient(cert).Transport
-	m.srv = &http.Server{Handler: httpapi.New(m.c, httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd}), ReadHeaderTimeout: 5 * time.Second}
+	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir()}
+	m.srv = &http.Server{Handler: httpapi.New(m.c, m.apiConfig), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel

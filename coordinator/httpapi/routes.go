@@ -72,3 +72,14 @@ func (h *handlers) routes() []route {
 	}
 	return rs
 }
+
+// Requirements lists what every route of the API requires, keyed
+// "METHOD pattern" as chi.Walk reports routes: tests walk the router and
+// hold each route to its requirement.
+func Requirements(cfg Config) map[string]Requirement {
+	out := map[string]Requirement{}
+	for _, rt := range (&handlers{cfg: cfg}).routes() {
+		out[rt.method+" "+rt.pattern] = rt.need
+	}
+	return out
+}
