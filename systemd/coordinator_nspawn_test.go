@@ -1,6 +1,7 @@
 package systemd_test
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/systemd"
+	"github.com/moltproject/molt/trust"
 )
 
 // TestCoordinatorUnderSystemd installs a coordinator member with
@@ -55,7 +57,27 @@ func TestCoordinatorUnderSystemd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, systemd.UnitState{Active: "active", Sub: "running"}, us)
 
-	cl := api.NewClient("http://"+httpAddr, &http.Client{Timeout: 5 * time.Second})
+	// The member made its CA and first admin token in its state
+	// directory; the client trusts the one and presents the other.
+	state := filepath.Join(h.Root(), "var/lib/private/molt-coordinator")
+	caPEM, err := os.ReadFile(filepath.Join(state, "tls", "ca.crt"))
+	require.NoError(t, err)
+	ca, err := trust.ParseCert(caPEM)
+	require.NoError(t, err)
+	tok, err := os.ReadFile(filepath.Join(state, "admin.token"))
+	require.NoError(t, err)
+	st, err = os.Stat(filepath.Join(state, "admin.token"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the admin token is the owner's alone")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	cl := api.NewClient("https://"+httpAddr, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: trust.ClientConfig(pool, nil)}})
+	cl.SetBearerToken(strings.TrimSpace(string(tok)))
+	// Plain HTTP reaches no handler.
+	resp, err := http.Get("http://" + httpAddr + "/v1/members")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a plain HTTP request to the TLS port")
 	var members []api.Member
 	require.Eventually(t, func() bool {
 		members = nil
