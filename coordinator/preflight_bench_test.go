@@ -31,7 +31,6 @@ import (
 // and the Raft entries each preflight commits.
 func BenchmarkPreflight15k(b *testing.B) {
 	const n = 15000
-	raiseFileLimit(b, 4*n)
 	dir := b.TempDir()
 	m := startMemberAt(b, "m1", dir, true, newFakeOps(), "", "127.0.0.1:0", nil, func(cfg *coordinator.Config) {
 		// Keep every entry, so the largest can be read back afterwards.

@@ -87,9 +87,13 @@ func adminClient(addr string) *api.Client {
 // agentCred is an enrolled agent's certificate, with a client per member
 // address.
 type agentCred struct {
-	cert    *tls.Certificate
-	mu      sync.Mutex
-	clients map[string]*api.Client
+	cert *tls.Certificate
+	// perRequest opens a connection for every request (resuming the TLS
+	// session): 15,000 agents' kept connections, both ends in one test
+	// process, would need more open files than this machine allows.
+	perRequest bool
+	mu         sync.Mutex
+	clients    map[string]*api.Client
 }
 
 func (a *agentCred) client(addr string) *api.Client {
@@ -100,7 +104,13 @@ func (a *agentCred) client(addr string) *api.Client {
 	}
 	c, ok := a.clients[addr]
 	if !ok {
-		c = api.NewClient("https://"+addr, httpsClient(a.cert))
+		hc := httpsClient(a.cert)
+		if a.perRequest {
+			tr := hc.Transport.(*http.Transport)
+			tr.DisableKeepAlives = true
+			tr.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		}
+		c = api.NewClient("https://"+addr, hc)
 		a.clients[addr] = c
 	}
 	return c
@@ -139,7 +149,7 @@ func enrollAgent(ctx context.Context, admin *api.Client, enrollAt string, cluste
 }
 
 // enrollMany enrolls every node of a cluster through one bootstrap token,
-// in parallel.
+// in parallel. Their clients open a connection per request (agentCred).
 func enrollMany(tb testing.TB, m *member, cluster string, nodes []string) map[string]*agentCred {
 	tb.Helper()
 	ctx := context.Background()
@@ -162,7 +172,7 @@ func enrollMany(tb testing.TB, m *member, cluster string, nodes []string) map[st
 		kp, err := trust.KeyPair([]byte(resp.Certificate), keyPEM, testCA.Cert)
 		require.NoError(tb, err)
 		mu.Lock()
-		out[node] = &agentCred{cert: &kp}
+		out[node] = &agentCred{cert: &kp, perRequest: true}
 		mu.Unlock()
 	})
 	return out
