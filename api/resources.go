@@ -153,4 +153,8 @@ type JoinResponse struct {
 	Certificate string `json:"certificate,omitempty"`
 	CA          string `json:"ca,omitempty"`
 	CAKey       string `json:"caKey,omitempty"`
+	// EncryptionKeys is the coordinator's key file (package seal's
+	// format), which the joining member keeps as its own: every member
+	// opens the kubeconfigs the others sealed.
+	EncryptionKeys string `json:"encryptionKeys,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/metrics"
+	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
 
 	"github.com/moltproject/molt/raftstore"
@@ -57,6 +58,11 @@ type Config struct {
 	// Deployments to roll out. An attempt that reaches it fails with the
 	// objects still rolling out and their counts.
 	AddonRolloutTimeout time.Duration
+	// Keyring seals kubeconfigs before they are proposed and opens them to
+	// reach their clusters (secrets.go). Every member holds the same keys.
+	// nil: a kubeconfig can be neither stored nor opened, and a member
+	// whose state holds sealed kubeconfigs refuses to start.
+	Keyring *seal.Keyring
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
 	// Recorder receives event metrics (node upgrades, drains, commits);

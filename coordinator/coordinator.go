@@ -37,6 +37,8 @@ type Coordinator struct {
 	running chan struct{}
 }
 
+// cachedOps is a cluster's connection and the stored (sealed) kubeconfig
+// it was made with.
 type cachedOps struct {
 	kubeconfig string
 	ops        ClusterOps
@@ -79,6 +81,10 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: open store: %w", err)
 	}
 	c.store = st
+	if err := c.checkSealedAtStart(); err != nil {
+		_ = st.Kill()
+		return nil, err
+	}
 	if cfg.AgentCertLifetime <= 0 {
 		c.cfg.AgentCertLifetime = trust.AgentCertLifetime
 	}

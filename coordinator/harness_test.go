@@ -88,6 +88,7 @@ func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bo
 	testTrust(t)
 	cfg.CA = testCA
 	cfg.BootstrapAdmin = testAdminRec
+	cfg.Keyring = testKeyring
 	cfg.Raft.TLS = raftTLS(memberCert(t, id))
 	cfg.Logger = testLogger(t)
 	if ops != nil {

@@ -140,7 +140,7 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 		}
 	}
 	var reader preflight.ClusterReader
-	if ops, err := c.clusterOps(cluster, r.Kubeconfig); err == nil {
+	if ops, err := c.clusterOps(cluster, r.StoredKubeconfig()); err == nil {
 		reader = ops.PreflightReader()
 	}
 	preflight.GatherCluster(ctx, reader, &in)

@@ -41,12 +41,21 @@ func (c *Coordinator) Releases() []api.Release {
 }
 
 // PutCluster registers a cluster or updates its shape; an empty kubeconfig
-// keeps the one the cluster has.
+// keeps the one the cluster has. The kubeconfig is sealed before it is
+// proposed (secrets.go): the log holds only its envelope.
 func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec, Kubeconfig: kubeconfig, Now: c.cfg.Clock.Now()})
+	cmd := statemachine.PutClusterCmd{Spec: spec, Now: c.cfg.Clock.Now()}
+	if kubeconfig != "" {
+		sealed, err := c.sealKubeconfig(spec.Name, kubeconfig)
+		if err != nil {
+			return err
+		}
+		cmd.KubeconfigSealed = sealed
+	}
+	_, err := c.apply(ctx, statemachine.CmdPutCluster, cmd)
 	return err
 }
 

@@ -16,7 +16,7 @@ type tickPlan struct {
 	upgrade    *phases.Upgrade // a copy; nil when no upgrade is active
 	decision   phases.Decision
 	release    *api.Release
-	kubeconfig string
+	kubeconfig string // as stored: sealed, or plain text from old entries (clusterOps opens it)
 }
 
 // minWake is the shortest sleep of the leader loop between ticks that

@@ -230,8 +230,9 @@ func (c *Coordinator) ensureBootstrapAdmin(ctx context.Context) {
 
 // MemberCertificate signs the certificate a member serves and dials Raft
 // with, before it joins, and hands it the CA it will sign agents'
-// certificates with when it leads (the route is admin only; a member
-// holds everything the coordinator holds anyway).
+// certificates with when it leads, and the encryption key ring it will
+// open kubeconfigs with (the route is admin only; a member holds
+// everything the coordinator holds anyway).
 func (c *Coordinator) MemberCertificate(r api.JoinRequest) (api.JoinResponse, error) {
 	if c.cfg.CA == nil {
 		return api.JoinResponse{}, &RuleError{Rule: "no-ca", Detail: "this coordinator has no CA to sign a member certificate", Err: ErrInvalid}
@@ -243,7 +244,11 @@ func (c *Coordinator) MemberCertificate(r api.JoinRequest) (api.JoinResponse, er
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	return api.JoinResponse{ID: r.ID, Certificate: string(cert), CA: string(c.cfg.CA.CertPEM), CAKey: string(c.cfg.CA.KeyPEM)}, nil
+	resp := api.JoinResponse{ID: r.ID, Certificate: string(cert), CA: string(c.cfg.CA.CertPEM), CAKey: string(c.cfg.CA.KeyPEM)}
+	if c.cfg.Keyring != nil {
+		resp.EncryptionKeys = string(c.cfg.Keyring.Marshal())
+	}
+	return resp, nil
 }
 
 // signMember signs a joining member's CSR for the hosts of its addresses

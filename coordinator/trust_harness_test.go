@@ -14,16 +14,19 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
 )
 
 // Trust material shared by every member the tests start: one cluster CA,
-// one bootstrap admin token, as a coordinator's members share them.
+// one bootstrap admin token, one encryption key ring, as a coordinator's
+// members share them.
 var (
 	testTrustOnce sync.Once
 	testCA        *trust.CA
 	testAdmin     string // the admin token
 	testAdminRec  *statemachine.TokenRecord
+	testKeyring   *seal.Keyring
 )
 
 func testTrust(t testing.TB) {
@@ -37,6 +40,9 @@ func testTrust(t testing.TB) {
 		_, secret, _ := trust.ParseToken(tok)
 		testAdmin = tok
 		testAdminRec = &statemachine.TokenRecord{ID: id, Kind: statemachine.TokenKindAPI, SecretHash: trust.HashSecret(secret), Role: "admin", Description: "bootstrap admin", CreatedBy: "bootstrap"}
+		if testKeyring, err = seal.NewKeyring(seal.GenerateKey()); err != nil {
+			panic(err)
+		}
 	})
 }
 

@@ -26,22 +26,27 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 	t.start(id, fn)
 }
 
-// clusterOps connects to a cluster, reusing the connection while the
-// kubeconfig is unchanged.
-func (c *Coordinator) clusterOps(cluster, kubeconfig string) (ClusterOps, error) {
-	if c.cfg.Connector == nil || kubeconfig == "" {
+// clusterOps connects to a cluster with its kubeconfig as stored
+// (statemachine.ClusterRecord.StoredKubeconfig), opening it when sealed,
+// and reuses the connection while the stored kubeconfig is unchanged.
+func (c *Coordinator) clusterOps(cluster, stored string) (ClusterOps, error) {
+	if c.cfg.Connector == nil || stored == "" {
 		return nil, fmt.Errorf("cluster %s: %w", cluster, ErrNoClusterAccess)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if co, ok := c.opsCache[cluster]; ok && co.kubeconfig == kubeconfig {
+	if co, ok := c.opsCache[cluster]; ok && co.kubeconfig == stored {
 		return co.ops, nil
 	}
-	ops, err := c.cfg.Connector.Connect(cluster, []byte(kubeconfig))
+	kubeconfig, err := c.openKubeconfig(cluster, stored)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoClusterAccess, err)
+	}
+	ops, err := c.cfg.Connector.Connect(cluster, kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w: %w", cluster, ErrNoClusterAccess, err)
 	}
-	c.opsCache[cluster] = cachedOps{kubeconfig: kubeconfig, ops: ops}
+	c.opsCache[cluster] = cachedOps{kubeconfig: stored, ops: ops}
 	return ops, nil
 }
 

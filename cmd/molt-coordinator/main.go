@@ -35,6 +35,7 @@ import (
 	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/metrics"
+	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/systemd"
 )
 
@@ -64,6 +65,8 @@ func run() error {
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
+	keyFile := flag.String("encryption-key-file", "", "key file sealing kubeconfigs at rest, mode 0600, the same on every member (default: <data-dir>/"+encryptionKeyFile+"; created on bootstrap, received on join)")
+	newKey := flag.Bool("new-encryption-key", false, "put a new primary key first in --encryption-key-file (creating it when missing), print its ID and exit; docs/security.md")
 	kcfg := kube.DefaultConfig()
 	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain: go on after this long even with pods left behind")
 	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain")
@@ -89,6 +92,17 @@ func run() error {
 	if err := os.MkdirAll(*artifactDir, 0o755); err != nil {
 		return err
 	}
+	if *keyFile == "" {
+		*keyFile = filepath.Join(*dataDir, encryptionKeyFile)
+	}
+	if *newKey {
+		id, err := seal.AddPrimaryKey(*keyFile)
+		if err != nil {
+			return fmt.Errorf("--new-encryption-key: %w", err)
+		}
+		fmt.Printf("new primary encryption key %s in %s: copy this file to every member, restart them one by one, then run moltctl secrets rewrap\n", id, *keyFile)
+		return nil
+	}
 	fresh := !exists(filepath.Join(*dataDir, "raft.db"))
 	if fresh && *join == "" {
 		*bootstrap = true
@@ -111,7 +125,7 @@ func run() error {
 	var err error
 	switch {
 	case fresh && *join != "":
-		if err := fetchMemberCert(ctx, log, *dataDir, *join, *caPin, adminToken, api.JoinRequest{ID: *nodeID, RaftAddr: *raftAddr, HTTPAddr: *httpAddr}, hosts); err != nil {
+		if err := fetchMemberCert(ctx, log, *dataDir, *keyFile, *join, *caPin, adminToken, api.JoinRequest{ID: *nodeID, RaftAddr: *raftAddr, HTTPAddr: *httpAddr}, hosts); err != nil {
 			return err
 		}
 		mt, err = loadTLS(*dataDir, *nodeID, hosts, time.Now())
@@ -127,6 +141,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	keyring, err := loadKeyring(log, *keyFile, fresh && *bootstrap)
+	if err != nil {
+		return err
+	}
 
 	cfg := def
 	cfg.Raft.NodeID = *nodeID
@@ -137,6 +155,7 @@ func run() error {
 	cfg.Raft.TLS = mt.raftTLS()
 	cfg.CA = mt.ca
 	cfg.BootstrapAdmin = admin
+	cfg.Keyring = keyring
 	cfg.TickInterval = *tick
 	cfg.MaxConcurrentWork = *maxWork
 	cfg.AddonRolloutTimeout = *addonRollout
@@ -213,6 +232,33 @@ func joinCluster(ctx context.Context, log *slog.Logger, addr string, mt *memberT
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// encryptionKeyFile is the default key file under the data directory.
+const encryptionKeyFile = "encryption.key"
+
+// loadKeyring reads the key ring kubeconfigs are sealed with. A member
+// bootstrapping a fresh data directory creates the file; a joining one
+// received it with its certificate (fetchMemberCert). Without a file the
+// member starts with no key ring: it stores no kubeconfig, and
+// coordinator.New refuses to start when its state holds sealed ones.
+func loadKeyring(log *slog.Logger, path string, create bool) (*seal.Keyring, error) {
+	r, err := seal.LoadKeyFile(path)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, os.ErrNotExist) && create:
+		r, err := seal.GenerateKeyFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--encryption-key-file: %w", err)
+		}
+		log.Info("encryption key file created; every member needs a copy", "path", path, "key", r.Primary())
+		return r, nil
+	case errors.Is(err, os.ErrNotExist):
+		log.Warn("no encryption key file: kubeconfigs can be neither stored nor opened (create one with --new-encryption-key, or copy the other members')", "path", path)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--encryption-key-file: %w", err)
+}
 
 // printTrust tells the operator how a client trusts this member: the CA
 // file and its pin (agents and joining members take the pin), and where the

@@ -18,6 +18,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -202,7 +203,7 @@ func bootstrapAdmin(dataDir string, create bool) (*statemachine.TokenRecord, str
 // the CA pin, for this member's certificate, and stores it with the CA it
 // answers with. Members forward the request to the leader; it retries
 // until one answers, and stops at once on a refused credential.
-func fetchMemberCert(ctx context.Context, log *slog.Logger, dataDir, addr, pin, token string, req api.JoinRequest, hosts []string) error {
+func fetchMemberCert(ctx context.Context, log *slog.Logger, dataDir, keyFile, addr, pin, token string, req api.JoinRequest, hosts []string) error {
 	if pin == "" || token == "" {
 		return errors.New("joining needs --ca-pin (sha256:<hex> of the cluster CA's public key) and an admin token (--join-token or --join-token-file)")
 	}
@@ -256,8 +257,28 @@ func fetchMemberCert(ctx context.Context, log *slog.Logger, dataDir, addr, pin, 
 	if err := trust.WriteFileAtomic(filepath.Join(m.dir, memberKeyFile), keyPEM, 0o600); err != nil {
 		return err
 	}
+	if err := keepEncryptionKeys(log, keyFile, resp.EncryptionKeys); err != nil {
+		return err
+	}
 	log.Info("member certificate received", "via", addr, "ca_pin", ca.Pin())
 	return trust.WriteFileAtomic(filepath.Join(m.dir, memberCertFile), []byte(resp.Certificate), 0o644)
+}
+
+// keepEncryptionKeys writes the key file a joining member received, unless
+// the operator put one in place already.
+func keepEncryptionKeys(log *slog.Logger, path, keys string) error {
+	if keys == "" || exists(path) {
+		return nil
+	}
+	r, err := seal.Parse([]byte(keys))
+	if err != nil {
+		return fmt.Errorf("join answer: encryption keys: %w", err)
+	}
+	if err := seal.WriteKeyFile(path, r); err != nil {
+		return err
+	}
+	log.Info("encryption key file received", "path", path, "primary", r.Primary())
+	return nil
 }
 
 // hostsOf lists the hosts a member's certificate must name: those of its

@@ -25,8 +25,8 @@ type cli struct {
 	// config, caFile, token and tokenFile say how to trust the
 	// coordinator and who the operator is (config.go).
 	config, caFile, token, tokenFile string
-	output string
-	out    io.Writer
+	output                           string
+	out                              io.Writer
 	// poll is the pause between two reads of a run being waited for.
 	poll time.Duration
 	// api is built from --server before any command runs; one client per
@@ -53,7 +53,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.token, "token", os.Getenv("MOLT_TOKEN"), "API token (env MOLT_TOKEN)")
 	root.PersistentFlags().StringVar(&c.tokenFile, "token-file", os.Getenv("MOLT_TOKEN_FILE"), "file holding an API token (env MOLT_TOKEN_FILE)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd(), c.secretsCmd())
 	return root
 }
 

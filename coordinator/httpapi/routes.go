@@ -36,6 +36,8 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/tokens", NeedAdmin, true, f(h.createToken)},
 		{"DELETE", "/v1/tokens/{id}", NeedAdmin, true, f(h.deleteToken)},
 
+		{"POST", "/v1/secrets/rewrap", NeedAdmin, true, f(h.rewrapSecrets)},
+
 		{"GET", "/v1/releases", NeedViewer, false, f(h.releases)},
 		{"GET", "/v1/releases/{version}", NeedViewer, false, f(h.release)},
 		{"PUT", "/v1/releases/{version}", NeedAdmin, true, f(h.putRelease)},

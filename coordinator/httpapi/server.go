@@ -71,6 +71,10 @@ type Service interface {
 	Enroll(ctx context.Context, bearer string, req api.EnrollRequest) (api.EnrollResponse, error)
 	RenewAgentCert(ctx context.Context, cluster, node, oldSerial string, req api.RenewRequest) (api.EnrollResponse, error)
 
+	// RewrapSecrets seals every stored secret again with the primary
+	// encryption key (secrets.go in package coordinator).
+	RewrapSecrets(ctx context.Context) (api.RewrapResult, error)
+
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
 	Heartbeat(ctx context.Context, h api.AgentHealth) error
 	PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error)

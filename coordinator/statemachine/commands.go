@@ -35,6 +35,7 @@ const (
 	CmdDeleteToken     command.Type = 33 // trust.go
 	CmdEnrollAgent     command.Type = 34 // trust.go
 	CmdRenewAgentCert  command.Type = 35 // trust.go
+	CmdRewrapSecrets   command.Type = 37 // secrets.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply
@@ -54,7 +55,14 @@ type PutReleaseCmd struct {
 
 // PutClusterCmd (CmdPutCluster) registers a cluster or changes its shape.
 type PutClusterCmd struct {
-	Spec       phases.ClusterSpec
+	Spec phases.ClusterSpec
+	// KubeconfigSealed is the cluster's kubeconfig sealed by the leader
+	// (package seal, purpose "kubeconfig/<cluster>"); empty keeps the one
+	// the cluster has.
+	KubeconfigSealed string
+	// Kubeconfig is a kubeconfig in plain text, as entries written before
+	// kubeconfigs were sealed carry it; the coordinator no longer proposes
+	// it. secrets.go.
 	Kubeconfig string
 	Now        time.Time
 }

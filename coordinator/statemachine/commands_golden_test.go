@@ -38,6 +38,7 @@ var pinnedCommands = []struct {
 	{"deleteToken", CmdDeleteToken, 33},
 	{"enrollAgent", CmdEnrollAgent, 34},
 	{"renewAgentCert", CmdRenewAgentCert, 35},
+	{"rewrapSecrets", CmdRewrapSecrets, 37},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

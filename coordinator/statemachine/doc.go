@@ -3,7 +3,8 @@
 // agents' replicated liveness, maintenance policies, preflight runs, the
 // audit trail), the commands that change it with their literal numbers
 // (commands.go), the apply function of each (Handlers), and the snapshot
-// encoding (snapshot.go).
+// encoding (snapshot.go). Kubeconfigs reach it sealed, and stay so in the
+// log, the state and the snapshots (secrets.go).
 //
 // Three kinds of types meet here, each declared once. The state and the
 // commands hold the engine's values (phases, preflight, maintenance) and

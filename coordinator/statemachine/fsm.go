@@ -58,6 +58,7 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 		CmdDeleteToken:     apply(f, (*state).deleteToken),
 		CmdEnrollAgent:     apply(f, (*state).enrollAgent),
 		CmdRenewAgentCert:  apply(f, (*state).renewAgentCert),
+		CmdRewrapSecrets:   apply(f, (*state).rewrapSecrets),
 	}
 }
 
@@ -145,8 +146,10 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 		return nil, fmt.Errorf("cluster %s: upgrade %s is running; its shape cannot change now: %w", spec.Name, old.Upgrade.ID, ErrUpgradeInProgress)
 	}
 	if !exists {
-		s.Clusters[spec.Name] = &ClusterRecord{Spec: spec, Kubeconfig: c.Kubeconfig, StatusVersion: spec.Version,
+		r := &ClusterRecord{Spec: spec, StatusVersion: spec.Version,
 			AddonsVersion: spec.Version, LifecycleVersion: spec.Version, Agents: map[string]*AgentRecord{}}
+		r.setKubeconfig(c)
+		s.Clusters[spec.Name] = r
 		return nil, nil
 	}
 	// Re-registering keeps history and agents. The version an operator
@@ -157,9 +160,7 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	}
 	old.Spec = spec
 	old.pruneAgentCerts()
-	if c.Kubeconfig != "" {
-		old.Kubeconfig = c.Kubeconfig
-	}
+	old.setKubeconfig(c)
 	return nil, nil
 }
 

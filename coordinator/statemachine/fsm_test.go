@@ -198,6 +198,22 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, preflight.Failed, run.Report.Verdict)
 				require.Equal(t, now, run.FinishedAt)
 			}},
+		{"a sealed kubeconfig replaces a plain one", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6"), KubeconfigSealed: "molt-sealed:v1:k:new"}, nil,
+			func(t *testing.T, st *state) {
+				r := st.Clusters["lab"]
+				require.Equal(t, "molt-sealed:v1:k:new", r.KubeconfigSealed)
+				require.Empty(t, r.Kubeconfig, "no plain text left in the state")
+			}},
+		{"rewrap seals a plain kubeconfig", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
+			{Cluster: "lab", Old: SecretDigest("apiVersion: v1\nkind: Config\n"), Sealed: "molt-sealed:v1:k:lab"}}}, nil,
+			func(t *testing.T, st *state) {
+				r := st.Clusters["lab"]
+				require.Equal(t, "molt-sealed:v1:k:lab", r.KubeconfigSealed)
+				require.Empty(t, r.Kubeconfig)
+			}},
+		{"rewrap of a changed kubeconfig is stale", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
+			{Cluster: "lab", Old: SecretDigest("an older kubeconfig"), Sealed: "molt-sealed:v1:k:lab"},
+			{Cluster: "nope", Old: SecretDigest(""), Sealed: "molt-sealed:v1:k:nope"}}}, nil, nil},
 	}
 	covered := map[raftstore.CommandType]bool{}
 	for _, tc := range tests {

@@ -260,6 +260,22 @@ func goldenEntries() []goldenEntry {
 	refuse(ErrUnauthenticated, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "ff", Serial: "0e", Now: now()})
 	add(CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
 	refuse(ErrNotFound, CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
+
+	// Secrets at rest: a kubeconfig arrives sealed; a rewrap seals it
+	// again under a new key, seals lab's plain-text kubeconfig from before
+	// sealing, and finds edge's replacement stale (edge has none). The
+	// digests are SecretDigest of the values replaced.
+	const (
+		vaultSealed    = "molt-sealed:v1:k-golden1:DOKqjs6TzDRYR48dCfLQgwWPj3kjrptY56uswNDvzVR-FTqMNp6IxH85FXcoy2MSxbAQ-CyvMyMicw8ksEE6qg"
+		vaultRewrapped = "molt-sealed:v1:k-golden2:00gSUFE618wxriOKOsxztBNriinz9gMknPSiRYmEkqdKF0oPI1vnyx767etXsqGhXL19d3E4xFDWuWa-_fgT4Q"
+		labSealed      = "molt-sealed:v1:k-golden2:JSeJToCb8EYG0U45GQ2Ugo91f62q8BeRxhoHjjW0bqvnskcWuvH5BDYQIXudCNamhlOtOqDZQe8"
+	)
+	add(CmdPutCluster, PutClusterCmd{Spec: spec("vault"), KubeconfigSealed: vaultSealed, Now: now()})
+	add(CmdRewrapSecrets, RewrapSecretsCmd{Now: now(), Kubeconfigs: []KubeconfigRewrap{
+		{Cluster: "lab", Old: "5d060abdde881925da9ff44be7c4d582b24352af5bae028ac8717373e12b4fba", Sealed: labSealed},
+		{Cluster: "vault", Old: "33190c8d5e750ab61fec913dbb10987965473ace0502af65a4f588cc74d8aa8d", Sealed: vaultRewrapped},
+		{Cluster: "edge", Old: "283bb9deef02e6843abfb538efa1eca70801bd8a701c3f98191e123496339247", Sealed: labSealed},
+	}})
 	return out
 }
 

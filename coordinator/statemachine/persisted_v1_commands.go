@@ -42,9 +42,10 @@ func putReleaseFromV1(_ *v1Decoder, c putReleaseCmdV1) PutReleaseCmd {
 }
 
 type putClusterCmdV1 struct {
-	Spec       clusterSpecV1 `json:"spec"`
-	Kubeconfig string        `json:"kubeconfig,omitempty"`
-	Now        time.Time     `json:"now"`
+	Spec             clusterSpecV1 `json:"spec"`
+	Kubeconfig       string        `json:"kubeconfig,omitempty"`
+	Now              time.Time     `json:"now"`
+	KubeconfigSealed string        `json:"kubeconfigSealed,omitempty"`
 }
 
 func (c PutClusterCmd) persistedV1() any { return putClusterToV1(c) }
@@ -54,11 +55,11 @@ func (c PutClusterCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.per
 func (c *PutClusterCmd) UnmarshalJSON(b []byte) error { return unmarshalV1(b, c, putClusterFromV1) }
 
 func putClusterToV1(c PutClusterCmd) putClusterCmdV1 {
-	return putClusterCmdV1{Spec: clusterSpecToV1(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now}
+	return putClusterCmdV1{Spec: clusterSpecToV1(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed}
 }
 
 func putClusterFromV1(d *v1Decoder, c putClusterCmdV1) PutClusterCmd {
-	return PutClusterCmd{Spec: d.clusterSpec(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now}
+	return PutClusterCmd{Spec: d.clusterSpec(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed}
 }
 
 type deleteClusterCmdV1 struct {

@@ -34,6 +34,7 @@ type clusterRecordV1 struct {
 	Preflights       []*preflightRunV1         `json:"preflights,omitempty"`
 	PreflightSeq     int                       `json:"preflightSeq"`
 	AgentCerts       map[string][]string       `json:"agentCerts,omitempty"`
+	KubeconfigSealed string                    `json:"kubeconfigSealed,omitempty"`
 }
 
 type agentRecordV1 struct {
@@ -78,7 +79,7 @@ func (d *v1Decoder) state(s stateV1) *state {
 
 func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 	return clusterRecordV1{
-		Spec: clusterSpecToV1(r.Spec), Kubeconfig: r.Kubeconfig,
+		Spec: clusterSpecToV1(r.Spec), Kubeconfig: r.Kubeconfig, KubeconfigSealed: r.KubeconfigSealed,
 		StatusVersion: r.StatusVersion.String(), AddonsVersion: r.AddonsVersion.String(), LifecycleVersion: r.LifecycleVersion.String(),
 		Upgrade: conv.Ptr(r.Upgrade, upgradeToV1), History: conv.Slice(r.History, upgradeSummaryToV1), Seq: r.Seq,
 		Agents:       conv.Map(r.Agents, func(a *AgentRecord) *agentRecordV1 { return conv.Ptr(a, agentRecordToV1) }),
@@ -91,7 +92,7 @@ func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 
 func (d *v1Decoder) clusterRecord(r clusterRecordV1) ClusterRecord {
 	return ClusterRecord{
-		Spec: d.clusterSpec(r.Spec), Kubeconfig: r.Kubeconfig,
+		Spec: d.clusterSpec(r.Spec), Kubeconfig: r.Kubeconfig, KubeconfigSealed: r.KubeconfigSealed,
 		StatusVersion: d.version(r.StatusVersion), AddonsVersion: d.version(r.AddonsVersion), LifecycleVersion: d.version(r.LifecycleVersion),
 		Upgrade: conv.Ptr(r.Upgrade, d.upgrade), History: conv.Slice(r.History, upgradeSummaryFromV1), Seq: r.Seq,
 		Agents:       conv.Map(r.Agents, func(a *agentRecordV1) *AgentRecord { return conv.Ptr(a, agentRecordFromV1) }),

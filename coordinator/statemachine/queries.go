@@ -123,7 +123,10 @@ type ActiveUpgrade struct {
 	Policy *maintenance.Policy
 	// Release is the catalog entry of the upgrade's target (nil when the
 	// catalog no longer holds it).
-	Release    *api.Release
+	Release *api.Release
+	// Kubeconfig is the cluster's kubeconfig as stored
+	// (ClusterRecord.StoredKubeconfig): sealed, or in plain text from
+	// entries older than sealing.
 	Kubeconfig string
 }
 
@@ -139,7 +142,7 @@ func (f *Machine) ActiveUpgrades() []ActiveUpgrade {
 		if u == nil {
 			continue
 		}
-		a := ActiveUpgrade{Cluster: n, Upgrade: copyUpgrade(u), Policy: copyPolicy(r.Policy), Kubeconfig: r.Kubeconfig}
+		a := ActiveUpgrade{Cluster: n, Upgrade: copyUpgrade(u), Policy: copyPolicy(r.Policy), Kubeconfig: r.StoredKubeconfig()}
 		if rel, ok := f.st.Releases[u.To.String()]; ok {
 			cp := *rel
 			a.Release = &cp

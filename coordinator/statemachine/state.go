@@ -29,8 +29,13 @@ func newState() *state {
 
 // ClusterRecord is one cluster's spec, status and upgrade.
 type ClusterRecord struct {
-	Spec       phases.ClusterSpec
-	Kubeconfig string
+	Spec phases.ClusterSpec
+	// KubeconfigSealed is the cluster's kubeconfig, sealed (secrets.go).
+	// Kubeconfig is one in plain text, left by entries from before
+	// sealing until a later PutCluster or a rewrap replaces it. At most
+	// one of the two is set.
+	KubeconfigSealed string
+	Kubeconfig       string
 	// StatusVersion is what the whole cluster runs: moved to the target
 	// only when an upgrade finishes (SPEC §2).
 	StatusVersion phases.Version
