@@ -22,7 +22,9 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, os.WriteFile(outside, []byte("no"), 0o600))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "escape")))
 
-	srv := httptest.NewServer(New(nil, Config{ArtifactDir: dir}))
+	// The handler alone: who may read artifacts is the route table's
+	// business (auth tests in package coordinator).
+	srv := httptest.NewServer(Artifacts(dir))
 	defer srv.Close()
 	get := func(p string) (int, []byte) {
 		resp, err := http.Get(srv.URL + p)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
 )
 
 // indexedMember is a member whose applied index the test moves by hand;
@@ -23,6 +24,16 @@ type indexedMember struct {
 	mu      sync.Mutex
 	waiting chan struct{} // closed when a read starts waiting
 	leader  string
+}
+
+// testToken is the admin token the fake members accept.
+const testToken = "abcdef.0123456789abcdef0123456789abcdef"
+
+func (m *indexedMember) AuthenticateToken(tok string) (api.Token, error) {
+	if tok != testToken {
+		return api.Token{}, coordinator.ErrUnauthorized
+	}
+	return api.Token{ID: "abcdef", Kind: api.TokenAPI, Role: "admin"}, nil
 }
 
 func (m *indexedMember) IsLeader() bool         { return m.leader == "" }
@@ -67,6 +78,7 @@ func getReleases(t *testing.T, url string, minIndex string) *http.Response {
 	if minIndex != "" {
 		req.Header.Set(api.MinIndexHeader, minIndex)
 	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
@@ -84,6 +96,7 @@ func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
 	require.Equal(t, "41", resp.Header.Get(api.IndexHeader))
 
 	c := api.NewClient(srv.URL, nil)
+	c.SetBearerToken(testToken)
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, uint64(42), c.Seen(), "a write's answer carries the index after the write")
@@ -130,6 +143,7 @@ func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
 	t.Cleanup(fs.Close)
 
 	c := api.NewClient(fs.URL, nil)
+	c.SetBearerToken(testToken)
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, uint64(101), c.Seen(), "the follower passed on the leader's index, not its own")
