@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/trust"
 )
 
 // ErrConfig is wrapped by New's errors.
@@ -26,6 +27,8 @@ type Agent struct {
 	clock   Clock
 	client  *api.Client
 	http    *http.Client
+	apiHTTP *http.Client // a.client's
+	creds   *credentials
 	journal *journal
 	runtime Runtime
 	pods    PodObserver
@@ -65,7 +68,6 @@ func New(cfg Config) (*Agent, error) {
 		metrics:   cfg.Metrics,
 		kick:      make(chan struct{}, 1),
 		heartbeat: cfg.HeartbeatInterval,
-		http:      &http.Client{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -83,7 +85,20 @@ func New(cfg Config) (*Agent, error) {
 	if a.pods == nil {
 		a.pods = a.runtime
 	}
-	a.client = api.NewClientEndpoints(endpoints, nil)
+	if cfg.CAPin != "" {
+		if _, err := trust.ParsePin(cfg.CAPin); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	if cfg.BootstrapToken != "" {
+		if _, _, err := trust.ParseToken(cfg.BootstrapToken); err != nil {
+			return nil, fmt.Errorf("%w: bootstrap %w", ErrConfig, err)
+		}
+	}
+	a.creds = newCredentials(a.dataPath("tls"))
+	a.http = &http.Client{Transport: a.creds.transport()}
+	a.apiHTTP = &http.Client{Transport: a.creds.transport()}
+	a.client = api.NewClientEndpoints(endpoints, a.apiHTTP)
 	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
 	if err != nil {
 		return nil, err
@@ -113,6 +128,17 @@ func (a *Agent) dataPath(elem ...string) string {
 // nil when ctx ends and an error only when the agent must stop — a hook
 // aborted an operation, or the journal cannot be written.
 func (a *Agent) Run(ctx context.Context) error {
+	if err := a.ensureCredentials(ctx); err != nil {
+		if errors.Is(err, ErrConfig) {
+			return err
+		}
+		return nil //nolint:nilerr // only ctx ends enrollment
+	}
+	rotCtx, stopRot := context.WithCancel(ctx)
+	var rot sync.WaitGroup
+	rot.Add(1)
+	go func() { defer rot.Done(); a.rotate(rotCtx) }()
+	defer func() { stopRot(); rot.Wait() }()
 	if err := a.register(ctx); err != nil {
 		return nil //nolint:nilerr // only ctx ends the registration loop
 	}
@@ -181,7 +207,7 @@ func (a *Agent) register(ctx context.Context) error {
 	retry := a.cfg.RetryMin
 	for {
 		resp, err := a.client.Register(ctx, api.RegisterRequest{
-			Token: a.cfg.Token, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+			Cluster: a.cfg.Cluster, Node: a.cfg.Node,
 			Address: a.cfg.Address, AgentVersion: a.cfg.Version,
 		})
 		if err == nil {

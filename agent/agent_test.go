@@ -20,16 +20,17 @@ func TestRegistersOnceCoordinatorComesUp(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 
-	h := newFakeHost(t, "http://"+addr)
-	_, _ = runAgent(t, h.cfg)
-
 	coord := newFakeCoordinator(t)
 	coord.Close() // rebind the same handler to the address the agent uses
+	h := newFakeHostAt(t, "https://"+addr, coord)
+	_, _ = runAgent(t, h.cfg)
+
 	l, err = net.Listen("tcp", addr)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(coord.Config.Handler)
 	srv.Listener = l
-	srv.Start()
+	srv.TLS = coord.TLS
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
 	coord.enqueue(api.Operation{ID: "probe", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: []string{addr}}})

@@ -12,7 +12,7 @@ import (
 
 func TestUpgradeBinarySucceedsAndKeepsPrevious(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	old := sha(t, h.kubelet())
 	newBin := kubeletScript("v1.34.0", false)
 	url, sum := h.serve("kubelet", newBin)
@@ -61,7 +61,7 @@ func noTempFiles(t *testing.T, dir string) {
 
 func TestBadInputLeavesHostUnchanged(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	old := sha(t, h.kubelet())
 	goodURL, goodSum := h.serve("kubelet", kubeletScript("v1.34.0", false))
 	brokenURL, brokenSum := h.serve("kubelet-broken", kubeletScript("v1.34.0", true))
@@ -108,7 +108,7 @@ func TestBadInputLeavesHostUnchanged(t *testing.T) {
 
 func TestRollbackRestoresPreviousBinary(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	old := sha(t, h.kubelet())
 	url, sum := h.serve("kubelet", kubeletScript("v1.34.0", false))
 	_, _ = runAgent(t, h.cfg)
@@ -132,8 +132,8 @@ func TestRollbackRestoresPreviousBinary(t *testing.T) {
 // member that does not have it.
 func TestUpgradeBinaryFromCoordinatorPath(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	other := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	other := &fakeCoordinator{coord.Peer(t)}
+	h := newFakeHost(t, coord)
 	h.cfg.Coordinator = coord.URL + "," + other.URL
 	newBin := kubeletScript("v1.34.0", false)
 	path, sum := other.ServeArtifact("v1.34.0/kubelet", newBin)

@@ -15,8 +15,14 @@ type Config struct {
 	// one member at a time and moves to the next when that one is down or
 	// has no leader (see api.Client.Do).
 	Coordinator string
-	// Token is the join token that proves the agent may register.
-	Token string
+	// BootstrapToken and CAPin enroll an agent that holds no valid
+	// certificate yet (enroll.go): a token an admin made for this cluster
+	// ("abcdef.0123456789abcdef") and the cluster CA's pin
+	// ("sha256:<hex>"), which the coordinator must match before anything is
+	// sent. Once enrolled, neither is needed until the certificate expires
+	// unrenewed.
+	BootstrapToken string
+	CAPin          string
 	// Cluster and Node name the registered Node the agent runs on.
 	Cluster, Node string
 	// Address is the agent's probe address reported at registration (optional).
@@ -79,7 +85,7 @@ type Config struct {
 	Metrics Metrics
 }
 
-// DefaultConfig returns the production defaults. Coordinator, Token,
+// DefaultConfig returns the production defaults. Coordinator, BootstrapToken, CAPin,
 // Cluster, Node and Units must still be set.
 func DefaultConfig() Config {
 	return Config{

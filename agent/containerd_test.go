@@ -116,7 +116,7 @@ func TestContainerdRuntime(t *testing.T) {
 func TestImportImagesOperationWithContainerd(t *testing.T) {
 	sock := startContainerd(t)
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	tar := filepath.Join(t.TempDir(), "img.tar")
 	imageTarball(t, tar, "registry.example/molt/pause:3.10")
 	b, err := os.ReadFile(tar)

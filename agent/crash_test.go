@@ -66,7 +66,7 @@ func TestUpgradeBinaryCrashAtEveryStep(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
 			coord := newFakeCoordinator(t)
-			h := newFakeHost(t, coord.URL)
+			h := newFakeHost(t, coord)
 			old := sha(t, h.kubelet())
 			url, sum := h.serve("kubelet", kubeletScript("v1.34.0", false))
 
@@ -88,7 +88,7 @@ func TestUpgradeBinaryCrashWhileRestoring(t *testing.T) {
 	for _, step := range []string{StepRestoring, StepRestored} {
 		t.Run(step, func(t *testing.T) {
 			coord := newFakeCoordinator(t)
-			h := newFakeHost(t, coord.URL)
+			h := newFakeHost(t, coord)
 			old := sha(t, h.kubelet())
 			url, sum := h.serve("kubelet", kubeletScript("v1.34.0", true))
 			res := crashAndResume(t, coord, h, upgradeOp("op", url, sum, "v1.34.0"), step, func() {
@@ -106,7 +106,7 @@ func TestUpgradeStaticPodsCrashAtEveryStep(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
 			coord := newFakeCoordinator(t)
-			h := newFakeHost(t, coord.URL)
+			h := newFakeHost(t, coord)
 			dir := filepath.Join(h.root, "etc/kubernetes/manifests")
 			oldAPI := manifest("kube-apiserver", "registry.k8s.io/kube-apiserver:v1.33.0")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))

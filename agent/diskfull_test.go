@@ -19,7 +19,7 @@ import (
 func TestUpgradeBinaryDiskFull(t *testing.T) {
 	testenv.RequireRoot(t)
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	dir := filepath.Dir(h.kubelet())
 	old, err := os.ReadFile(h.kubelet())
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ import (
 type fakeCoordinator struct{ *agenttest.Coordinator }
 
 func newFakeCoordinator(t *testing.T) *fakeCoordinator {
-	return &fakeCoordinator{agenttest.New(t, "tok")}
+	return &fakeCoordinator{agenttest.New(t)}
 }
 
 func (f *fakeCoordinator) enqueue(ops ...api.Operation) { f.Enqueue(ops...) }
@@ -55,7 +55,13 @@ type fakeHost struct {
 	files    *httptest.Server
 }
 
-func newFakeHost(t *testing.T, coord string) *fakeHost {
+// newFakeHost makes a host whose agent enrolls with coord's bootstrap
+// token and CA pin.
+func newFakeHost(t *testing.T, coord *fakeCoordinator) *fakeHost {
+	return newFakeHostAt(t, coord.URL, coord)
+}
+
+func newFakeHostAt(t *testing.T, url string, coord *fakeCoordinator) *fakeHost {
 	h := &fakeHost{t: t, root: t.TempDir(), restarts: map[string]int{}}
 	h.healthz = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -77,7 +83,8 @@ func newFakeHost(t *testing.T, coord string) *fakeHost {
 	h.healthy = true
 
 	cfg := DefaultConfig()
-	cfg.Coordinator, cfg.Token, cfg.Cluster, cfg.Node = coord, "tok", "c1", "n1"
+	cfg.Coordinator, cfg.Cluster, cfg.Node = url, "c1", "n1"
+	cfg.BootstrapToken, cfg.CAPin = coord.Token, coord.CAPin()
 	cfg.HostRoot = h.root
 	cfg.KubeletHealthz = h.healthz.URL + "/healthz"
 	cfg.HeartbeatInterval = 50 * time.Millisecond

@@ -51,12 +51,12 @@ func (m *fakeMetrics) snapshot() (ops []string, durations []time.Duration, ok, f
 // heartbeats are counted as they succeed and then fail.
 func TestMetricsObserveOperationsAndHeartbeats(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	m := &fakeMetrics{}
 	h.cfg.Metrics = m
 	stop, _ := runAgent(t, h.cfg)
 
-	addr := strings.TrimPrefix(coord.URL, "http://")
+	addr := strings.TrimPrefix(coord.URL, "https://")
 	coord.enqueue(api.Operation{ID: "probe", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: []string{addr}}})
 	require.Equal(t, api.OpSucceeded, coord.waitResult(t, "probe").State)
 	coord.enqueue(api.Operation{ID: "nobody", Kind: api.OpProbePeers}) // no body: refused
@@ -80,7 +80,7 @@ func TestMetricsObserveOperationsAndHeartbeats(t *testing.T) {
 // TestNilMetrics: an agent without Metrics runs as before.
 func TestNilMetrics(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	h.cfg.Metrics = nil
 	runAgent(t, h.cfg)
 	coord.enqueue(api.Operation{ID: "nobody", Kind: api.OpProbePeers})

@@ -13,7 +13,7 @@ import (
 
 func TestPreflightOperations(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	goodURL, goodSum := h.serve("a", []byte("artifact"))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

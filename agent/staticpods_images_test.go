@@ -34,7 +34,7 @@ func TestUpgradeStaticPodsByImage(t *testing.T) {
 		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: kube-system\nspec:\n  containers:\n  - name: " + name + "\n    image: " + image + "\n"
 	}
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	dir := filepath.Join(h.root, "etc/kubernetes/manifests")
 	oldLB := pod("cplb", "k8s/cplb:1")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(pod("kube-apiserver", "k8s/apiserver:v1.33.0")), 0o600))

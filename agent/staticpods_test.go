@@ -44,7 +44,7 @@ func TestUpgradeStaticPods(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			coord := newFakeCoordinator(t)
-			h := newFakeHost(t, coord.URL)
+			h := newFakeHost(t, coord)
 			dir := filepath.Join(h.root, "etc/kubernetes/manifests")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd.yaml"), []byte(oldEtcd), 0o600))
@@ -71,7 +71,7 @@ func TestUpgradeStaticPods(t *testing.T) {
 
 func TestRollbackStaticPods(t *testing.T) {
 	coord := newFakeCoordinator(t)
-	h := newFakeHost(t, coord.URL)
+	h := newFakeHost(t, coord)
 	dir := filepath.Join(h.root, "etc/kubernetes/manifests")
 	oldAPI := manifest("kube-apiserver", "k8s/apiserver:v1.33.0")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))

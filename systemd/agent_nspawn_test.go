@@ -61,7 +61,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(kdir, "main.go"), src, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(kdir, "go.mod"), []byte("module fakekubelet\n\ngo 1.22\n"), 0o644))
-	coord := agenttest.New(t, "")
+	coord := agenttest.New(t)
 	files := t.TempDir()
 	fsrv := httptest.NewServer(http.FileServer(http.Dir(files)))
 	t.Cleanup(fsrv.Close)
@@ -86,7 +86,7 @@ func TestAgentUnderSystemd(t *testing.T) {
 
 	// Install the agent exactly as users do, from outside into the host's root.
 	out, err := exec.Command("sh", "install.sh", "--root", h.Root(), "--binary", filepath.Join(bin, "molt-agent"),
-		"coordinator="+coord.URL, "token=tok", "cluster=c1", "node=n1",
+		"coordinator="+coord.URL, "token="+coord.Token, "ca_pin="+coord.CAPin(), "cluster=c1", "node=n1",
 		fmt.Sprintf("kubelet-healthz=http://127.0.0.1:%d/healthz", port),
 		"health-timeout=20s", "poll-wait=1s", "log-level=debug",
 		"test-hold-at=renamed", "test-hold-file=/run/molt-hold").CombinedOutput()

@@ -1,15 +1,19 @@
-// Package agenttest is a stand-in for the coordinator's four agent
-// endpoints (register, heartbeat, long-poll for operations, results), for
-// tests of the agent on its own (package agent) and under systemd (package
-// systemd). The coordinator's own tests use the real one.
+// Package agenttest is a stand-in for the coordinator's agent endpoints
+// (enroll, renew, register, heartbeat, long-poll for operations, results),
+// over TLS with a CA of its own, for tests of the agent on its own (package
+// agent) and under systemd (package systemd). The coordinator's own tests
+// use the real one.
 package agenttest
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/trust"
 )
 
 // Coordinator serves the agent endpoints. Operations stay pending until a
@@ -30,20 +35,74 @@ type Coordinator struct {
 	registered int
 	wake       chan struct{}
 	artifacts  map[string][]byte
+
+	// CA signs agents' certificates; Token is the bootstrap token it
+	// accepts; CertLifetime is how long the certificates it signs last.
+	CA           *trust.CA
+	Token        string
+	CertLifetime time.Duration
+	// Now is the stand-in's clock for signing (nil: the wall clock), set
+	// to the agent's injected clock in rotation tests.
+	Now func() time.Time
+	enrolled     int
+	renewed      int
+	clients      []string // client certificate names, one per request
 }
 
-// New starts a stand-in that admits agents presenting token (any token
-// when empty); it stops when the test ends.
-func New(t testing.TB, token string) *Coordinator {
-	f := &Coordinator{wake: make(chan struct{}, 1)}
+// New starts a stand-in over TLS that enrolls agents presenting its
+// bootstrap token (Token) and serves only agents with a certificate it
+// signed; it stops when the test ends.
+func New(t testing.TB) *Coordinator {
+	ca, err := trust.NewCA("agenttest CA", time.Now())
+	require.NoError(t, err)
+	tok, _ := trust.NewToken(trust.BootstrapSecretLen)
+	return newWith(t, ca, tok)
+}
+
+// Peer starts another stand-in with the same CA and token, as another
+// member of the same coordinator.
+func (f *Coordinator) Peer(t testing.TB) *Coordinator { return newWith(t, f.CA, f.Token) }
+
+func newWith(t testing.TB, ca *trust.CA, tok string) *Coordinator {
+	f := &Coordinator{wake: make(chan struct{}, 1), CA: ca, Token: tok, CertLifetime: time.Hour}
 	mux := http.NewServeMux()
+	sign := func(w http.ResponseWriter, csr, cluster, node string) {
+		f.mu.Lock()
+		life, now := f.CertLifetime, time.Now()
+		if f.Now != nil {
+			now = f.Now()
+		}
+		f.mu.Unlock()
+		certPEM, cert, err := f.CA.SignAgent([]byte(csr), trust.AgentIdentity(cluster, node), now, life)
+		if err != nil {
+			problem(w, http.StatusForbidden, "csr-invalid")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(api.EnrollResponse{Certificate: string(certPEM), CA: string(f.CA.CertPEM), NotAfter: cert.NotAfter})
+	}
+	mux.HandleFunc("POST /v1/agents/enroll", func(w http.ResponseWriter, r *http.Request) {
+		var req api.EnrollRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if r.Header.Get("Authorization") != "Bearer "+f.Token {
+			problem(w, http.StatusUnauthorized, "token-unknown")
+			return
+		}
+		f.mu.Lock()
+		f.enrolled++
+		f.mu.Unlock()
+		sign(w, req.CSR, req.Cluster, req.Node)
+	})
+	mux.HandleFunc("POST /v1/agents/{c}/{n}/certificate", func(w http.ResponseWriter, r *http.Request) {
+		var req api.RenewRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.renewed++
+		f.mu.Unlock()
+		sign(w, req.CSR, r.PathValue("c"), r.PathValue("n"))
+	})
 	mux.HandleFunc("POST /v1/agents/register", func(w http.ResponseWriter, r *http.Request) {
 		var req api.RegisterRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		if token != "" && req.Token != token {
-			http.Error(w, `{"type":"https://molt.dev/problems/unauthorized","status":401}`, http.StatusUnauthorized)
-			return
-		}
 		f.mu.Lock()
 		f.registered++
 		f.mu.Unlock()
@@ -107,9 +166,72 @@ func New(t testing.TB, token string) *Coordinator {
 		t.Logf("fake coordinator: no route for %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
 	})
-	f.Server = httptest.NewServer(mux)
+	// Agent routes need a client certificate the CA signed; enrollment
+	// does not.
+	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/agents/enroll" && strings.HasPrefix(r.URL.Path, "/v1/agents/") {
+			if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+				problem(w, http.StatusUnauthorized, "authentication-required")
+				return
+			}
+			f.mu.Lock()
+			c := r.TLS.VerifiedChains[0][0]
+			f.clients = append(f.clients, fmt.Sprintf("%s %x", c.Subject.CommonName, c.SerialNumber.Bytes()))
+			f.mu.Unlock()
+		}
+		mux.ServeHTTP(w, r)
+	})
+	f.Server = httptest.NewUnstartedServer(guard)
+	key, err := trust.NewKey()
+	require.NoError(t, err)
+	certPEM, err := ca.IssueMember("agenttest", []string{"127.0.0.1", "localhost"}, key.Public(), time.Now())
+	require.NoError(t, err)
+	keyPEM, err := trust.EncodeKey(key)
+	require.NoError(t, err)
+	kp, err := trust.KeyPair(certPEM, keyPEM, ca.Cert)
+	require.NoError(t, err)
+	f.Server.TLS = trust.ServerConfig(ca.Pool(), func() (*tls.Certificate, error) { return &kp, nil })
+	// httptest fills Certificates when empty, and TLS prefers them to
+	// GetCertificate for clients that send no server name.
+	f.Server.TLS.Certificates = []tls.Certificate{kp}
+	f.Server.TLS.Time = func() time.Time {
+		f.mu.Lock()
+		now := f.Now
+		f.mu.Unlock()
+		if now != nil {
+			return now()
+		}
+		return time.Now()
+	}
+	f.Server.StartTLS()
 	t.Cleanup(f.Close)
 	return f
+}
+
+// SetClock makes the stand-in sign and verify certificates at now's time.
+func (f *Coordinator) SetClock(now func() time.Time) { f.mu.Lock(); f.Now = now; f.mu.Unlock() }
+
+// CAPin is the pin of the stand-in's CA.
+func (f *Coordinator) CAPin() string { return f.CA.Pin() }
+
+// Enrolled and Renewed count enrollments and renewals.
+func (f *Coordinator) Enrolled() int { f.mu.Lock(); defer f.mu.Unlock(); return f.enrolled }
+
+// Renewed counts renewals.
+func (f *Coordinator) Renewed() int { f.mu.Lock(); defer f.mu.Unlock(); return f.renewed }
+
+// Clients are the client certificates of agent requests, one per request:
+// "<common name> <serial in hex>".
+func (f *Coordinator) Clients() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.clients...)
+}
+
+func problem(w http.ResponseWriter, status int, rule string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Problem{Type: api.ProblemTypeBase + "unauthorized", Status: status, Rule: rule, Detail: rule})
 }
 
 // ServeArtifact serves content at /artifacts/name, as a coordinator serves
