@@ -46,6 +46,8 @@ func problemFor(err error) *api.Problem {
 		rule = ce.Rule
 	}
 	switch {
+	case errors.Is(err, phases.ErrInvalidVersion) || rule == phases.RuleInvalid:
+		return p(http.StatusUnprocessableEntity, api.ProblemVersionInvalid, "Invalid version", phases.RuleInvalid)
 	case errors.Is(err, errBadRequest):
 		return p(http.StatusBadRequest, api.ProblemValidation, "Malformed request", "request-body")
 	case errors.Is(err, errTooLarge):

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -248,7 +249,11 @@ func (h *handlers) putRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	a, errA := phases.ParseVersion(v)
 	b, errB := phases.ParseVersion(rel.Version)
-	if errA != nil || errB != nil || a != b {
+	if err := errors.Join(errA, errB); err != nil {
+		writeProblem(w, r, &coordinator.RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: coordinator.ErrInvalid})
+		return
+	}
+	if a != b {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "release-version", Detail: fmt.Sprintf("body version %q does not match the path's %q", rel.Version, v), Err: coordinator.ErrInvalid})
 		return
 	}
@@ -285,9 +290,13 @@ func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	spec, err := convert.ClusterSpecFromAPI(body)
 	if err != nil {
-		// A version that is not 1.N.X makes the body malformed, as it did
-		// when the engine's type decoded it.
-		writeProblem(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		// A version that is not 1.N.X is refused as version-invalid
+		// (problemFor); anything else the conversion refuses makes the
+		// body malformed.
+		if !errors.Is(err, phases.ErrInvalidVersion) {
+			err = fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		writeProblem(w, r, err)
 		return
 	}
 	name := chi.URLParam(r, "name")
