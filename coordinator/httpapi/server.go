@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moltproject/molt/api"
@@ -117,7 +116,7 @@ func New(svc Service, cfg Config) http.Handler {
 	}
 	h := &handlers{svc: svc, cfg: cfg}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(recoverer(cfg.Logger))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
 	})
