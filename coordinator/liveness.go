@@ -85,7 +85,11 @@ func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 // has checked that the caller's certificate names that node.
 func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error) {
 	now := c.cfg.Clock.Now()
-	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}); err != nil {
+	cmd := statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return api.RegisterResponse{}, err
+	}
+	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, cmd); err != nil {
 		return api.RegisterResponse{}, err
 	}
 	c.live.beat(nodeKey(r.Cluster, r.Node), now)
