@@ -177,10 +177,7 @@ func run() error {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
-	srv := &http.Server{
-		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := httpapi.NewServer(httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)

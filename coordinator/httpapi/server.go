@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -97,7 +98,15 @@ type Config struct {
 	// CatchUp bounds how long a read waits for this member to reach the
 	// client's last-seen index (consistency.go); default 2 s.
 	CatchUp time.Duration
+	// MaxPollsPerNode caps the long polls one node's agent has open at
+	// once on this member; one more answers 429 too-many-requests.
+	// Default DefaultMaxPollsPerNode.
+	MaxPollsPerNode int
 }
+
+// DefaultMaxPollsPerNode is the default of Config.MaxPollsPerNode: an
+// agent polls once at a time.
+const DefaultMaxPollsPerNode = 1
 
 // forwardedHeader marks a request a follower forwarded, so that two members
 // that each think the other leads cannot bounce a request forever.
@@ -114,7 +123,10 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.CatchUp <= 0 {
 		cfg.CatchUp = defaultCatchUp
 	}
-	h := &handlers{svc: svc, cfg: cfg}
+	if cfg.MaxPollsPerNode <= 0 {
+		cfg.MaxPollsPerNode = DefaultMaxPollsPerNode
+	}
+	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}}
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -148,6 +160,30 @@ func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix
 type handlers struct {
 	svc Service
 	cfg Config
+
+	pollMu sync.Mutex
+	polls  map[string]int // open long polls by "cluster/node"
+}
+
+// enterPoll counts a long poll of node in, or refuses it beyond
+// Config.MaxPollsPerNode; the caller calls the returned function when the
+// poll ends.
+func (h *handlers) enterPoll(cluster, node string) (func(), error) {
+	key := cluster + "/" + node
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	if h.polls[key] >= h.cfg.MaxPollsPerNode {
+		return nil, &coordinator.RuleError{Rule: "poll-concurrency",
+			Detail: fmt.Sprintf("%s already has %d long poll(s) open; at most %d", key, h.polls[key], h.cfg.MaxPollsPerNode), Err: errTooManyPolls}
+	}
+	h.polls[key]++
+	return func() {
+		h.pollMu.Lock()
+		defer h.pollMu.Unlock()
+		if h.polls[key]--; h.polls[key] <= 0 {
+			delete(h.polls, key)
+		}
+	}, nil
 }
 
 // leaderOnly forwards requests that change state (and agents' calls, whose
@@ -444,7 +480,14 @@ func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(d, h.cfg.MaxPoll)
 	}
-	ops, err := h.svc.PollOperations(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), wait)
+	cluster, node := chi.URLParam(r, "cluster"), chi.URLParam(r, "node")
+	leave, err := h.enterPoll(cluster, node)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	defer leave()
+	ops, err := h.svc.PollOperations(r.Context(), cluster, node, wait)
 	if err != nil {
 		writeProblem(w, r, err)
 		return
