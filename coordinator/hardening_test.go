@@ -119,3 +119,34 @@ func TestRefusedWritesAreRefusedBeforeTheLog(t *testing.T) {
 	require.ErrorIs(t, err, coordinator.ErrNotFound)
 	require.Equal(t, before, m.c.AppliedIndex())
 }
+
+func TestRequestBoundsAndNames(t *testing.T) {
+	tc := newTestCluster(t, 1, newFakeOps())
+	m := tc.members[0]
+	cl := m.client()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
+	spec := func(name string, mutate func(*api.ClusterSpec)) string {
+		s := clusterSpec(name, "1.33.6")
+		if mutate != nil {
+			mutate(&s)
+		}
+		return string(mustJSON(t, s))
+	}
+	many := make([]string, 17)
+	for i := range many {
+		many[i] = "c"
+	}
+	requireRefusals(t, m, []refusal{
+		{"concurrentWorkerPools 2^62", "POST", "/v1/clusters/lab/upgrade", `{"version":"1.34.4","concurrentWorkerPools":4611686018427387904}`, 422, api.ProblemValidation, "concurrent-worker-pools"},
+		{"concurrentWorkerPools 2e8 in a dry run", "POST", "/v1/clusters/lab/upgrade", `{"version":"1.34.4","dryRun":true,"concurrentWorkerPools":200000000}`, 422, api.ProblemValidation, "concurrent-worker-pools"},
+		{"negative concurrentWorkerPools", "POST", "/v1/clusters/lab/upgrade", `{"version":"1.34.4","concurrentWorkerPools":-1}`, 422, api.ProblemValidation, "concurrent-worker-pools"},
+		{"cluster named -", "PUT", "/v1/clusters/-", spec("-", nil), 422, api.ProblemValidation, "cluster-name"},
+		{"cluster named .", "PUT", "/v1/clusters/.", spec(".", nil), 422, api.ProblemValidation, "cluster-name"},
+		{"cluster named ..", "PUT", "/v1/clusters/..", spec("..", nil), 422, api.ProblemValidation, "cluster-name"},
+		{"node named .", "PUT", "/v1/clusters/lab2", spec("lab2", func(s *api.ClusterSpec) { s.Pools[len(s.Pools)-1].Nodes[0].Name = "." }), 422, api.ProblemValidation, "node-name"},
+		{"huge concurrentNodes", "PUT", "/v1/clusters/lab2", spec("lab2", func(s *api.ClusterSpec) { s.Pools[len(s.Pools)-1].Settings.ConcurrentNodes = 1 << 62 }), 422, api.ProblemValidation, "concurrent-nodes"},
+		{"too many channels", "PUT", "/v1/releases/1.37.0", string(mustJSON(t, api.Release{Version: "1.37.0", Channels: many})), 422, api.ProblemValidation, "release-limits"},
+	})
+}

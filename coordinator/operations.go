@@ -80,6 +80,9 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if r.State == api.OpRunning {
 		return nil
 	}
+	if err := checkResultLimits(r); err != nil {
+		return err
+	}
 	if r.State != api.OpSucceeded && r.State != api.OpFailed {
 		return &RuleError{Rule: "operation-state", Detail: fmt.Sprintf("state %q is not running, succeeded or failed", r.State), Err: ErrInvalid}
 	}

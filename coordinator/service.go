@@ -18,6 +18,9 @@ func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
 	if _, err := statemachine.ValidateRelease(&r); err != nil {
 		return err
 	}
+	if err := checkReleaseLimits(r); err != nil {
+		return err
+	}
 	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
 	return err
 }
@@ -44,7 +47,7 @@ func (c *Coordinator) Releases() []api.Release {
 // keeps the one the cluster has. The kubeconfig is sealed before it is
 // proposed (secrets.go): the log holds only its envelope.
 func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
-	if err := spec.Validate(); err != nil {
+	if err := spec.Admit(); err != nil {
 		return err
 	}
 	cmd := statemachine.PutClusterCmd{Spec: spec, Now: c.cfg.Clock.Now()}
@@ -101,6 +104,9 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	to, err := phases.ParseVersion(req.Version)
 	if err != nil {
 		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
+	}
+	if err := phases.CheckOptions(upgradeOptions(req)); err != nil {
+		return phases.Plan{}, err
 	}
 	r, err := c.sm.CheckUpgrade(cluster, to)
 	if err != nil {
