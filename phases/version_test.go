@@ -85,6 +85,10 @@ func FuzzParseVersion(f *testing.F) {
 		if err != nil || back != v {
 			t.Fatalf("round trip %q → %v → %v, %v", s, v, back, err)
 		}
+		// Strict: only the canonical text, with or without "v", parses.
+		if s != v.String() && s != "v"+v.String() {
+			t.Fatalf("ParseVersion(%q) = %v: accepted text that is not canonical", s, v)
+		}
 	})
 }
 
