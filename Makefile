@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test test-demo test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
+.PHONY: all build check test fuzz test-demo test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
 
 all: build
 
@@ -34,6 +34,17 @@ $(STATICCHECK):
 ## test: every Go test with the race detector
 test:
 	$(GO) test -race -timeout 30m ./...
+
+## fuzz: each fuzz target for FUZZTIME (default 30s); not part of test, whose
+## plain go test runs the checked-in seeds (testdata/fuzz/) only
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzAPI:./coordinator/ FuzzParseVersion:./phases/ FuzzCheckUpgrade:./phases/ \
+	FuzzPolicyJSON:./maintenance/ FuzzRecurrence:./maintenance/ FuzzDecode:./raftstore/
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 ## test-lab: the lab brings a real Kubernetes cluster up on systemd hosts and down again
 test-lab:

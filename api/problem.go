@@ -45,6 +45,14 @@ const (
 	ProblemUnsupportedMedia  = "unsupported-media-type"
 	ProblemCommandNotAllowed = "command-not-allowed"
 	ProblemInternal          = "internal"
+	// ProblemUnavailable: the member could not finish the request now
+	// (Raft timed out, leadership was lost mid-write, the member is
+	// shutting down); a write's outcome is unknown, so retry only what is
+	// safe to repeat.
+	ProblemUnavailable = "unavailable"
+	// ProblemTooManyRequests: a limit on concurrent requests of one
+	// caller (an agent's long poll) was reached.
+	ProblemTooManyRequests = "too-many-requests"
 )
 
 // Suffix returns the stable suffix of the problem's type.

@@ -229,6 +229,13 @@ func (c *Coordinator) lead(ctx context.Context) {
 func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
 	start := time.Now()
 	v, err := c.store.Apply(ctx, t, body)
+	var refused *raftstore.RefusedError
+	if errors.As(err, &refused) {
+		// A refusal that reached the log: the service methods check what
+		// they can before proposing, so this is a race (a stale decision)
+		// or a check they lack.
+		c.log.Info("command refused", "err", err)
+	}
 	if c.cfg.Recorder != nil && err == nil {
 		c.cfg.Recorder.RaftCommit(time.Since(start))
 	}

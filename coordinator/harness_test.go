@@ -125,7 +125,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	cert := memberCert(t, id)
 	fwd := httpsClient(cert).Transport
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir()}
-	m.srv = &http.Server{Handler: httpapi.New(m.c, m.apiConfig), ReadHeaderTimeout: 5 * time.Second}
+	m.srv = httpapi.NewServer(httpapi.New(m.c, m.apiConfig))
 	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel

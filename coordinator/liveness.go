@@ -85,7 +85,14 @@ func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 // has checked that the caller's certificate names that node.
 func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error) {
 	now := c.cfg.Clock.Now()
-	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}); err != nil {
+	if len(r.Address) > MaxAgentStringLen || len(r.AgentVersion) > MaxAgentStringLen {
+		return api.RegisterResponse{}, limitErr("agent-register", "address and agentVersion are at most %d bytes", MaxAgentStringLen)
+	}
+	cmd := statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return api.RegisterResponse{}, err
+	}
+	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, cmd); err != nil {
 		return api.RegisterResponse{}, err
 	}
 	c.live.beat(nodeKey(r.Cluster, r.Node), now)
@@ -101,6 +108,9 @@ func (c *Coordinator) checkAgent(cluster, node string) error {
 
 // Heartbeat notes a beat in memory and commits only a change of health.
 func (c *Coordinator) Heartbeat(ctx context.Context, h api.AgentHealth) error {
+	if err := checkHeartbeatLimits(h); err != nil {
+		return err
+	}
 	now := c.cfg.Clock.Now()
 	healthy := h.Kubelet.Healthy && h.Containerd.Healthy
 	a, ok := c.sm.Agent(h.Cluster, h.Node)

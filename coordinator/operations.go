@@ -80,6 +80,9 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if r.State == api.OpRunning {
 		return nil
 	}
+	if err := checkResultLimits(r); err != nil {
+		return err
+	}
 	if r.State != api.OpSucceeded && r.State != api.OpFailed {
 		return &RuleError{Rule: "operation-state", Detail: fmt.Sprintf("state %q is not running, succeeded or failed", r.State), Err: ErrInvalid}
 	}
@@ -90,8 +93,18 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if !ok || opNode != node {
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
 	}
+	if !c.sm.KnownUpgrade(cluster, upgrade) {
+		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("cluster %s has no upgrade %s", cluster, upgrade), Err: ErrNotFound}
+	}
 	res := phases.NodeStepResult{Upgrade: upgrade, Node: node, Cursor: cursor, Attempt: attempt, OK: r.State == api.OpSucceeded, Message: r.Message}
-	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, statemachine.NodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()})
+	cmd := statemachine.NodeStepResultCmd{Cluster: cluster, Result: res, Now: c.cfg.Clock.Now()}
+	if err := c.sm.Precheck(cmd); err != nil {
+		if isStale(err) {
+			return nil // already applied, or for a superseded attempt: acknowledged
+		}
+		return err
+	}
+	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, cmd)
 	if isStale(err) {
 		return nil
 	}

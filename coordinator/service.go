@@ -18,6 +18,9 @@ func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
 	if _, err := statemachine.ValidateRelease(&r); err != nil {
 		return err
 	}
+	if err := checkReleaseLimits(r); err != nil {
+		return err
+	}
 	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
 	return err
 }
@@ -44,10 +47,13 @@ func (c *Coordinator) Releases() []api.Release {
 // keeps the one the cluster has. The kubeconfig is sealed before it is
 // proposed (secrets.go): the log holds only its envelope.
 func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
-	if err := spec.Validate(); err != nil {
+	if err := spec.Admit(); err != nil {
 		return err
 	}
 	cmd := statemachine.PutClusterCmd{Spec: spec, Now: c.cfg.Clock.Now()}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return err
+	}
 	if kubeconfig != "" {
 		sealed, err := c.sealKubeconfig(spec.Name, kubeconfig)
 		if err != nil {
@@ -61,7 +67,11 @@ func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, k
 
 // DeleteCluster forgets a cluster that is not upgrading.
 func (c *Coordinator) DeleteCluster(ctx context.Context, name string) error {
-	_, err := c.apply(ctx, statemachine.CmdDeleteCluster, statemachine.DeleteClusterCmd{Name: name, Now: c.cfg.Clock.Now()})
+	cmd := statemachine.DeleteClusterCmd{Name: name, Now: c.cfg.Clock.Now()}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, statemachine.CmdDeleteCluster, cmd)
 	return err
 }
 
@@ -94,6 +104,9 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	to, err := phases.ParseVersion(req.Version)
 	if err != nil {
 		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
+	}
+	if err := phases.CheckOptions(upgradeOptions(req)); err != nil {
+		return phases.Plan{}, err
 	}
 	r, err := c.sm.CheckUpgrade(cluster, to)
 	if err != nil {
@@ -145,13 +158,21 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 
 // PoolCommand runs cancel, resume, rollback or complete on a pool.
 func (c *Coordinator) PoolCommand(ctx context.Context, cluster, pool, command string) error {
-	_, err := c.apply(ctx, statemachine.CmdPoolCommand, statemachine.PoolCommandCmd{Cluster: cluster, Pool: pool, Command: command, Now: c.cfg.Clock.Now()})
+	cmd := statemachine.PoolCommandCmd{Cluster: cluster, Pool: pool, Command: command, Now: c.cfg.Clock.Now()}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, statemachine.CmdPoolCommand, cmd)
 	return err
 }
 
 // RetryNode gives a failed node a new attempt.
 func (c *Coordinator) RetryNode(ctx context.Context, cluster, node string) error {
-	_, err := c.apply(ctx, statemachine.CmdRetryNode, statemachine.RetryNodeCmd{Cluster: cluster, Node: node, Now: c.cfg.Clock.Now()})
+	cmd := statemachine.RetryNodeCmd{Cluster: cluster, Node: node, Now: c.cfg.Clock.Now()}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, statemachine.CmdRetryNode, cmd)
 	return err
 }
 
@@ -166,19 +187,6 @@ func (c *Coordinator) Members() ([]api.Member, error) {
 		out = append(out, api.Member{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}
 	return out, nil
-}
-
-// Join adds a member (leader only).
-func (c *Coordinator) Join(ctx context.Context, r api.JoinRequest) error {
-	if r.ID == "" || r.RaftAddr == "" {
-		return &RuleError{Rule: "member", Detail: "id and raftAddr are required", Err: ErrInvalid}
-	}
-	return c.store.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr)
-}
-
-// RemoveMember removes a member (leader only).
-func (c *Coordinator) RemoveMember(ctx context.Context, id string) error {
-	return c.store.Remove(ctx, id)
 }
 
 // Audit returns the replicated audit trail.

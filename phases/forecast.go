@@ -64,7 +64,7 @@ func Forecast(u *Upgrade, dur Durations, now time.Time) (end time.Time, ok bool)
 		}
 	}
 	ends := map[string]time.Time{}
-	workerSlots := make([]time.Time, max(1, u.Options.ConcurrentWorkerPools))
+	workerSlots := make([]time.Time, min(max(1, u.Options.ConcurrentWorkerPools), MaxConcurrentWorkerPools))
 	for i := range workerSlots {
 		workerSlots[i] = now
 	}

@@ -2,7 +2,9 @@ package phases
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -66,4 +68,71 @@ func TestClusterValidate(t *testing.T) {
 			require.Equal(t, tc.rule, ve.Rule)
 		})
 	}
+}
+
+func TestAdmitBoundsAndNames(t *testing.T) {
+	ptr := func(n int) *int { return &n }
+	base := func() ClusterSpec {
+		return ClusterSpec{Name: "lab", Kind: KindStandalone, Version: MustParseVersion("1.33.6"), Pools: []Pool{
+			{Name: "cp", Role: RoleControlPlane, Nodes: []Node{{Name: "cp-1"}}},
+			{Name: "workers", Role: RoleWorker, Backing: BackingMIG, Nodes: []Node{{Name: "w1.example.com"}, {Name: "w2"}}},
+		}}
+	}
+	ok := base()
+	require.NoError(t, ok.Admit())
+	many := func(n int) []Node {
+		out := make([]Node, n)
+		for i := range out {
+			out[i].Name = fmt.Sprintf("n%d", i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*ClusterSpec)
+		rule   string
+	}{
+		{"dot", func(c *ClusterSpec) { c.Name = "." }, "cluster-name"},
+		{"dot dot", func(c *ClusterSpec) { c.Name = ".." }, "cluster-name"},
+		{"dash", func(c *ClusterSpec) { c.Name = "-" }, "cluster-name"},
+		{"leading dash", func(c *ClusterSpec) { c.Name = "-lab" }, "cluster-name"},
+		{"dotted cluster", func(c *ClusterSpec) { c.Name = "a.b" }, "cluster-name"},
+		{"64 characters", func(c *ClusterSpec) { c.Name = strings.Repeat("a", 64) }, "cluster-name"},
+		{"dotted pool", func(c *ClusterSpec) { c.Pools[1].Name = "w.x" }, "pool-name"},
+		{"node dot", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Name = "." }, "node-name"},
+		{"node empty label", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Name = "a..b" }, "node-name"},
+		{"node trailing dash", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Name = "w1-" }, "node-name"},
+		{"too many pools", func(c *ClusterSpec) {
+			for i := range MaxPools {
+				c.Pools = append(c.Pools, Pool{Name: fmt.Sprintf("p%d", i), Role: RoleWorker, Nodes: []Node{{Name: fmt.Sprintf("p%d-n", i)}}})
+			}
+		}, "pool-count"},
+		{"too many nodes", func(c *ClusterSpec) { c.Pools[1].Nodes = many(MaxClusterNodes) }, "node-count"},
+		{"negative surge", func(c *ClusterSpec) { c.Pools[1].Settings.MaxSurge = ptr(-1) }, "mig-surge"},
+		{"huge unavailable", func(c *ClusterSpec) { c.Pools[1].Settings.MaxUnavailable = ptr(1 << 62) }, "mig-surge"},
+		{"huge concurrency", func(c *ClusterSpec) { c.Pools[1].Settings.ConcurrentNodes = 1 << 62 }, "concurrent-nodes"},
+		{"huge minimum available", func(c *ClusterSpec) { c.Pools[1].Settings.MinimumAvailableNodes = 1 << 62 }, "minimum-available-nodes"},
+		{"long address", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Address = strings.Repeat("a", MaxFieldLen+1) }, "node-field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			tc.mutate(&c)
+			err := c.Admit()
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, tc.rule, ve.Rule)
+		})
+	}
+}
+
+func TestCheckOptions(t *testing.T) {
+	require.NoError(t, CheckOptions(Options{ConcurrentWorkerPools: MaxConcurrentWorkerPools}))
+	for _, n := range []int{-1, MaxConcurrentWorkerPools + 1, 200_000_000, 1 << 62} {
+		var ve *ValidationError
+		require.ErrorAs(t, CheckOptions(Options{ConcurrentWorkerPools: n}), &ve, "%d", n)
+		require.Equal(t, "concurrent-worker-pools", ve.Rule)
+	}
+	// Plans of an unchecked option stay bounded.
+	c := ClusterSpec{Name: "lab", Kind: KindStandalone, Version: MustParseVersion("1.33.6"), Pools: []Pool{{Name: "cp", Role: RoleControlPlane, Nodes: []Node{{Name: "cp-1"}}}}}
+	_ = MakePlan(&c, MustParseVersion("1.34.0"), Options{ConcurrentWorkerPools: 1 << 62}, DefaultDurations(), time.Time{})
 }

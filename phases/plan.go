@@ -75,10 +75,9 @@ func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start tim
 	plan := Plan{Cluster: c.Name, From: c.Version, To: to, Start: start}
 	end := map[string]time.Time{}
 	lower := map[string]time.Duration{}
-	workerSlots := opts.ConcurrentWorkerPools
-	if workerSlots <= 0 {
-		workerSlots = 1
-	}
+	// CheckOptions bounds the option before an upgrade is proposed; the
+	// clamp keeps a plan of anything else from allocating without bound.
+	workerSlots := min(max(opts.ConcurrentWorkerPools, 1), MaxConcurrentWorkerPools)
 	slots := make([]time.Time, workerSlots)
 	for i := range slots {
 		slots[i] = start

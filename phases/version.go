@@ -19,17 +19,21 @@ var ErrInvalidVersion = errors.New("invalid version")
 // overflow whatever the input.
 const maxComponent = 1_000_000
 
-// ParseVersion parses "1.N.X", with or without a leading "v". Pre-release
-// and build suffixes are refused: molt upgrades only to released versions.
+// ParseVersion parses "1.N.X", with or without a leading "v". It is
+// strict: each component is ASCII digits only, with no sign, no space and
+// no leading zero (other than "0" itself), so every accepted text is the
+// canonical rendering of exactly one version (or that with a "v").
+// Pre-release and build suffixes are refused: molt upgrades only to
+// released versions.
 func ParseVersion(s string) (Version, error) {
-	t := strings.TrimPrefix(strings.TrimSpace(s), "v")
+	t := strings.TrimPrefix(s, "v")
 	parts := strings.Split(t, ".")
 	if len(parts) != 3 {
 		return Version{}, fmt.Errorf("%w %q: want MAJOR.MINOR.PATCH", ErrInvalidVersion, s)
 	}
 	var n [3]int
 	for i, p := range parts {
-		if p == "" || (len(p) > 1 && p[0] == '0') {
+		if p == "" || (len(p) > 1 && p[0] == '0') || !allDigits(p) {
 			return Version{}, fmt.Errorf("%w %q: component %q", ErrInvalidVersion, s, p)
 		}
 		v, err := strconv.Atoi(p)
@@ -42,6 +46,15 @@ func ParseVersion(s string) (Version, error) {
 		return Version{}, fmt.Errorf("%w %q: only major version 1 exists", ErrInvalidVersion, s)
 	}
 	return Version{Major: n[0], Minor: n[1], Patch: n[2]}, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // MustParseVersion is ParseVersion for constants in tests and tables.

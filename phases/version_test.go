@@ -15,7 +15,17 @@ func TestParseVersion(t *testing.T) {
 	}{
 		{"1.30.2", Version{1, 30, 2}, true},
 		{"v1.34.4", Version{1, 34, 4}, true},
-		{" 1.0.0 ", Version{1, 0, 0}, true},
+		{" 1.0.0 ", Version{}, false},
+		{" 1.36.14", Version{}, false},
+		{"1.36.14\n", Version{}, false},
+		{"1.-0.12", Version{}, false},
+		{"1.+36.11", Version{}, false},
+		{"+1.36.13", Version{}, false},
+		{"1.36.+1", Version{}, false},
+		{"1.36.1_0", Version{}, false},
+		{"1.٣.0", Version{}, false},
+		{"vv1.2.3", Version{}, false},
+		{"1.0.0", Version{1, 0, 0}, true},
 		{"1.30", Version{}, false},
 		{"1.30.2.1", Version{}, false},
 		{"2.0.0", Version{}, false},
@@ -74,6 +84,10 @@ func FuzzParseVersion(f *testing.F) {
 		back, err := ParseVersion(v.String())
 		if err != nil || back != v {
 			t.Fatalf("round trip %q → %v → %v, %v", s, v, back, err)
+		}
+		// Strict: only the canonical text, with or without "v", parses.
+		if s != v.String() && s != "v"+v.String() {
+			t.Fatalf("ParseVersion(%q) = %v: accepted text that is not canonical", s, v)
 		}
 	})
 }

@@ -52,7 +52,7 @@ func (s *Store) applyEncoded(ctx context.Context, t CommandType, b []byte) (any,
 	switch r := f.Response().(type) {
 	case applyResult:
 		if r.Err != nil {
-			return r.Value, fmt.Errorf("raftstore: command %s at index %d refused: %w", t, f.Index(), r.Err)
+			return r.Value, &RefusedError{Type: t, Index: f.Index(), Err: r.Err}
 		}
 		return r.Value, nil
 	case nil: // an IgnoreUnknown entry skipped by the FSM
@@ -61,6 +61,23 @@ func (s *Store) applyEncoded(ctx context.Context, t CommandType, b []byte) (any,
 		return nil, fmt.Errorf("raftstore: unexpected FSM response %T", r)
 	}
 }
+
+// RefusedError is a command the FSM refused: it is in the log at Index
+// and was refused identically on every replica. Its message names the
+// command and index, for logs; Err is the domain refusal, the part a
+// client is shown.
+type RefusedError struct {
+	Type  CommandType
+	Index uint64
+	Err   error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("raftstore: command %s at index %d refused: %v", e.Type, e.Index, e.Err)
+}
+
+// Unwrap returns the domain refusal.
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Barrier waits until every entry committed before it has been applied to
 // this leader's FSM. A new leader calls it before trusting its state.

@@ -83,7 +83,7 @@ func run() error {
 	if *nodeID == "" {
 		*nodeID = "molt-" + strings.NewReplacer(":", "-", ".", "-").Replace(*raftAddr)
 	}
-	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+	if err := ensureDataDir(*dataDir); err != nil {
 		return err
 	}
 	if *artifactDir == "" {
@@ -177,10 +177,7 @@ func run() error {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
-	srv := &http.Server{
-		Handler:           httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := httpapi.NewServer(httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -229,6 +226,19 @@ func joinCluster(ctx context.Context, log *slog.Logger, addr string, mt *memberT
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// ensureDataDir creates the data directory and makes it 0700 on every
+// start, not only when it is created: it holds the Raft log, the CA key
+// and the bootstrap admin token.
+func ensureDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return nil
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -18,6 +18,8 @@ var (
 	errTooLarge   = errors.New("request body too large")
 	errMediaType  = errors.New("unsupported media type")
 	errNoLeader   = errors.New("no leader known")
+	// errTooManyPolls refuses a long poll beyond a node's limit.
+	errTooManyPolls = errors.New("too many concurrent long polls")
 )
 
 // decode reads exactly one JSON value into v, refusing unknown fields,

@@ -14,8 +14,14 @@ import (
 // problemFor maps an error to its problem. This is the only place that
 // decides status codes and problem types.
 func problemFor(err error) *api.Problem {
+	detail := err.Error()
+	var refused *raftstore.RefusedError
+	if errors.As(err, &refused) {
+		// "command N at index M" is for the member's log, not clients.
+		detail = refused.Err.Error()
+	}
 	p := func(status int, suffix, title, rule string) *api.Problem {
-		return &api.Problem{Type: api.ProblemTypeBase + suffix, Title: title, Status: status, Detail: err.Error(), Rule: rule}
+		return &api.Problem{Type: api.ProblemTypeBase + suffix, Title: title, Status: status, Detail: detail, Rule: rule}
 	}
 	var pe *api.Problem
 	if errors.As(err, &pe) {
@@ -46,6 +52,8 @@ func problemFor(err error) *api.Problem {
 		rule = ce.Rule
 	}
 	switch {
+	case errors.Is(err, phases.ErrInvalidVersion) || rule == phases.RuleInvalid:
+		return p(http.StatusUnprocessableEntity, api.ProblemVersionInvalid, "Invalid version", phases.RuleInvalid)
 	case errors.Is(err, errBadRequest):
 		return p(http.StatusBadRequest, api.ProblemValidation, "Malformed request", "request-body")
 	case errors.Is(err, errTooLarge):
@@ -80,6 +88,10 @@ func problemFor(err error) *api.Problem {
 		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
 	case errors.Is(err, raftstore.ErrLeaderNotFound), errors.Is(err, errNoLeader):
 		return p(http.StatusServiceUnavailable, api.ProblemNoLeader, "No leader", "")
+	case errors.Is(err, raftstore.ErrTimeout), errors.Is(err, raftstore.ErrLeadershipLost), errors.Is(err, raftstore.ErrClosed):
+		return p(http.StatusServiceUnavailable, api.ProblemUnavailable, "Unavailable; the outcome of a write is unknown", "")
+	case errors.Is(err, errTooManyPolls):
+		return p(http.StatusTooManyRequests, api.ProblemTooManyRequests, "Too many requests", rule)
 	}
 	return p(http.StatusInternalServerError, api.ProblemInternal, "Internal error", "")
 }

@@ -65,7 +65,9 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, true, f(h.result)},
 	}
 	if h.cfg.Gatherer != nil {
-		rs = append(rs, route{"GET", "/metrics", NeedViewer, false, promhttp.HandlerFor(h.cfg.Gatherer, promhttp.HandlerOpts{})})
+		// GET and HEAD only; any other method answers 405 method-not-allowed.
+		m := promhttp.HandlerFor(h.cfg.Gatherer, promhttp.HandlerOpts{})
+		rs = append(rs, route{"GET", "/metrics", NeedViewer, false, m}, route{"HEAD", "/metrics", NeedViewer, false, m})
 	}
 	if h.cfg.ArtifactDir != "" {
 		// Agents download release binaries here; each is checked against

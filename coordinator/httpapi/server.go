@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,10 +10,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moltproject/molt/api"
@@ -97,7 +98,15 @@ type Config struct {
 	// CatchUp bounds how long a read waits for this member to reach the
 	// client's last-seen index (consistency.go); default 2 s.
 	CatchUp time.Duration
+	// MaxPollsPerNode caps the long polls one node's agent has open at
+	// once on this member; one more answers 429 too-many-requests.
+	// Default DefaultMaxPollsPerNode.
+	MaxPollsPerNode int
 }
+
+// DefaultMaxPollsPerNode is the default of Config.MaxPollsPerNode: an
+// agent polls once at a time.
+const DefaultMaxPollsPerNode = 1
 
 // forwardedHeader marks a request a follower forwarded, so that two members
 // that each think the other leads cannot bounce a request forever.
@@ -114,9 +123,12 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.CatchUp <= 0 {
 		cfg.CatchUp = defaultCatchUp
 	}
-	h := &handlers{svc: svc, cfg: cfg}
+	if cfg.MaxPollsPerNode <= 0 {
+		cfg.MaxPollsPerNode = DefaultMaxPollsPerNode
+	}
+	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(recoverer(cfg.Logger))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
 	})
@@ -148,6 +160,30 @@ func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix
 type handlers struct {
 	svc Service
 	cfg Config
+
+	pollMu sync.Mutex
+	polls  map[string]int // open long polls by "cluster/node"
+}
+
+// enterPoll counts a long poll of node in, or refuses it beyond
+// Config.MaxPollsPerNode; the caller calls the returned function when the
+// poll ends.
+func (h *handlers) enterPoll(cluster, node string) (func(), error) {
+	key := cluster + "/" + node
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	if h.polls[key] >= h.cfg.MaxPollsPerNode {
+		return nil, &coordinator.RuleError{Rule: "poll-concurrency",
+			Detail: fmt.Sprintf("%s already has %d long poll(s) open; at most %d", key, h.polls[key], h.cfg.MaxPollsPerNode), Err: errTooManyPolls}
+	}
+	h.polls[key]++
+	return func() {
+		h.pollMu.Lock()
+		defer h.pollMu.Unlock()
+		if h.polls[key]--; h.polls[key] <= 0 {
+			delete(h.polls, key)
+		}
+	}, nil
 }
 
 // leaderOnly forwards requests that change state (and agents' calls, whose
@@ -248,7 +284,11 @@ func (h *handlers) putRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	a, errA := phases.ParseVersion(v)
 	b, errB := phases.ParseVersion(rel.Version)
-	if errA != nil || errB != nil || a != b {
+	if err := errors.Join(errA, errB); err != nil {
+		writeProblem(w, r, &coordinator.RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: coordinator.ErrInvalid})
+		return
+	}
+	if a != b {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "release-version", Detail: fmt.Sprintf("body version %q does not match the path's %q", rel.Version, v), Err: coordinator.ErrInvalid})
 		return
 	}
@@ -285,9 +325,13 @@ func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	spec, err := convert.ClusterSpecFromAPI(body)
 	if err != nil {
-		// A version that is not 1.N.X makes the body malformed, as it did
-		// when the engine's type decoded it.
-		writeProblem(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		// A version that is not 1.N.X is refused as version-invalid
+		// (problemFor); anything else the conversion refuses makes the
+		// body malformed.
+		if !errors.Is(err, phases.ErrInvalidVersion) {
+			err = fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		writeProblem(w, r, err)
 		return
 	}
 	name := chi.URLParam(r, "name")
@@ -436,7 +480,14 @@ func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(d, h.cfg.MaxPoll)
 	}
-	ops, err := h.svc.PollOperations(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), wait)
+	cluster, node := chi.URLParam(r, "cluster"), chi.URLParam(r, "node")
+	leave, err := h.enterPoll(cluster, node)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	defer leave()
+	ops, err := h.svc.PollOperations(r.Context(), cluster, node, wait)
 	if err != nil {
 		writeProblem(w, r, err)
 		return

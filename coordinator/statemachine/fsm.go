@@ -117,6 +117,7 @@ func (s *state) cluster(name string) (*ClusterRecord, error) {
 }
 
 func (s *state) putRelease(c PutReleaseCmd) (any, error) {
+	c.Release.Version = replayVersion(c.Release.Version)
 	v, err := ValidateRelease(&c.Release)
 	if err != nil {
 		return nil, err

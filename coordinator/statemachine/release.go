@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/moltproject/molt/api"
@@ -13,6 +14,32 @@ import (
 // ArtifactPathPrefix starts the paths of artifacts the coordinator serves
 // from its artifact directory.
 const ArtifactPathPrefix = "/artifacts/"
+
+// replayVersion keeps the log's history: entries written while
+// phases.ParseVersion still trimmed spaces and let strconv accept signs
+// (" 1.36.14", "1.+36.11") were applied then, with the version stored in
+// its canonical form, and must apply the same way when replayed. It
+// returns that canonical form for such text and s unchanged otherwise.
+// The coordinator refuses such text before proposing, so only old entries
+// ever need it.
+func replayVersion(s string) string {
+	parts := strings.Split(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".")
+	if len(parts) != 3 {
+		return s
+	}
+	var n [3]int
+	for i, p := range parts {
+		if p == "" || (len(p) > 1 && p[0] == '0') {
+			return s
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return s
+		}
+		n[i] = v
+	}
+	return fmt.Sprintf("%d.%d.%d", n[0], n[1], n[2])
+}
 
 // ValidateRelease checks a catalog entry: a valid version and well-formed
 // artifacts (absolute http(s) URLs or /artifacts/ paths on the coordinator,
