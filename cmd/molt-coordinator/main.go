@@ -37,6 +37,7 @@ import (
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/systemd"
+	"github.com/moltproject/molt/trust"
 )
 
 func main() {
@@ -206,9 +207,13 @@ func run() error {
 }
 
 // joinCluster asks a member to add this one, retrying until a leader
-// accepts (members forward the request to the leader).
+// accepts (members forward the request to the leader). The admin token is
+// the credential: it trusts the cluster CA but presents no certificate,
+// since the member certificate just received would make the request a
+// member's, and a member may not add members.
 func joinCluster(ctx context.Context, log *slog.Logger, addr string, mt *memberTLS, token string, req api.JoinRequest) error {
-	cl := api.NewClient("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: mt.clientTransport()})
+	tr := &http.Transport{TLSClientConfig: trust.ClientConfig(mt.ca.Pool(), nil)}
+	cl := api.NewClient("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: tr})
 	cl.SetBearerToken(token)
 	for attempt := 1; ; attempt++ {
 		_, err := cl.Do(ctx, http.MethodPost, "/v1/members", req, nil)
