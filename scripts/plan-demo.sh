@@ -11,18 +11,19 @@ BIN=${BIN:-bin}
 ADDR=${MOLT_DEMO_ADDR:-127.0.0.1:7080}
 RAFT=${MOLT_DEMO_RAFT:-127.0.0.1:7081}
 DATA=$(mktemp -d /tmp/molt-demo.XXXXXX)
-export MOLT_SERVER=http://$ADDR
+# moltctl trusts the member's CA and acts as its bootstrap admin.
+export MOLT_SERVER=https://$ADDR MOLT_CA_FILE=$DATA/tls/ca.crt MOLT_TOKEN_FILE=$DATA/admin.token
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 "$BIN/molt-coordinator" --data-dir "$DATA" --http-addr "$ADDR" --raft-addr "$RAFT" --log-level warn &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$DATA"' EXIT
+# Ready once it leads and has stored the bootstrap admin token.
 for _ in $(seq 1 100); do
-	curl -fsS "http://$ADDR/readyz" >/dev/null 2>&1 && break
+	"$BIN/moltctl" member list >/dev/null 2>&1 && break
 	kill -0 $pid 2>/dev/null || { echo "coordinator exited"; exit 1; }
 	sleep 0.1
 done
-curl -fsS "http://$ADDR/readyz" >/dev/null
 
 say "coordinator (embedded default: one Raft member, state in $DATA)"
 "$BIN/moltctl" member list
@@ -42,5 +43,5 @@ say "maintenance policy: weekend nights, no minor upgrades in the sales season"
 "$BIN/moltctl" maintenance check lab --target controlPlane --change minor --at 2026-12-02T23:00:00Z
 "$BIN/moltctl" maintenance check lab --target nodes --change patch --at 2026-12-05T23:00:00Z
 say "metrics"
-curl -fsS "http://$ADDR/metrics" | grep -E '^molt_(cluster_upgrade_phase|cluster_nodes|raft_state)' | grep -v ' 0$'
+curl -fsS --cacert "$MOLT_CA_FILE" -H "Authorization: Bearer $(cat "$MOLT_TOKEN_FILE")" "https://$ADDR/metrics" | grep -E '^molt_(cluster_upgrade_phase|cluster_nodes|raft_state)' | grep -v ' 0$'
 say "done"
