@@ -43,10 +43,10 @@ type Coordinator struct {
 	CertLifetime time.Duration
 	// Now is the stand-in's clock for signing (nil: the wall clock), set
 	// to the agent's injected clock in rotation tests.
-	Now func() time.Time
-	enrolled     int
-	renewed      int
-	clients      []string // client certificate names, one per request
+	Now      func() time.Time
+	enrolled int
+	renewed  int
+	clients  []string // client certificate names, one per request
 }
 
 // New starts a stand-in over TLS that enrolls agents presenting its
