@@ -62,15 +62,7 @@ func (a *Agent) enrollOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, keyPEM, err := a.creds.newKey()
-	if err != nil {
-		return err
-	}
-	key, err := trust.ParseKey(keyPEM)
-	if err != nil {
-		return err
-	}
-	csr, err := trust.NewCSR(a.identity(), key)
+	keyPEM, csr, err := a.newCSR()
 	if err != nil {
 		return err
 	}
@@ -132,15 +124,7 @@ func (a *Agent) rotate(ctx context.Context) {
 // renewOnce asks for a new certificate for a new key, authenticated by the
 // current certificate.
 func (a *Agent) renewOnce(ctx context.Context) error {
-	_, keyPEM, err := a.creds.newKey()
-	if err != nil {
-		return err
-	}
-	key, err := trust.ParseKey(keyPEM)
-	if err != nil {
-		return err
-	}
-	csr, err := trust.NewCSR(a.identity(), key)
+	keyPEM, csr, err := a.newCSR()
 	if err != nil {
 		return err
 	}
@@ -161,4 +145,19 @@ func (a *Agent) renewOnce(ctx context.Context) error {
 	a.http.CloseIdleConnections()
 	a.log.Info("certificate renewed", "not_after", resp.NotAfter)
 	return nil
+}
+
+// newCSR makes a new key on the host (written 0600 before the CSR leaves)
+// and a CSR naming this agent.
+func (a *Agent) newCSR() (keyPEM, csr []byte, err error) {
+	_, keyPEM, err = a.creds.newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := trust.ParseKey(keyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	csr, err = trust.NewCSR(a.identity(), key)
+	return keyPEM, csr, err
 }
