@@ -64,9 +64,3 @@ type Token struct {
 	// Secret is the whole token, "<id>.<secret>", shown once.
 	Secret string `json:"token,omitempty"`
 }
-
-// TrustInfo is what GET /v1/trust (public) tells a client about the
-// coordinator's CA.
-type TrustInfo struct {
-	CAPin string `json:"caPin"`
-}

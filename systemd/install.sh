@@ -7,7 +7,7 @@
 # environment file, /etc/molt/agent.env (MOLT_AGENT_KEY=VALUE) or
 # /etc/molt/coordinator.env (MOLT_COORDINATOR_KEY=VALUE). Keys are the
 # binary's flag names (dashes become underscores, upper-cased), e.g.
-#   install.sh agent --binary molt-agent coordinator=http://m1:7080 token=... cluster=prod node=host1
+#   install.sh agent --binary molt-agent coordinator=https://m1:7080 bootstrap-token=... ca-pin=sha256:... cluster=prod node=host1
 #   install.sh coordinator --binary molt-coordinator http-addr=10.0.0.5:7080 raft-addr=10.0.0.5:7081 join=10.0.0.4:7080
 #
 # Works on a rootfs or chroot without a running systemd: enabling is done
@@ -54,7 +54,7 @@ install -d -m 0755 "$r/usr/local/bin" "$r/etc/systemd/system/multi-user.target.w
 install -m 0755 "$binary" "$r/usr/local/bin/.$name.new"
 mv -f "$r/usr/local/bin/.$name.new" "$r/usr/local/bin/$name"
 install -m 0644 "$here/$name.service" "$r/etc/systemd/system/$name.service"
-# The env file holds join tokens: root-only.
+# The env file holds tokens (an agent's bootstrap token): root-only.
 umask 077
 printf '# %s configuration (see docs/install.md)\n%s' "$name" "$env_lines" > "$r/etc/molt/$component.env.new"
 chmod 0600 "$r/etc/molt/$component.env.new"

@@ -4,6 +4,7 @@ package vagrant
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -28,20 +29,40 @@ import (
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/lab"
+	"github.com/moltproject/molt/trust"
 )
 
 // netPrefix starts the names of the network namespaces this test makes
 // (lab.Network); the lab's own are mlab-, its tests' mlabt- and mlabe-.
 const netPrefix = "mvag-"
 
+// agentTokenVar is the agent's bootstrap token in agent.env, from
+// install.sh's bootstrap-token=.
+const agentTokenVar = "MOLT_AGENT_BOOTSTRAP_TOKEN"
+
 // provisionRun is one provisioning script run on a host, with what the
 // checks need to know.
 type provisionRun struct {
-	h     *nspawn.Host
-	m     machine
-	p     provisioner
-	out   string // the script's output
-	coord *api.Client
+	h   *nspawn.Host
+	m   machine
+	p   provisioner
+	out string // the script's output
+	env *provisionEnv
+}
+
+// provisionEnv is what the checks share: the folder the Vagrantfile shares
+// between the VMs (/opt/molt/shared), the lab network, and — once
+// coord-1's check has read the CA and the admin token it published there —
+// the clients that trust that CA.
+type provisionEnv struct {
+	shared string
+	netw   lab.Network
+	// tlsHC trusts the cluster CA; coord presents the admin token to
+	// coord-1, anon presents nothing.
+	tlsHC       *http.Client
+	coord, anon *api.Client
+	caPin       string
+	adminToken  string
 }
 
 // TestProvisioningScriptsInNspawnHosts runs the Vagrantfile's provisioning
@@ -51,9 +72,13 @@ type provisionRun struct {
 // address, with every folder the Vagrantfile syncs to it bind-mounted
 // (read-only) where it syncs it, and every provisioner the Vagrantfile
 // gives it runs in order — the script uploaded to /tmp/vagrant-shell and
-// run as root with its arguments. After each script the test checks what
-// the script is for; at the end, that worker-1's agent reports to coord-1's
-// coordinator a healthy node at the release's kubelet.
+// run as root with its arguments. The folder the Vagrantfile shares both
+// ways (/opt/molt/shared) is one directory bind-mounted read-write into
+// every host. After each script the test checks what the script is for:
+// coord-1 bootstraps the cluster CA and publishes the pin and tokens,
+// coord-2 joins it over TLS with them, worker-1's agent enrolls with the
+// bootstrap token and the pin; at the end, that worker-1's agent reports
+// to the coordinator a healthy node at the release's kubelet.
 func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	hosttest.Require(t, "go", "ruby", "ip")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -63,7 +88,7 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	// images and kubelet (MOLT_CACHE, MOLT_BUILD_CACHE) and each host's
 	// rendered files (MOLT_LAB_RENDER).
 	bin := t.TempDir()
-	for _, c := range []string{"molt-coordinator", "molt-agent"} {
+	for _, c := range []string{"molt-coordinator", "molt-agent", "moltctl"} {
 		hosttest.GoBuild(t, "../cmd/"+c, filepath.Join(bin, c), "-trimpath", "-ldflags=-s -w")
 	}
 	cfg := lab.DefaultConfig()
@@ -81,9 +106,11 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	require.NoError(t, err)
 	render := t.TempDir()
 	require.NoError(t, l.Render(render))
+	shared := t.TempDir()
 	ms := loadVagrantfile(t, map[string]string{
 		"MOLT_CACHE": cfg.Cache, "MOLT_BUILD_CACHE": cfg.BuildCache, "MOLT_BIN": bin,
 		"MOLT_LAB_RENDER": render, "MOLT_K8S_VERSION": cfg.Version, "MOLT_LAB_SMALL": "",
+		"MOLT_COORDINATORS": testedCoordinators, "MOLT_SHARED": shared,
 	})
 	var machines []machine
 	var specs []lab.HostSpec
@@ -99,8 +126,7 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	require.NoError(t, netw.Down(ctx), "a previous run's namespaces")
 	require.NoError(t, netw.Up(ctx))
 	t.Cleanup(func() { _ = netw.Down(context.Background()) })
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: netw.DialContext}}
-	coord := api.NewClient("http://"+byName(t, ms, "coord-1").ip()+":7080", hc)
+	env := &provisionEnv{shared: shared, netw: netw}
 
 	// The kernel settings provision.sh makes; the node host gets private,
 	// writable copies of them (see prepareNode).
@@ -117,16 +143,21 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	require.ElementsMatch(t, testedScripts, slices.Collect(maps.Keys(checks)), "testedScripts and the checks here")
 
 	for _, m := range machines {
-		var binds []string
+		var binds, bindsRW []string
 		for _, f := range m.Synced {
 			if f.Disabled {
+				continue
+			}
+			if f.Dst == sharedDst {
+				require.Equal(t, shared, f.Src, "%s: the shared folder", m.Name)
+				bindsRW = append(bindsRW, f.Src+":"+f.Dst)
 				continue
 			}
 			require.Equal(t, "rsync", f.Type, "%s: synced folder %s", m.Name, f.Dst)
 			binds = append(binds, f.Src+":"+f.Dst)
 		}
 		h := hosttest.Boot(t, ctx, nspawn.BootConfig{
-			Name: netPrefix + m.Name, Rootfs: in.Rootfs, NetNS: netw.HostNS(m.Name), BindsRO: binds,
+			Name: netPrefix + m.Name, Rootfs: in.Rootfs, NetNS: netw.HostNS(m.Name), BindsRO: binds, Binds: bindsRW,
 		}, "molt-coordinator", "molt-agent", "kubelet", "containerd")
 		if slices.ContainsFunc(m.Provisioners, func(p provisioner) bool { return p.script() == "provision.sh" }) {
 			prepareNode(t, ctx, h, sysctls)
@@ -138,10 +169,10 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 			t0 := time.Now()
 			out := runProvisioner(t, ctx, h, p)
 			t.Logf("%s: %s done in %s", m.Name, p.script(), time.Since(t0).Round(time.Millisecond))
-			check(t, provisionRun{h: h, m: m, p: p, out: out, coord: coord})
+			check(t, provisionRun{h: h, m: m, p: p, out: out, env: env})
 		}
 		if m.Name == "coord-1" {
-			registerCluster(t, ctx, coord, ms, cfg.Version)
+			registerCluster(t, ctx, env.coord, ms, cfg.Version)
 		}
 	}
 
@@ -150,7 +181,7 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	want := "v" + strings.TrimPrefix(cfg.Version, "v")
 	var last api.AgentStatus
 	require.Eventually(t, func() bool {
-		a, ok := agentStatus(ctx, coord, "worker-1")
+		a, ok := agentStatus(ctx, env.coord, "worker-1")
 		last = a
 		return ok && a.Registered && a.Healthy && a.Kubelet == want && a.Containerd != ""
 	}, 2*time.Minute, time.Second, "worker-1's agent never reported a healthy node at %s: last %+v", want, &last)
@@ -198,50 +229,176 @@ done`)
 	require.NoError(t, err)
 }
 
-// checkCoordinator: install-coordinator.sh NODE_ID IP TOKEN leaves
-// molt-coordinator.service running with that configuration, and the
-// member answers on IP:7080 as the leader of a one-member cluster.
+// checkCoordinator: install-coordinator.sh NODE_ID IP FIRST_IP CLUSTER
+// AGENTS leaves molt-coordinator.service running with that configuration
+// and no agent token (there is none any more). The first member
+// bootstraps: it published the CA certificate (the one it serves with),
+// its pin, its admin token and a bootstrap token for AGENTS agents of
+// CLUSTER in the shared folder, the secrets 0600; it serves only TLS,
+// refuses anonymous requests with 401 and a plain-HTTP request with 400,
+// and leads a one-member cluster for the admin token. Another member
+// joined it with that pin and the admin token (a credential of its unit)
+// and answers, under the same CA, as a voter of the grown cluster.
 func checkCoordinator(t *testing.T, r provisionRun) {
 	ctx := context.Background()
-	require.Len(t, r.p.Args, 3)
-	node, ip, token := r.p.Args[0], r.p.Args[1], r.p.Args[2]
+	require.Len(t, r.p.Args, 5)
+	node, ip, first, cluster, agents := r.p.Args[0], r.p.Args[1], r.p.Args[2], r.p.Args[3], r.p.Args[4]
+	require.Equal(t, r.m.Name, node)
+	require.Equal(t, r.m.ip(), ip)
 	requireActive(t, r.h, "molt-coordinator.service")
-	requireEnv(t, r.h, "/etc/molt/coordinator.env",
-		"MOLT_COORDINATOR_HTTP_ADDR="+ip+":7080", "MOLT_COORDINATOR_RAFT_ADDR="+ip+":7081",
-		"MOLT_COORDINATOR_NODE_ID="+node, "MOLT_COORDINATOR_AGENT_TOKEN="+token)
 	require.FileExists(t, filepath.Join(r.h.Root(), "usr/local/bin/molt-coordinator"))
+	env := requireEnv(t, r.h, "/etc/molt/coordinator.env",
+		"MOLT_COORDINATOR_HTTP_ADDR="+ip+":7080", "MOLT_COORDINATOR_RAFT_ADDR="+ip+":7081",
+		"MOLT_COORDINATOR_NODE_ID="+node, "MOLT_COORDINATOR_TLS_SAN="+node)
+	require.NotContains(t, env, "MOLT_COORDINATOR_AGENT_TOKEN", "the coordinator has no agent token any more")
+	dataDir := filepath.Join(r.h.Root(), "var/lib/private/molt-coordinator")
+	url := "https://" + ip + ":7080"
 
-	var members []api.Member
-	require.Eventually(t, func() bool {
-		members = nil
-		_, err := r.coord.Do(ctx, http.MethodGet, "/v1/members", nil, &members)
-		return err == nil && len(members) == 1 && members[0].Leader
-	}, time.Minute, 100*time.Millisecond, "no leader on %s:7080", ip)
-	require.Equal(t, node, members[0].ID)
-	require.Equal(t, ip+":7081", members[0].RaftAddr)
+	if ip == first {
+		require.Equal(t, "coord-1", node)
+		require.NotContains(t, env, "MOLT_COORDINATOR_JOIN", "the first member bootstraps")
+		caPEM := readShared(t, r.env.shared, "ca.crt", 0o644)
+		require.Equal(t, string(readFile(t, filepath.Join(dataDir, "tls/ca.crt"))), caPEM, "the CA the member serves with")
+		ca, err := trust.ParseCert([]byte(caPEM))
+		require.NoError(t, err)
+		r.env.caPin = strings.TrimSpace(readShared(t, r.env.shared, "ca.pin", 0o600))
+		require.Equal(t, trust.Pin(ca), r.env.caPin, "ca.pin is the CA's pin")
+		r.env.adminToken = strings.TrimSpace(readShared(t, r.env.shared, "admin.token", 0o600))
+		require.Equal(t, strings.TrimSpace(string(readFile(t, filepath.Join(dataDir, "admin.token")))), r.env.adminToken)
+		agentToken := strings.TrimSpace(readShared(t, r.env.shared, "agent.token", 0o600))
+		require.NotEmpty(t, agentToken)
+		require.Contains(t, r.out, r.env.caPin)
+
+		pool := x509.NewCertPool()
+		pool.AddCert(ca)
+		r.env.tlsHC = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: r.env.netw.DialContext, TLSClientConfig: trust.ClientConfig(pool, nil)}}
+		r.env.coord = api.NewClient(url, r.env.tlsHC)
+		r.env.coord.SetBearerToken(r.env.adminToken)
+		r.env.anon = api.NewClient(url, r.env.tlsHC)
+
+		var members []api.Member
+		require.Eventually(t, func() bool {
+			members = nil
+			_, err := r.env.coord.Do(ctx, http.MethodGet, "/v1/members", nil, &members)
+			return err == nil && len(members) == 1 && members[0].Leader
+		}, time.Minute, 100*time.Millisecond, "no leader on %s", url)
+		require.Equal(t, node, members[0].ID)
+		require.Equal(t, ip+":7081", members[0].RaftAddr)
+
+		// The bootstrap token: one, for the cluster's agents, with as many
+		// uses as the Vagrantfile has agent VMs; its ID begins the secret.
+		var toks []api.Token
+		_, err = r.env.coord.Do(ctx, http.MethodGet, "/v1/tokens", nil, &toks)
+		require.NoError(t, err)
+		var boot []api.Token
+		for _, tk := range toks {
+			if tk.Kind == api.TokenBootstrap {
+				boot = append(boot, tk)
+			}
+		}
+		require.Len(t, boot, 1, "bootstrap tokens: %+v", toks)
+		require.Equal(t, cluster, boot[0].Cluster)
+		require.Equal(t, agents, fmt.Sprint(boot[0].Uses))
+		require.True(t, strings.HasPrefix(agentToken, boot[0].ID+"."), "agent.token is bootstrap token %s", boot[0].ID)
+		require.WithinDuration(t, time.Now().Add(24*time.Hour), boot[0].Expires, 10*time.Minute)
+
+		// moltctl as root on coord-1, with the configuration it was given.
+		out, err := r.h.Exec(ctx, "/opt/molt/bin/moltctl", "member", "list")
+		require.NoError(t, err, "moltctl on %s: %s", node, out)
+		require.Contains(t, string(out), node)
+	} else {
+		require.NotNil(t, r.env.coord, "coord-1 is provisioned first")
+		requireEnv(t, r.h, "/etc/molt/coordinator.env", "MOLT_COORDINATOR_JOIN="+first+":7080",
+			"MOLT_COORDINATOR_CA_PIN="+r.env.caPin,
+			"MOLT_COORDINATOR_JOIN_TOKEN_FILE=/run/credentials/molt-coordinator.service/join-token")
+		require.NotContains(t, env, "MOLT_COORDINATOR_JOIN_TOKEN=", "the token is a file, not in the environment")
+		tok := filepath.Join(r.h.Root(), "etc/molt/coordinator-join.token")
+		require.Equal(t, r.env.adminToken, strings.TrimSpace(string(readFile(t, tok))))
+		requireMode(t, tok, 0o600)
+		require.Equal(t, string(readFile(t, filepath.Join(r.env.shared, "ca.crt"))),
+			string(readFile(t, filepath.Join(dataDir, "tls/ca.crt"))), "the member got coord-1's CA at join")
+
+		// The member itself answers over TLS under the cluster CA, for the
+		// admin token, as a voter beside coord-1.
+		self := api.NewClient(url, r.env.tlsHC)
+		self.SetBearerToken(r.env.adminToken)
+		var members []api.Member
+		require.Eventually(t, func() bool {
+			members = nil
+			_, err := self.Do(ctx, http.MethodGet, "/v1/members", nil, &members)
+			return err == nil && slices.ContainsFunc(members, func(m api.Member) bool { return m.ID == node && m.RaftAddr == ip+":7081" })
+		}, time.Minute, 200*time.Millisecond, "%s never listed as a member by itself", node)
+		var leaders int
+		for _, m := range members {
+			if m.Leader {
+				leaders++
+			}
+		}
+		require.Equal(t, 1, leaders, "members: %+v", members)
+
+		// The credential is there at every start, not just the first: the
+		// member reads join-token-file whenever it starts.
+		out, err := r.h.Exec(ctx, "systemctl", "restart", "molt-coordinator.service")
+		require.NoError(t, err, "restart on %s: %s", node, out)
+		requireActive(t, r.h, "molt-coordinator.service")
+	}
+
+	// Only TLS, and only with a credential.
 	var health map[string]string
-	_, err := r.coord.Do(ctx, http.MethodGet, "/healthz", nil, &health)
+	_, err := api.NewClient(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/healthz", nil, &health)
 	require.NoError(t, err)
 	require.Equal(t, "ok", health["status"])
+	_, err = api.NewClient(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/v1/members", nil, nil)
+	var p *api.Problem
+	require.ErrorAs(t, err, &p, "an anonymous request to %s", url)
+	require.Equal(t, http.StatusUnauthorized, p.Status)
+	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: r.env.netw.DialContext}}
+	resp, err := plain.Get("http://" + ip + ":7080/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "plain HTTP to %s", ip)
 }
 
-// checkAgent: install-agent.sh COORDINATOR TOKEN CLUSTER NODE leaves
-// molt-agent.service running with that configuration, and the agent is
-// registered at its coordinator.
+// checkAgent: install-agent.sh COORDINATORS CLUSTER NODE leaves
+// molt-agent.service running with that configuration, the bootstrap token
+// and the CA pin coord-1 published, and the agent enrolls at its
+// coordinator.
 func checkAgent(t *testing.T, r provisionRun) {
 	ctx := context.Background()
-	require.Len(t, r.p.Args, 4)
-	coordinator, token, cluster, node := r.p.Args[0], r.p.Args[1], r.p.Args[2], r.p.Args[3]
+	require.Len(t, r.p.Args, 3)
+	coordinator, cluster, node := r.p.Args[0], r.p.Args[1], r.p.Args[2]
+	require.NotNil(t, r.env.coord, "coord-1 is provisioned first")
+	for _, u := range strings.Split(coordinator, ",") {
+		require.True(t, strings.HasPrefix(u, "https://"), "coordinator URL %s", u)
+	}
+	agentToken := strings.TrimSpace(readShared(t, r.env.shared, "agent.token", 0o600))
 	requireActive(t, r.h, "molt-agent.service")
 	requireEnv(t, r.h, "/etc/molt/agent.env",
-		"MOLT_AGENT_COORDINATOR="+coordinator, "MOLT_AGENT_TOKEN="+token,
+		"MOLT_AGENT_COORDINATOR="+coordinator, agentTokenVar+"="+agentToken, "MOLT_AGENT_CA_PIN="+r.env.caPin,
 		"MOLT_AGENT_CLUSTER="+cluster, "MOLT_AGENT_NODE="+node)
 	require.FileExists(t, filepath.Join(r.h.Root(), "usr/local/bin/molt-agent"))
 	require.Equal(t, "lab", cluster, "the cluster registerCluster puts")
 	require.Eventually(t, func() bool {
-		a, ok := agentStatus(ctx, r.coord, node)
+		a, ok := agentStatus(ctx, r.env.coord, node)
 		return ok && a.Registered
 	}, time.Minute, 200*time.Millisecond, "%s's agent never registered at %s", node, coordinator)
+}
+
+// readShared reads a file coord-1 published in the shared folder and
+// checks its mode.
+func readShared(t *testing.T, shared, name string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(shared, name)
+	requireMode(t, p, mode)
+	return string(readFile(t, p))
+}
+
+func requireMode(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, mode, st.Mode().Perm(), path)
 }
 
 // checkNode: provision.sh NAME IP VERSION makes the host a lab node —
@@ -341,8 +498,8 @@ func requireActive(t *testing.T, h *nspawn.Host, unit string) {
 }
 
 // requireEnv checks that the env file at path, inside h, holds lines and
-// is readable by root only (it holds the join token).
-func requireEnv(t *testing.T, h *nspawn.Host, path string, lines ...string) {
+// is readable by root only (it holds tokens), and returns its content.
+func requireEnv(t *testing.T, h *nspawn.Host, path string, lines ...string) string {
 	t.Helper()
 	full := filepath.Join(h.Root(), path)
 	b, err := os.ReadFile(full)
@@ -351,9 +508,8 @@ func requireEnv(t *testing.T, h *nspawn.Host, path string, lines ...string) {
 	for _, l := range lines {
 		require.Contains(t, got, l, path)
 	}
-	st, err := os.Stat(full)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), path)
+	requireMode(t, full, 0o600)
+	return string(b)
 }
 
 // registerCluster puts the Vagrant lab as cluster "lab" (what an operator
@@ -402,4 +558,11 @@ func repoTags(path string) ([]string, error) {
 		tags = append(tags, d.RepoTags...)
 	}
 	return tags, nil
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

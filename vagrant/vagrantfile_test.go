@@ -3,6 +3,7 @@ package vagrant
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +18,16 @@ import (
 )
 
 // testedMachines are the machines TestProvisioningScriptsInNspawnHosts
-// boots as nspawn hosts and provisions as the Vagrantfile says: a
-// coordinator and an agent host.
-var testedMachines = []string{"coord-1", "worker-1"}
+// boots as nspawn hosts and provisions as the Vagrantfile says, in this
+// order: the first coordinator member (it bootstraps), one that joins it,
+// and an agent host. The Vagrantfile then has testedCoordinators members.
+var testedMachines = []string{"coord-1", "coord-2", "worker-1"}
+
+const testedCoordinators = "2"
+
+// sharedDst is where every VM sees the folder the Vagrantfile shares both
+// ways: coord-1 publishes the CA pin and tokens there.
+const sharedDst = "/opt/molt/shared"
 
 // testedScripts are the provisioning scripts that test runs and checks.
 var testedScripts = []string{"install-coordinator.sh", "provision.sh", "install-agent.sh"}
@@ -110,21 +118,43 @@ func TestVagrantfileProvisionsWithTestedScripts(t *testing.T) {
 	dir, err := filepath.Abs(".")
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		name  string
-		small string
-		topo  lab.Topology
+		name   string
+		small  string
+		coords string // MOLT_COORDINATORS
+		want   int    // coordinator members
+		topo   lab.Topology
 	}{
-		{"full", "", lab.FullTopology()},
-		{"small", "1", lab.SmallTopology()},
+		{"full", "", "", 1, lab.FullTopology()},
+		{"small", "1", "", 1, lab.SmallTopology()},
+		{"full-tested", "", testedCoordinators, 2, lab.FullTopology()},
+		{"small-5", "1", "5", 5, lab.SmallTopology()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms := loadVagrantfile(t, map[string]string{"MOLT_LAB_SMALL": tc.small})
+			shared := t.TempDir()
+			ms := loadVagrantfile(t, map[string]string{"MOLT_LAB_SMALL": tc.small, "MOLT_COORDINATORS": tc.coords, "MOLT_SHARED": shared})
 
 			named := map[string]bool{}
-			var coordinators []string
+			var coordinators, urls []string
 			ips := map[string]string{}
 			for _, m := range ms {
 				require.NotEmpty(t, m.Provisioners, "%s is never provisioned", m.Name)
+				// Every VM sees the one folder shared both ways where the
+				// scripts look for the CA pin and tokens; the rest is
+				// synced one way (rsync).
+				var sharedSeen int
+				for _, f := range m.Synced {
+					if f.Disabled {
+						continue
+					}
+					if f.Dst == sharedDst {
+						require.Equal(t, shared, f.Src, "%s: MOLT_SHARED", m.Name)
+						require.Equal(t, "nfs", f.Type, "%s: the shared folder is written by the VMs", m.Name)
+						sharedSeen++
+						continue
+					}
+					require.Equal(t, "rsync", f.Type, "%s: synced folder %s", m.Name, f.Dst)
+				}
+				require.Equal(t, 1, sharedSeen, "%s: %s", m.Name, sharedDst)
 				for _, p := range m.Provisioners {
 					what := m.Name + ": provisioner " + p.Name
 					require.Equal(t, "shell", p.Type, what)
@@ -139,16 +169,37 @@ func TestVagrantfileProvisionsWithTestedScripts(t *testing.T) {
 				if slices.ContainsFunc(m.Provisioners, func(p provisioner) bool { return p.script() == "install-coordinator.sh" }) {
 					require.True(t, strings.HasPrefix(m.Name, "coord-"), "coordinator members run on coord-* VMs, not %s", m.Name)
 					coordinators = append(coordinators, m.Name)
+					urls = append(urls, "https://"+m.ip()+":7080")
 					continue
 				}
 				ips[m.Name] = m.ip()
 			}
-			require.NotEmpty(t, coordinators)
+			require.Len(t, coordinators, tc.want)
+
+			// Members: NODE_ID IP FIRST_IP CLUSTER AGENTS, coord-1 first
+			// (the one that bootstraps), every member naming it, and a
+			// bootstrap token for every agent VM. Agents: every member's
+			// https URL, the cluster, the node.
+			first := byName(t, ms, "coord-1").ip()
+			for _, m := range ms {
+				for _, p := range m.Provisioners {
+					switch p.script() {
+					case "install-coordinator.sh":
+						require.Equal(t, []string{m.Name, m.ip(), first, "lab", fmt.Sprint(len(tc.topo.Hosts))}, p.Args, m.Name)
+					case "install-agent.sh":
+						require.Equal(t, []string{strings.Join(urls, ","), "lab", m.Name}, p.Args, m.Name)
+					}
+				}
+			}
+			require.Equal(t, "coord-1", ms[0].Name, "coord-1 comes up first")
 
 			// Every script the Vagrantfile names runs on a machine the nspawn
 			// test provisions, and that test runs no script the file dropped.
 			tested := map[string]bool{}
 			for _, name := range testedMachines {
+				if tc.want < 2 && name == "coord-2" {
+					continue
+				}
 				for _, p := range byName(t, ms, name).Provisioners {
 					tested[p.script()] = true
 				}
