@@ -178,29 +178,14 @@ func (c *credentials) clientTLS() *tls.Config {
 		// when the agent enrolls.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server presented no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, ic := range cs.PeerCertificates[1:] {
-				inter.AddCert(ic)
-			}
-			opts := x509.VerifyOptions{DNSName: cs.ServerName, Intermediates: inter}
-			var err error
+			err := errors.New("the agent has no CA yet (not enrolled)")
 			if pool := c.pool.Load(); pool != nil {
-				opts.Roots = pool
-				if _, err = cs.PeerCertificates[0].Verify(opts); err == nil {
+				if err = trust.VerifyServer(cs, pool); err == nil {
 					return nil
 				}
 			}
-			if c.sys != nil {
-				opts.Roots = c.sys
-				if _, err2 := cs.PeerCertificates[0].Verify(opts); err2 == nil {
-					return nil
-				}
-			}
-			if err == nil {
-				err = errors.New("the agent has no CA yet (not enrolled)")
+			if c.sys != nil && trust.VerifyServer(cs, c.sys) == nil {
+				return nil
 			}
 			return fmt.Errorf("server certificate: %w", err)
 		},

@@ -438,12 +438,14 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 	var cred *agentCred
 	for i := seed; ctx.Err() == nil; i++ {
 		if cred == nil {
-			l := tc.leader()
-			if l == nil {
-				time.Sleep(10 * time.Millisecond) // backoff between attempts, not synchronisation
+			// Through any live member: followers forward enrollment to
+			// the leader, and a failure is retried on the next turn.
+			live := tc.alive()
+			if len(live) == 0 {
 				continue
 			}
-			c, err := enrollAgent(ctx, l.client(), l.addr, a.cluster, a.node)
+			m := live[i%len(live)]
+			c, err := enrollAgent(ctx, m.client(), m.addr, a.cluster, a.node)
 			if err != nil {
 				continue
 			}

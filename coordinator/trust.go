@@ -3,9 +3,9 @@ package coordinator
 import (
 	"context"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -204,7 +204,7 @@ func (c *Coordinator) signAgent(csr, cluster, node string, now time.Time) ([]byt
 }
 
 // SerialOf is how certificate serial numbers are written in the state.
-func SerialOf(b []byte) string { return strings.ToLower(fmt.Sprintf("%x", b)) }
+func SerialOf(b []byte) string { return hex.EncodeToString(b) }
 
 // ensureBootstrapAdmin stores the bootstrap admin token while the state
 // holds no API token at all: a new coordinator's first credential. The

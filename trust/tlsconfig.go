@@ -94,8 +94,7 @@ func PinnedClient(pin string, onCA func(*x509.Certificate)) (*tls.Config, error)
 				}
 				roots := x509.NewCertPool()
 				roots.AddCert(c)
-				opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-				if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+				if err := VerifyServer(cs, roots); err != nil {
 					return fmt.Errorf("server certificate does not verify against the pinned CA: %w", err)
 				}
 				if onCA != nil {
@@ -106,4 +105,19 @@ func PinnedClient(pin string, onCA func(*x509.Certificate)) (*tls.Config, error)
 			return fmt.Errorf("%w %s", ErrPinMismatch, pin)
 		},
 	}, nil
+}
+
+// VerifyServer checks the certificate a server presented in cs against
+// roots: its chain (the intermediates it sent), its name, server use.
+func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: cs.ServerName,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	return err
 }
