@@ -14,6 +14,17 @@ type ClusterSpec struct {
 	Version    string `json:"version"`
 	Pools      []Pool `json:"pools"`
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Cloud names the cloud adapter of the cluster's MIG pools.
+	Cloud *CloudSpec `json:"cloud,omitempty"`
+}
+
+// CloudSpec names the cloud adapter that drives a cluster's MIG pools:
+// provider "gce" (with project) or "lab", and optionally the provider
+// API's endpoint.
+type CloudSpec struct {
+	Provider string `json:"provider"`
+	Project  string `json:"project,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // ClusterKind is the role of a cluster in a fleet (SPEC §2).
@@ -35,6 +46,28 @@ type Pool struct {
 	Backing  Backing         `json:"backing,omitempty"`
 	Settings UpgradeSettings `json:"upgradeSettings,omitzero"`
 	Nodes    []Node          `json:"nodes"`
+	// Groups are a MIG pool's instance groups, one per zone, in the order
+	// zones are upgraded. molt keeps a MIG pool's groups and nodes
+	// current as it replaces instances.
+	Groups []InstanceGroup `json:"groups,omitempty"`
+	// Spot pools run preemptible instances: surge does not wait for a
+	// replacement to be Ready before draining.
+	Spot bool `json:"spot,omitempty"`
+	// Autoscaling is the range the cluster autoscaler sizes each group
+	// of a MIG pool in; blue/green pins it while it runs.
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
+}
+
+// InstanceGroup is one managed instance group of a MIG pool.
+type InstanceGroup struct {
+	Zone string `json:"zone"`
+	Name string `json:"name"`
+}
+
+// Autoscaling is the range the autoscaler may size a group in.
+type Autoscaling struct {
+	MinNodes int `json:"minNodes"`
+	MaxNodes int `json:"maxNodes"`
 }
 
 // Role is what a pool's nodes run.
@@ -75,7 +108,28 @@ type UpgradeSettings struct {
 	// Strategy selects a MIG pool's strategy: "surge" (default) or
 	// "blueGreen".
 	Strategy string `json:"strategy,omitempty"`
-	// MaxSurge and MaxUnavailable are the surge strategy's per-zone budget.
+	// MaxSurge and MaxUnavailable are the surge strategy's per-zone budget
+	// (defaults 1 and 0; their sum 1..20).
 	MaxSurge       *int `json:"maxSurge,omitempty"`
 	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+	// BlueGreenSettings configure the blueGreen strategy (GKE's names).
+	BlueGreenSettings *BlueGreenSettings `json:"blueGreenSettings,omitempty"`
+}
+
+// BlueGreenSettings are a blue/green pool's batches and soaks. Durations
+// are seconds with an "s" suffix, as GKE writes them ("3600s").
+type BlueGreenSettings struct {
+	StandardRolloutPolicy *StandardRolloutPolicy `json:"standardRolloutPolicy,omitempty"`
+	// NodePoolSoakDuration is waited after the last batch (default
+	// "3600s"); soaking ends at 7 days in all.
+	NodePoolSoakDuration string `json:"nodePoolSoakDuration,omitempty"`
+}
+
+// StandardRolloutPolicy says how blue is drained: batchNodeCount nodes or
+// batchPercentage (0–1, rounded down, at least 1) of the pool per batch,
+// one node when neither is set; 0 skips the draining phase.
+type StandardRolloutPolicy struct {
+	BatchPercentage   *float64 `json:"batchPercentage,omitempty"`
+	BatchNodeCount    *int     `json:"batchNodeCount,omitempty"`
+	BatchSoakDuration string   `json:"batchSoakDuration,omitempty"`
 }

@@ -31,6 +31,37 @@ type PlannedStep struct {
 	End        time.Time `json:"end"`
 	Batches    []Batch   `json:"batches,omitempty"`
 	Disruption string    `json:"disruption"`
+	// Strategy of a MIG pool ("surge" or "blueGreen"); SizeRange the
+	// pool's size at least and at most while it upgrades.
+	Strategy  string     `json:"strategy,omitempty"`
+	SizeRange *SizeRange `json:"sizeRange,omitempty"`
+	// Phases are a blue/green pool's phases with their timeline; Soak what
+	// it soaks.
+	Phases []PlannedPhase `json:"phases,omitempty"`
+	Soak   *PlannedSoak   `json:"soak,omitempty"`
+}
+
+// SizeRange is a MIG pool's size range while it upgrades.
+type SizeRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// PlannedPhase is a blue/green phase with its predicted timeline.
+type PlannedPhase struct {
+	Phase string    `json:"phase"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// PlannedSoak is a blue/green pool's soak: after each batch, as a pool,
+// and in all (nanoseconds on the wire, as Total); Capped: the total
+// reached 7 days, when blue is deleted at once.
+type PlannedSoak struct {
+	Batch  time.Duration `json:"batch"`
+	Pool   time.Duration `json:"pool"`
+	Total  time.Duration `json:"total"`
+	Capped bool          `json:"capped,omitempty"`
 }
 
 // Batch is a set of nodes predicted to upgrade together.

@@ -30,6 +30,9 @@ type Upgrade struct {
 	Nodes []NodeTask `json:"nodes"`
 	// Revision changes whenever anything in the upgrade does.
 	Revision uint64 `json:"revision"`
+	// Closed: the cluster changed after this upgrade was cancelled, so it
+	// cannot be resumed.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // UpgradeState is where a whole cluster upgrade is.
@@ -64,6 +67,11 @@ const (
 	StepRunning StepState = "running"
 	StepDone    StepState = "done"
 	StepFailed  StepState = "failed"
+	// StepCancelled: a cancelled pool step with nothing in flight; a
+	// resume runs it again.
+	StepCancelled StepState = "cancelled"
+	// StepRolledBack: a pool step whose rollback finished.
+	StepRolledBack StepState = "rolledBack"
 )
 
 // StepKind is what a cluster upgrade step does: "pool", "addons",
@@ -97,6 +105,61 @@ type PoolTrack struct {
 	// First and Count locate the pool's nodes in Upgrade.Nodes.
 	First int `json:"first"`
 	Count int `json:"count"`
+	// Backing and Strategy: how the pool's nodes are upgraded ("" and
+	// bareMetal for in place; mig with surge or blueGreen).
+	Backing  Backing `json:"backing,omitempty"`
+	Strategy string  `json:"strategy,omitempty"`
+	// UnavailableSteps is a surge pool's in-place path (a node's path 1);
+	// RollbackSteps the path of a node that goes back without being
+	// upgraded again (path 2).
+	UnavailableSteps []NodeStep `json:"unavailableSteps,omitempty"`
+	RollbackSteps    []NodeStep `json:"rollbackSteps,omitempty"`
+	// MaxSurge and MaxUnavailable: a surge pool's per-zone budget.
+	MaxSurge       int `json:"maxSurge,omitempty"`
+	MaxUnavailable int `json:"maxUnavailable,omitempty"`
+	// Groups are a MIG pool's groups when the upgrade started, in zone
+	// order (zones go one after another).
+	Groups []InstanceGroup `json:"groups,omitempty"`
+	// RollingBack: a surge pool taking every node it touched back.
+	RollingBack bool `json:"rollingBack,omitempty"`
+	// BlueGreen is a blue/green pool's phase and progress.
+	BlueGreen *BlueGreenTrack `json:"blueGreen,omitempty"`
+}
+
+// BlueGreenTrack is where a blue/green pool upgrade is: its phase (GKE's
+// names: CREATING_GREEN_POOL, CORDONING_BLUE_POOL, DRAINING_BLUE_POOL,
+// NODE_POOL_SOAKING, DELETING_BLUE_POOL, ROLLBACK_STARTED; then COMPLETED
+// or ROLLED_BACK), batches and soaks, and the green groups.
+type BlueGreenTrack struct {
+	Phase          string    `json:"phase"`
+	PhaseStartedAt time.Time `json:"phaseStartedAt,omitzero"`
+	// Attempt counts tries of the phase's work; Message is the latest
+	// outcome; Waiting says why the work waits (quota, capacity) until
+	// RetryAt.
+	Attempt   int       `json:"attempt,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Waiting   string    `json:"waiting,omitempty"`
+	RetryAt   time.Time `json:"retryAt,omitzero"`
+	BatchSize int       `json:"batchSize"`
+	// BatchSoak and PoolSoak are durations ("3600s").
+	BatchSoak      string    `json:"batchSoak"`
+	PoolSoak       string    `json:"poolSoak"`
+	Batch          int       `json:"batch"`
+	BatchSoakUntil time.Time `json:"batchSoakUntil,omitzero"`
+	// Soaked is the soak scheduled so far (at most 7 days in all).
+	Soaked        string       `json:"soaked"`
+	SoakUntil     time.Time    `json:"soakUntil,omitzero"`
+	Completed     bool         `json:"completed,omitempty"`
+	GreenScalable bool         `json:"greenScalable,omitempty"`
+	Green         []GreenGroup `json:"green,omitempty"`
+	RollbackFrom  string       `json:"rollbackFrom,omitempty"`
+}
+
+// GreenGroup is a green instance group and its nodes.
+type GreenGroup struct {
+	Zone  string   `json:"zone"`
+	Name  string   `json:"name"`
+	Nodes []string `json:"nodes"`
 }
 
 // NodeStepKind is one step of a node's upgrade, e.g. "cordon", "drain",
@@ -131,6 +194,21 @@ type NodeTask struct {
 	ProtectedUntil time.Time `json:"protectedUntil,omitzero"`
 	LeftBehind     []LeftPod `json:"leftBehind,omitempty"`
 	Error          string    `json:"error,omitempty"`
+	// Zone is the node's zone (MIG pools go zone by zone).
+	Zone string `json:"zone,omitempty"`
+	// Path is which of its pool's step lists the node follows: 0
+	// nodeSteps, 1 unavailableSteps, 2 rollbackSteps.
+	Path int `json:"path,omitempty"`
+	// Replacement is the surge instance that replaces the node; Current
+	// the instance that stands for it once replaced.
+	Replacement string `json:"replacement,omitempty"`
+	Current     string `json:"current,omitempty"`
+	// Rollback: the node goes (or went) back to the upgrade's From.
+	Rollback bool `json:"rollback,omitempty"`
+	// Waiting says why the node's step waits (no quota, no capacity),
+	// until RetryAt; the node is not failed.
+	Waiting string    `json:"waiting,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // LeftPod is a pod a drain did not remove before its deadline.

@@ -31,7 +31,10 @@ type Provider interface {
 
 	// EnsureTemplate makes sure an instance template for spec exists and
 	// returns its name. The name is derived from the spec's content
-	// (TemplateName), so asking twice returns the same template.
+	// (TemplateName), so asking twice returns the same template. A Base
+	// that already is a template of spec.Release is returned as it is:
+	// asking with the template of an instance that was already moved to
+	// the release (a step repeated after a failover) changes nothing.
 	EnsureTemplate(ctx context.Context, spec TemplateSpec, req string) (string, error)
 
 	// GetGroup describes a group. ErrNotFound if it does not exist.

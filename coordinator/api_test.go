@@ -204,7 +204,7 @@ func TestAPI(t *testing.T) {
 	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/pools/workers/upgrade/rollback", "application/json", []byte(`{}`))
 	require.Equal(t, 409, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemCommandNotAllowed, prob.Type)
-	require.Equal(t, "pool-rollback", prob.Rule)
+	require.Equal(t, "rollback-bare-metal", prob.Rule)
 
 	// Cluster shape cannot change during an upgrade.
 	code, prob, _ = raw(t, m, "PUT", "/v1/clusters/lab", "application/json", mustJSON(t, clusterSpec("lab", "1.33.6")))

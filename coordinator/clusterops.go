@@ -33,6 +33,14 @@ type ClusterOps interface {
 	Health(ctx context.Context, version phases.Version, nodes []string) error
 	// PreflightReader reads what preflight checks need from the cluster.
 	PreflightReader() preflight.ClusterReader
+	// DeletePods deletes the node's pods (not evicted: PDBs do not hold
+	// them; grace capped at an hour) and waits for them to go, as
+	// blue/green deletes the blue pool (SPEC §7); it returns the pods
+	// still there at the cap.
+	DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error)
+	// DeleteNode deletes the Node object of a deleted instance; a Node
+	// already gone is not an error.
+	DeleteNode(ctx context.Context, node string) error
 }
 
 // ProtectedInfo describes pods on a node protected from eviction.

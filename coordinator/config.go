@@ -65,6 +65,17 @@ type Config struct {
 	Keyring *seal.Keyring
 	// Connector reaches clusters' API servers; nil means none.
 	Connector Connector
+	// Clouds gives the cloud adapters of clusters' MIG pools; nil means
+	// none (MIG work fails with ErrNoCloud, registration of MIG pools is
+	// refused).
+	Clouds CloudConnector
+	// InstanceTimeout bounds a wait for instances to be created, recreated
+	// or deleted; InstancePoll spaces the provider reads of that wait.
+	InstanceTimeout time.Duration
+	InstancePoll    time.Duration
+	// CloudRetryInterval is how long a MIG step that waits for quota or
+	// capacity waits before it tries again.
+	CloudRetryInterval time.Duration
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
@@ -94,6 +105,9 @@ func DefaultConfig() Config {
 		MaxConcurrentWork:   DefaultMaxConcurrentWork,
 		WaitReadyTimeout:    15 * time.Minute,
 		AddonRolloutTimeout: DefaultAddonRolloutTimeout,
+		InstanceTimeout:     DefaultInstanceTimeout,
+		InstancePoll:        DefaultInstancePoll,
+		CloudRetryInterval:  DefaultCloudRetryInterval,
 		Clock:               realClock{},
 	}
 }

@@ -64,6 +64,15 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.AddonRolloutTimeout <= 0 {
 		cfg.AddonRolloutTimeout = DefaultAddonRolloutTimeout
 	}
+	if cfg.InstanceTimeout <= 0 {
+		cfg.InstanceTimeout = DefaultInstanceTimeout
+	}
+	if cfg.InstancePoll <= 0 {
+		cfg.InstancePoll = DefaultInstancePoll
+	}
+	if cfg.CloudRetryInterval <= 0 {
+		cfg.CloudRetryInterval = DefaultCloudRetryInterval
+	}
 	c := &Coordinator{
 		cfg: cfg, log: cfg.Logger, sm: statemachine.New(),
 		wake:     make(chan struct{}, 1),

@@ -101,8 +101,8 @@ func memberConfig(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bo
 }
 
 // startMember opens a member on free loopback ports and serves its API.
-func startMember(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr string) *member {
-	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0", nil)
+func startMember(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr string, mutate ...func(*coordinator.Config)) *member {
+	return startMemberAt(t, id, dir, bootstrap, ops, addr, "127.0.0.1:0", nil, mutate...)
 }
 
 func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, addr, raftAddr string, clock coordinator.Clock, mutate ...func(*coordinator.Config)) *member {
@@ -166,13 +166,13 @@ func (m *member) stop(crash bool) {
 func (m *member) client() *api.Client { return adminClient(m.addr) }
 
 // newTestCluster starts n members: the first bootstraps, the others join.
-func newTestCluster(t testing.TB, n int, ops *fakeOps) *testCluster {
+func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinator.Config)) *testCluster {
 	tc := &testCluster{t: t, ops: ops}
-	first := startMember(t, "m1", t.TempDir(), true, ops, "")
+	first := startMember(t, "m1", t.TempDir(), true, ops, "", mutate...)
 	tc.members = append(tc.members, first)
 	eventually(t, "first leader", first.c.IsLeader)
 	for i := 2; i <= n; i++ {
-		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "")
+		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "", mutate...)
 		tc.replace(append(tc.list(), m))
 		// Joining is idempotent; retry through elections on a loaded machine.
 		var err error
@@ -336,6 +336,14 @@ func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
 }
 func (f *fakeOps) Uncordon(_ context.Context, node string) error {
 	f.record("uncordon " + node)
+	return nil
+}
+func (f *fakeOps) DeletePods(_ context.Context, node string) ([]phases.LeftPod, error) {
+	f.record("delete pods " + node)
+	return nil, nil
+}
+func (f *fakeOps) DeleteNode(_ context.Context, node string) error {
+	f.record("delete node " + node)
 	return nil
 }
 func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {

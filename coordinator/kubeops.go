@@ -42,11 +42,25 @@ func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) ([]pha
 	if err != nil {
 		return nil, err
 	}
-	left := make([]phases.LeftPod, 0, len(res.LeftBehind))
-	for _, l := range res.LeftBehind {
+	return leftPods(res.LeftBehind), nil
+}
+
+func (o *kubeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error) {
+	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Delete: true, Timeout: phases.DeleteBlueGracePeriod + time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	return leftPods(res.LeftBehind), nil
+}
+
+func (o *kubeOps) DeleteNode(ctx context.Context, node string) error { return o.k.DeleteNode(ctx, node) }
+
+func leftPods(in []kube.LeftPod) []phases.LeftPod {
+	left := make([]phases.LeftPod, 0, len(in))
+	for _, l := range in {
 		left = append(left, phases.LeftPod{Namespace: l.Namespace, Name: l.Name, Reason: l.Reason, EvictableAt: l.EvictableAt})
 	}
-	return left, nil
+	return left
 }
 
 func (o *kubeOps) WaitReady(ctx context.Context, node, kubeletVersion string) error {

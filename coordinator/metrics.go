@@ -89,6 +89,8 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 		v.Phase = "done"
 	case u.State == phases.UpgradeFailed:
 		v.Phase = "failed"
+	case u.State == phases.UpgradeCancelled:
+		v.Phase = "cancelled"
 	}
 	spec := r.Spec
 	spec.Version = u.From
@@ -121,18 +123,49 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 			}
 		}
 		step, _ := u.Step(phases.PoolStepID(p.Name))
-		pv.Phase = string(step.State)
-		switch {
-		case pv.NodesFailed > 0:
+		pv.Phase = poolPhase(p, step, v.Phase == "paused")
+		if pv.NodesFailed > 0 {
 			pv.Phase = "failed"
-		case p.Cancelled && step.State == phases.StateRunning:
-			pv.Phase = "cancelled"
-		case v.Phase == "paused" && step.State == phases.StateRunning:
-			pv.Phase = "paused"
 		}
 		v.Pools = append(v.Pools, pv)
 	}
 	return v
+}
+
+// poolPhase is a pool's value of molt_pool_upgrade_phase: its step's state,
+// or where a running pool is — cancelled, paused by the window, rolling
+// back, or in a blue/green phase (GKE's names, lower case).
+func poolPhase(p *phases.PoolTrack, step *phases.Step, paused bool) string {
+	switch step.State {
+	case phases.StateRolledBack:
+		return "rolled_back"
+	case phases.StateRunning:
+	default:
+		return string(step.State)
+	}
+	bg := p.BlueGreen
+	switch {
+	case p.RollingBack, bg != nil && bg.Phase == phases.PhaseRollbackStarted:
+		return "rolling_back"
+	case p.Cancelled:
+		return "cancelled"
+	case paused:
+		return "paused"
+	case bg != nil:
+		switch bg.Phase {
+		case phases.PhaseCreatingGreen:
+			return "creating_green"
+		case phases.PhaseCordoningBlue:
+			return "cordoning_blue"
+		case phases.PhaseDrainingBlue:
+			return "draining_blue"
+		case phases.PhaseSoaking:
+			return "soaking"
+		case phases.PhaseDeletingBlue:
+			return "deleting_blue"
+		}
+	}
+	return "running"
 }
 
 // skewViolated reports a broken version rule: more than two versions or a

@@ -47,6 +47,9 @@ func (c *Coordinator) Releases() []api.Release {
 // keeps the one the cluster has. The kubeconfig is sealed before it is
 // proposed (secrets.go): the log holds only its envelope.
 func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
+	if err := c.admitCloud(ctx, &spec); err != nil {
+		return err
+	}
 	if err := spec.Admit(); err != nil {
 		return err
 	}

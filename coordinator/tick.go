@@ -17,6 +17,10 @@ type tickPlan struct {
 	decision   phases.Decision
 	release    *api.Release
 	kubeconfig string // as stored: sealed, or plain text from old entries (clusterOps opens it)
+	// cloud and autoscaling: the cluster's cloud adapter and its MIG
+	// pools' autoscaling ranges (statemachine.ActiveUpgrade).
+	cloud       *phases.CloudSpec
+	autoscaling map[string]phases.Autoscaling
 }
 
 // minWake is the shortest sleep of the leader loop between ticks that
@@ -79,7 +83,7 @@ func (c *Coordinator) plan(now time.Time) []tickPlan {
 		gate := gateFor(a.Policy, a.Upgrade, now)
 		plans = append(plans, tickPlan{
 			cluster: name, upgrade: a.Upgrade, decision: phases.Decide(a.Upgrade, now, gate),
-			release: a.Release, kubeconfig: a.Kubeconfig,
+			release: a.Release, kubeconfig: a.Kubeconfig, cloud: a.Cloud, autoscaling: a.Autoscaling,
 		})
 	}
 	return plans
@@ -124,6 +128,8 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runNodeStep(ctx, p, a) })
 			case a.Kind == phases.ActRunStep:
 				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runStep(ctx, p, a) })
+			case a.Kind == phases.ActRunPoolWork:
+				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runPoolWork(ctx, p, a) })
 			}
 		}
 		c.dispatch.setCluster(p.cluster, offers)

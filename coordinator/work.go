@@ -71,34 +71,45 @@ func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) e
 // commits its outcome.
 func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Action) {
 	log := c.log.With("cluster", p.cluster, "node", a.Node, "step", a.NodeStep.String(), "id", a.ID)
+	// The machine the step acts on (a surge replacement once it replaced
+	// the node) and the version it goes to (the From of a rollback).
+	live, target := a.Node, p.upgrade.To
+	if n, ok := p.upgrade.Node(a.Node); ok {
+		live, target = n.Live(), p.upgrade.TargetOf(n)
+	}
 	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
 	var left []phases.LeftPod
+	var wait string
 	if err == nil {
 		switch a.NodeStep.Kind {
 		case phases.NodeCordon:
-			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, a.Node) })
+			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, live) })
 		case phases.NodeDrain:
 			start := time.Now()
-			err = c.retry(ctx, "drain", func() (e error) { left, e = ops.Drain(ctx, a.Node, p.upgrade.Options.Automatic); return e })
+			err = c.retry(ctx, "drain", func() (e error) { left, e = ops.Drain(ctx, live, p.upgrade.Options.Automatic); return e })
 			if err == nil {
 				c.observeDrain(p.cluster, a.Pool, time.Since(start), left)
 			}
 		case phases.NodeWaitReady:
-			wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
-			err = ops.WaitReady(wctx, a.Node, p.upgrade.To.KubeletVersion())
-			cancel()
+			err = c.waitReady(ctx, ops, live, target)
 		case phases.NodeUncordon:
-			err = c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, a.Node) })
+			err = c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, live) })
 		default:
-			err = fmt.Errorf("node step %s needs a cloud adapter, and none is configured", a.NodeStep.Kind)
+			wait, err = c.migNodeStep(ctx, p, a, ops)
 		}
 	}
 	if ctx.Err() != nil {
 		return // leadership lost: the next leader redoes this step
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		log.Warn("node step failed", "err", err)
-	} else {
+	case wait != "":
+		log.Info("node step waits", "reason", wait)
+		c.commitNode(ctx, p.cluster, phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt,
+			Wait: wait, RetryAt: c.cloudRetryAt(), Message: wait}, a.ID)
+		return
+	default:
 		log.Info("node step done", "left_behind", len(left))
 	}
 	c.commitNodeResult(ctx, p.cluster, a, err, "", left)
@@ -109,9 +120,15 @@ func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a ph
 	if err != nil {
 		r.Message = err.Error()
 	}
+	c.commitNode(ctx, cluster, r, a.ID)
+}
+
+// commitNode commits a node step's result: done, failed, or waiting for a
+// reason that passes (tried again at its RetryAt).
+func (c *Coordinator) commitNode(ctx context.Context, cluster string, r phases.NodeStepResult, id string) {
 	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
 	if err != nil && !isStale(err) {
-		c.log.Warn("commit node step result", "cluster", cluster, "id", a.ID, "err", err)
+		c.log.Warn("commit node step result", "cluster", cluster, "id", id, "err", err)
 	}
 	c.observeNode(cluster, v)
 }

@@ -87,7 +87,7 @@ func (p *progress) show(u *phases.Upgrade) {
 
 func poolSteps(u *phases.Upgrade, n *phases.NodeTask) int {
 	if p, ok := u.Pool(n.Pool); ok {
-		return len(p.NodeSteps)
+		return len(p.StepsOf(n))
 	}
 	return 0
 }

@@ -32,6 +32,12 @@ type DrainOptions struct {
 	// honour safe-to-evict=false for ProtectionAge; manual upgrades and
 	// operator drains evict such pods (SPEC §8).
 	Automatic bool
+	// Delete deletes the pods instead of evicting them: PodDisruptionBudgets
+	// do not hold them (blue/green's deletion of the blue pool, SPEC §7).
+	// The grace period is capped at MaxGracePeriod as for evictions.
+	Delete bool
+	// Timeout, when set, replaces DrainTimeout for this drain.
+	Timeout time.Duration
 }
 
 // PodRef names a pod.
@@ -98,8 +104,12 @@ type drainPod struct {
 func (c *Client) Drain(ctx context.Context, node string, opts DrainOptions) (DrainResult, error) {
 	clk := c.cfg.Clock
 	res := DrainResult{Started: clk.Now()}
-	deadline := res.Started.Add(c.cfg.DrainTimeout)
-	log := c.cfg.Logger.With("node", node, "automatic", opts.Automatic)
+	timeout := c.cfg.DrainTimeout
+	if opts.Timeout > 0 {
+		timeout = opts.Timeout
+	}
+	deadline := res.Started.Add(timeout)
+	log := c.cfg.Logger.With("node", node, "automatic", opts.Automatic, "delete", opts.Delete)
 
 	pods, err := c.drainablePods(ctx, node)
 	if err != nil {
@@ -113,7 +123,7 @@ func (c *Client) Drain(ctx context.Context, node string, opts DrainOptions) (Dra
 			tracked[i].state = stateWaiting // someone else is deleting it
 		}
 	}
-	log.Info("drain started", "pods", len(tracked), "timeout", c.cfg.DrainTimeout)
+	log.Info("drain started", "pods", len(tracked), "timeout", timeout)
 
 	for {
 		now := clk.Now()
@@ -161,10 +171,14 @@ func (c *Client) step(ctx context.Context, p *drainPod, now time.Time, opts Drai
 	if now.Before(p.nextTry) {
 		return nil
 	}
-	err := c.evict(ctx, &p.pod)
+	evict := c.evict
+	if opts.Delete {
+		evict = c.deletePod
+	}
+	err := evict(ctx, &p.pod)
 	switch {
 	case err == nil:
-		log.Info("pod evicted", "pod", key(&p.pod), "graceSeconds", c.graceSeconds(&p.pod))
+		log.Info("pod evicted", "pod", key(&p.pod), "graceSeconds", c.graceSeconds(&p.pod), "deleted", opts.Delete)
 		p.state = stateWaiting
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Deleted meanwhile, or the name now belongs to a replacement

@@ -46,6 +46,18 @@ func (c *Client) evict(ctx context.Context, pod *corev1.Pod) error {
 		Error()
 }
 
+// deletePod deletes pod with the capped grace period: no
+// PodDisruptionBudget holds a deletion. The UID precondition spares a
+// same-named replacement, as for evictions.
+func (c *Client) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	grace := c.graceSeconds(pod)
+	uid := pod.UID
+	return c.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &grace,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+}
+
 // graceSeconds is the pod's terminationGracePeriodSeconds (30 s when unset,
 // the API default) capped at MaxGracePeriod (SPEC §6: never more than 1 h).
 func (c *Client) graceSeconds(pod *corev1.Pod) int64 {

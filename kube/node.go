@@ -129,3 +129,14 @@ func (c *Client) WaitNodeReady(ctx context.Context, node, kubeletVersion string)
 		}
 	}
 }
+
+// DeleteNode deletes a Node object: a MIG instance molt deleted leaves no
+// Node behind even where no cloud controller removes it. A Node already
+// gone is not an error.
+func (c *Client) DeleteNode(ctx context.Context, node string) error {
+	err := c.cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiErr("delete node "+node, err)
+	}
+	return nil
+}

@@ -76,12 +76,12 @@ const (
 // "unknown" so that a value the coordinator invents later still yields
 // exactly one series at 1 instead of none.
 var (
-	ClusterPhases = []string{"idle", "preflight", "refused", "running", "paused", "done", "failed", Unknown}
+	ClusterPhases = []string{"idle", "preflight", "refused", "running", "paused", "done", "failed", "cancelled", Unknown}
 	StepStates    = []string{"pending", "running", "paused", "done", "failed", Unknown}
 	// PoolPhases covers bare-metal and surge pools (pending → running →
 	// done) and the blue/green phases of SPEC §7.
 	PoolPhases = []string{
-		"pending", "running", "paused", "cancelled", "rolling_back", "done", "failed",
+		"pending", "running", "paused", "cancelled", "rolling_back", "rolled_back", "done", "failed",
 		"creating_green", "cordoning_blue", "draining_blue", "soaking", "deleting_blue",
 		Unknown,
 	}

@@ -17,9 +17,25 @@ const (
 	ActResume       ActionKind = "resume"
 	ActFinish       ActionKind = "finish"
 
+	// ActPoolPhase moves a blue/green pool to its next phase (Phase), or
+	// closes a drained batch (Phase DRAINING_BLUE_POOL, Attempt the batch).
+	ActPoolPhase ActionKind = "poolPhase"
+	// ActHaltStep ends a pool step that will not go on by itself: it was
+	// cancelled and nothing of it is in flight (Reason "cancelled"), or
+	// its rollback finished (Reason "rolledBack").
+	ActHaltStep ActionKind = "haltStep"
+	// ActHalt ends an upgrade that cannot go on: nothing runs, nothing
+	// may start, and a pool step was cancelled or rolled back. The
+	// upgrade is cancelled: another may start, and a resume or rollback
+	// of its pool opens it again.
+	ActHalt ActionKind = "halt"
+
 	ActRunNodeStep ActionKind = "runNodeStep"
 	ActDispatch    ActionKind = "dispatch"
 	ActRunStep     ActionKind = "runStep"
+	// ActRunPoolWork is a blue/green pool's work in its phase (Reason:
+	// WorkCreateGreen, WorkReleaseGreen, WorkDeleteBlue, WorkRollback).
+	ActRunPoolWork ActionKind = "runPoolWork"
 )
 
 // Action is one decision. ID is deterministic: the same state yields the
@@ -38,13 +54,21 @@ type Action struct {
 	Attempt  int
 	NodeStep NodeStep
 	Reason   string
+	// Path is the node step list a started node follows (NodeTask.Path).
+	Path int
+	// Rollback marks a node start or node step that takes the node back
+	// to the upgrade's From version.
+	Rollback bool
+	// Phase is the blue/green phase an ActPoolPhase moves to, or the
+	// phase an ActRunPoolWork works in.
+	Phase string
 }
 
 // Commits reports whether the action is a state transition to append to
 // the log (as opposed to work to run).
 func (a Action) Commits() bool {
 	switch a.Kind {
-	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish:
+	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish, ActPoolPhase, ActHaltStep, ActHalt:
 		return true
 	}
 	return false
@@ -64,9 +88,24 @@ func actRunStep(u *Upgrade, s *Step) Action {
 	return Action{ID: fmt.Sprintf("%s/run/%s/a%d", u.ID, s.ID, s.Attempts), Kind: ActRunStep, Upgrade: u.ID, Step: s.ID, Attempt: s.Attempts}
 }
 
-func actStartNode(u *Upgrade, n *NodeTask) Action {
-	return Action{ID: fmt.Sprintf("%s/%s/start/a%d", u.ID, n.Node, n.Attempt), Kind: ActStartNode, Upgrade: u.ID,
-		Pool: n.Pool, Node: n.Node, Attempt: n.Attempt}
+func actStartNode(u *Upgrade, n *NodeTask, path int) Action {
+	id := fmt.Sprintf("%s/%s/start/a%d", u.ID, n.Node, n.Attempt)
+	if path != PathMain {
+		id += fmt.Sprintf("/p%d", path)
+	}
+	if n.Cursor > 0 {
+		// A blue node resuming at its drain after the pool's cordon.
+		id += fmt.Sprintf("/c%d", n.Cursor)
+	}
+	return Action{ID: id, Kind: ActStartNode, Upgrade: u.ID, Pool: n.Pool, Node: n.Node, Cursor: n.Cursor, Attempt: n.Attempt, Path: path}
+}
+
+// actStartRollback starts taking a node back to the upgrade's From
+// version on path; the attempt moves on, so nothing decided for the
+// node's way forward can apply to its way back.
+func actStartRollback(u *Upgrade, n *NodeTask, path int) Action {
+	return Action{ID: fmt.Sprintf("%s/%s/rollback/start/a%d/p%d", u.ID, n.Node, n.Attempt+1, path), Kind: ActStartNode, Upgrade: u.ID,
+		Pool: n.Pool, Node: n.Node, Attempt: n.Attempt, Path: path, Rollback: true}
 }
 
 func actNodeStep(u *Upgrade, n *NodeTask, ns NodeStep) Action {
@@ -74,6 +113,25 @@ func actNodeStep(u *Upgrade, n *NodeTask, ns NodeStep) Action {
 	if ns.Kind == NodeOperation {
 		kind = ActDispatch
 	}
-	return Action{ID: u.OperationID(n.Node, n.Cursor, n.Attempt), Kind: kind, Upgrade: u.ID, Pool: n.Pool,
-		Node: n.Node, Cursor: n.Cursor, Attempt: n.Attempt, NodeStep: ns}
+	id := u.OperationID(n.Node, n.Cursor, n.Attempt)
+	if n.Rollback {
+		id = u.RollbackOperationID(n.Node, n.Cursor, n.Attempt)
+	}
+	return Action{ID: id, Kind: kind, Upgrade: u.ID, Pool: n.Pool,
+		Node: n.Node, Cursor: n.Cursor, Attempt: n.Attempt, NodeStep: ns, Path: n.Path, Rollback: n.Rollback}
+}
+
+func actHaltStep(u *Upgrade, s *Step, to State) Action {
+	return Action{ID: fmt.Sprintf("%s/halt/%s/%s", u.ID, s.ID, to), Kind: ActHaltStep, Upgrade: u.ID, Step: s.ID, Reason: string(to)}
+}
+
+func actPoolWork(u *Upgrade, p *PoolTrack, work string) Action {
+	bg := p.BlueGreen
+	return Action{ID: fmt.Sprintf("%s/pool/%s/%s/a%d", u.ID, p.Name, work, bg.Attempt), Kind: ActRunPoolWork, Upgrade: u.ID,
+		Pool: p.Name, Attempt: bg.Attempt, Reason: work, Phase: string(bg.Phase)}
+}
+
+func actPoolPhase(u *Upgrade, p *PoolTrack, to BlueGreenPhase, batch int) Action {
+	return Action{ID: fmt.Sprintf("%s/pool/%s/phase/%s/%d", u.ID, p.Name, to, batch), Kind: ActPoolPhase, Upgrade: u.ID,
+		Pool: p.Name, Attempt: batch, Phase: string(to)}
 }

@@ -1,7 +1,6 @@
 package phases
 
 import (
-	"sort"
 	"time"
 )
 
@@ -91,7 +90,11 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 			d.Actions = append(d.Actions, actStartStep(u, s))
 		case StateRunning:
 			if s.Kind == StepPool {
-				decidePool(u, s, now, gate, &d)
+				if p, ok := u.Pool(s.Pool); ok && p.BlueGreen != nil {
+					decideBlueGreen(u, s, p, now, gate, &d)
+				} else if ok {
+					decideNodes(u, s, p, now, gate, &d)
+				}
 				continue
 			}
 			if s.Attempts > 0 && now.Before(s.FinishedAt.Add(StepRetryInterval)) {
@@ -103,6 +106,10 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 	}
 	if allDone {
 		d.Actions = append(d.Actions, Action{ID: u.ID + "/finish", Kind: ActFinish, Upgrade: u.ID})
+		return d
+	}
+	if len(d.Actions) == 0 && d.Blocked == "" && u.stuck() {
+		d.Actions = append(d.Actions, Action{ID: u.ID + "/halt", Kind: ActHalt, Upgrade: u.ID})
 		return d
 	}
 	switch {
@@ -127,79 +134,6 @@ func (d *Decision) block(reason string) {
 func (d *Decision) wake(t time.Time) {
 	if d.NextWake.IsZero() || t.Before(d.NextWake) {
 		d.NextWake = t
-	}
-}
-
-// decidePool handles a running pool step: the node steps of running nodes,
-// new nodes within the budget, and completion.
-func decidePool(u *Upgrade, s *Step, now time.Time, gate Gate, d *Decision) {
-	p, ok := u.Pool(s.Pool)
-	if !ok {
-		return
-	}
-	nodes := u.PoolNodes(p)
-	done, failed := 0, 0
-	for i := range nodes {
-		n := &nodes[i]
-		switch n.State {
-		case StateRunning:
-			ns := p.NodeSteps[n.Cursor]
-			d.Actions = append(d.Actions, actNodeStep(u, n, ns))
-		case StateDone:
-			done++
-		case StateFailed:
-			failed++
-		}
-	}
-	if done == len(nodes) {
-		d.Actions = append(d.Actions, actCompleteStep(u, s))
-		return
-	}
-	// A failed node halts the pool until an operator retries it: starting
-	// more nodes after an unexplained failure risks repeating it fleet-wide.
-	if p.Cancelled || failed > 0 {
-		return
-	}
-	room := max(budget(u, p), 0)
-	t, _ := s.Target()
-	if ok, reason := gate.Allow(t); !ok {
-		if done+countState(nodes, StateRunning) < len(nodes) {
-			d.block(reason)
-		}
-		return
-	}
-	var protected []*NodeTask
-	for i := range nodes {
-		n := &nodes[i]
-		if n.State != StatePending {
-			continue
-		}
-		if n.ProtectedUntil.After(now) {
-			protected = append(protected, n)
-			continue
-		}
-		if room > 0 {
-			d.Actions = append(d.Actions, actStartNode(u, n))
-			room--
-		}
-	}
-	if len(protected) == 0 {
-		return
-	}
-	// Nodes holding pods protected from eviction go last (SPEC §8), the
-	// soonest-free first. Automatic upgrades wait until they are free.
-	sort.SliceStable(protected, func(i, j int) bool { return protected[i].ProtectedUntil.Before(protected[j].ProtectedUntil) })
-	for _, n := range protected {
-		if !u.Options.Automatic {
-			if room == 0 {
-				break
-			}
-			d.Actions = append(d.Actions, actStartNode(u, n))
-			room--
-			continue
-		}
-		d.Waiting = append(d.Waiting, NodeWait{Node: n.Node, Until: n.ProtectedUntil, Reason: "protected-pods"})
-		d.wake(n.ProtectedUntil)
 	}
 }
 

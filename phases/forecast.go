@@ -98,7 +98,11 @@ func Forecast(u *Upgrade, dur Durations, now time.Time) (end time.Time, ok bool)
 					begin = workerSlots[slot]
 				}
 			}
-			stepEnd = forecastPool(u, p, dur.Node[s.Role], begin, now)
+			if p.BlueGreen != nil {
+				stepEnd = forecastBlueGreen(u, p, dur, begin, now)
+			} else {
+				stepEnd = forecastPool(u, p, dur.Node[s.Role], begin, now)
+			}
 			if slot >= 0 {
 				workerSlots[slot] = stepEnd
 			}
@@ -151,6 +155,31 @@ func forecastPool(u *Upgrade, p *PoolTrack, nodeDur time.Duration, begin, now ti
 		end = latest(end, slots[i])
 	}
 	return end
+}
+
+// forecastBlueGreen predicts when a blue/green pool ends from its phase:
+// the green pool's creation, the batches left with their soaks, the pool
+// soak (its end is known once it started) and the deletion of blue.
+func forecastBlueGreen(u *Upgrade, p *PoolTrack, dur Durations, begin, now time.Time) time.Time {
+	bg := p.BlueGreen
+	at := latest(begin, now)
+	left := max(bg.batches(p.Count)-bg.Batch, 0)
+	batches := time.Duration(left) * (dur.Drain + min(bg.BatchSoak, max(MaxTotalSoak-bg.Soaked, 0)))
+	soakLeft := min(bg.PoolSoak, max(MaxTotalSoak-bg.Soaked-time.Duration(left)*bg.BatchSoak, 0))
+	switch bg.Phase {
+	case "", PhaseCreatingGreen:
+		return at.Add(dur.Instance + batches + soakLeft + dur.Drain)
+	case PhaseCordoningBlue, PhaseDrainingBlue:
+		return latest(at, bg.BatchSoakUntil).Add(batches + soakLeft + dur.Drain)
+	case PhaseSoaking:
+		if bg.Completed {
+			return at.Add(dur.Drain)
+		}
+		return latest(at, bg.SoakUntil).Add(dur.Drain)
+	case PhaseDeletingBlue, PhaseRollbackStarted:
+		return latest(at, bg.PhaseStartedAt.Add(dur.Drain))
+	}
+	return at
 }
 
 func latest(a, b time.Time) time.Time {

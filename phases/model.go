@@ -52,6 +52,17 @@ type Pool struct {
 	Backing  Backing
 	Settings UpgradeSettings
 	Nodes    []Node
+	// Groups are a MIG pool's instance groups, one per zone, in the order
+	// zones are upgraded (mig.go). molt keeps Nodes and Groups of a MIG
+	// pool current as it replaces instances.
+	Groups []InstanceGroup
+	// Spot pools run preemptible instances: surge does not wait for a
+	// replacement to be Ready before draining the node it replaces.
+	Spot bool
+	// Autoscaling is the range the cluster autoscaler may size each of the
+	// pool's groups in (nil: not autoscaled). Blue/green pins it while it
+	// runs and restores it from here.
+	Autoscaling *Autoscaling
 }
 
 // ClusterSpec is a cluster as registered: its shape and the version it runs
@@ -63,6 +74,9 @@ type ClusterSpec struct {
 	Channel      string
 	Version      Version
 	Pools        []Pool
+	// Cloud says which cloud adapter drives the cluster's MIG pools (nil
+	// when it has none).
+	Cloud *CloudSpec
 }
 
 // Model validation errors.
@@ -134,6 +148,9 @@ func (c *ClusterSpec) Validate() error {
 		}
 		if p.Backing == BackingMIG && (p.Role == RoleControlPlane || p.Role == RoleControlPlaneLB) {
 			return invalid("pool-backing", "pool %s: control-plane pools are bare metal", p.Name)
+		}
+		if err := validateMIG(c, p); err != nil {
+			return err
 		}
 		if len(p.Nodes) == 0 {
 			return invalid("pool-empty", "pool %s has no nodes", p.Name)

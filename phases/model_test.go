@@ -73,9 +73,10 @@ func TestClusterValidate(t *testing.T) {
 func TestAdmitBoundsAndNames(t *testing.T) {
 	ptr := func(n int) *int { return &n }
 	base := func() ClusterSpec {
-		return ClusterSpec{Name: "lab", Kind: KindStandalone, Version: MustParseVersion("1.33.6"), Pools: []Pool{
+		return ClusterSpec{Name: "lab", Kind: KindStandalone, Version: MustParseVersion("1.33.6"), Cloud: &CloudSpec{Provider: CloudGCE, Project: "p"}, Pools: []Pool{
 			{Name: "cp", Role: RoleControlPlane, Nodes: []Node{{Name: "cp-1"}}},
-			{Name: "workers", Role: RoleWorker, Backing: BackingMIG, Nodes: []Node{{Name: "w1.example.com"}, {Name: "w2"}}},
+			{Name: "workers", Role: RoleWorker, Backing: BackingMIG, Groups: []InstanceGroup{{Zone: "a", Name: "workers-a"}},
+				Nodes: []Node{{Name: "w1.example.com", Zone: "a"}, {Name: "w2", Zone: "a"}}},
 		}}
 	}
 	ok := base()

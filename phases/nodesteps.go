@@ -22,6 +22,12 @@ const (
 	NodeCreateReplacement NodeStepKind = "createReplacement"
 	NodeDeleteInstance    NodeStepKind = "deleteInstance"
 	NodeRecreateInstance  NodeStepKind = "recreateInstance"
+	// NodeWaitReplacement waits until the replacement's Node is Ready at
+	// the target version (NodeWaitReady waits for the node itself).
+	NodeWaitReplacement NodeStepKind = "waitReplacement"
+	// NodeUndoReplacement rolls back a surge node that was not replaced
+	// yet: its replacement is deleted and the node uncordoned.
+	NodeUndoReplacement NodeStepKind = "undoReplacement"
 )
 
 // OpKind is the kind of agent operation a node step dispatches. The values
@@ -80,9 +86,8 @@ func BareMetalNodeSteps(role Role) []NodeStep {
 	return steps
 }
 
-// SurgeNodeSteps is one node's share of a surge upgrade with a surge node:
-// create the replacement, wait until it is Ready, then cordon, drain and
-// delete the old node. It reuses the bare-metal cordon and drain steps.
+// SurgeNodeSteps is the node step list every MIG pool got in upgrades laid
+// out before StepLayoutMIG; kept so their logs replay.
 func SurgeNodeSteps() []NodeStep {
 	return []NodeStep{
 		{Kind: NodeCreateReplacement},
@@ -118,6 +123,46 @@ type NodeTask struct {
 	// LeftBehind lists pods the drain left behind (best effort, SPEC §6).
 	LeftBehind []LeftPod
 	Error      string
+
+	// Zone is the node's zone (a MIG pool's nodes go zone by zone).
+	Zone string
+	// Path is which of its pool's node step lists the node follows
+	// (PathMain: NodeSteps; PathUnavailable: UnavailableSteps), chosen
+	// when it starts.
+	Path int
+	// Replacement is the instance a surge replaces the node with (a
+	// deterministic name, ReplacementName), set when the node starts on
+	// the main path of a surge pool and cleared once the node it
+	// replaces is deleted.
+	Replacement string
+	// Current is the instance that stands for the node once a surge
+	// replaced it (empty: the node itself). Live returns it.
+	Current string
+	// Rollback is set while the node goes back to the upgrade's From
+	// version (a pool rollback), and stays set once it did.
+	Rollback bool
+	// Waiting says why the node's current step waits (no quota, no
+	// capacity in the zone), and RetryAt when it is tried again; the
+	// node is not failed.
+	Waiting string
+	RetryAt time.Time
+}
+
+// Node paths (NodeTask.Path).
+const (
+	PathMain        = 0
+	PathUnavailable = 1
+	// PathRollback follows the pool's RollbackSteps.
+	PathRollback = 2
+)
+
+// Live is the name of the machine that stands for the node now: the
+// surge replacement that took its place, or the node itself.
+func (n *NodeTask) Live() string {
+	if n.Current != "" {
+		return n.Current
+	}
+	return n.Node
 }
 
 // LeftPod is a pod a drain did not remove before its deadline.

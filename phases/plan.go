@@ -13,6 +13,10 @@ type Durations struct {
 	Addons    time.Duration
 	Lifecycle time.Duration
 	Health    time.Duration
+	// Instance is a MIG instance's creation until its Node is Ready, and
+	// Drain a node's cordon and drain (MIG strategies, plan_mig.go).
+	Instance time.Duration
+	Drain    time.Duration
 }
 
 // DefaultDurations are conservative guesses for hosts nobody has measured
@@ -28,6 +32,8 @@ func DefaultDurations() Durations {
 		Addons:    5 * time.Minute,
 		Lifecycle: 3 * time.Minute,
 		Health:    2 * time.Minute,
+		Instance:  4 * time.Minute,
+		Drain:     3 * time.Minute,
 	}
 }
 
@@ -50,6 +56,12 @@ type PlannedStep struct {
 	End        time.Time
 	Batches    []Batch
 	Disruption string
+	// MIG pools (plan_mig.go): the strategy, the pool's size range while
+	// it upgrades, blue/green's phases and soaks.
+	Strategy  string
+	SizeRange *SizeRange
+	Phases    []PlannedPhase
+	Soak      *PlannedSoak
 }
 
 // Plan is a dry run: the steps in order, the batches of nodes, a predicted
@@ -102,6 +114,10 @@ func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start tim
 				if slots[slot].After(begin) {
 					begin = slots[slot]
 				}
+			}
+			if p.Backing == BackingMIG && opts.StepLayout >= StepLayoutMIG {
+				length, minimal = planMIG(&ps, p, dur, begin)
+				break
 			}
 			nodeDur := dur.Node[s.Role]
 			width := min(p.Concurrency(), len(p.Nodes)-p.Settings.MinimumAvailableNodes)

@@ -21,6 +21,8 @@ type UpgradeSettings struct {
 	// MaxSurge and MaxUnavailable are the surge strategy's per-zone budget.
 	MaxSurge       *int
 	MaxUnavailable *int
+	// BlueGreen configures the blueGreen strategy (strategy.go).
+	BlueGreen *BlueGreenSettings
 }
 
 // Validate checks the settings against the pool they belong to.
@@ -36,14 +38,17 @@ func (s UpgradeSettings) Validate(p *Pool) error {
 			"pool %s: minimumAvailableNodes %d leaves no node of %d free to upgrade", p.Name, s.MinimumAvailableNodes, len(p.Nodes))
 	}
 	switch s.Strategy {
-	case "", "surge", "blueGreen":
+	case "", StrategySurge, StrategyBlueGreen:
 	default:
 		return invalid("strategy", "pool %s: strategy %q is not surge or blueGreen", p.Name, s.Strategy)
 	}
-	if p.Backing != BackingMIG && (s.Strategy != "" || s.MaxSurge != nil || s.MaxUnavailable != nil) {
-		return invalid("strategy", "pool %s: strategy, maxSurge and maxUnavailable apply to mig pools only", p.Name)
+	if p.Backing != BackingMIG && (s.Strategy != "" || s.MaxSurge != nil || s.MaxUnavailable != nil || s.BlueGreen != nil) {
+		return invalid("strategy", "pool %s: strategy, maxSurge, maxUnavailable and blueGreenSettings apply to mig pools only", p.Name)
 	}
-	return nil
+	if p.Backing != BackingMIG {
+		return nil
+	}
+	return s.validateMIG(p)
 }
 
 // Concurrency is how many nodes of the pool may be under upgrade at once.

@@ -22,11 +22,21 @@ type sim struct {
 	pick func(n int) int
 	// fail decides whether a work item fails.
 	fail func(a Action) bool
+	// spec is the cluster as the state machine keeps it: MIG pools'
+	// membership changes applied as results land.
+	spec *ClusterSpec
+	// observe, when set, runs after every transition.
+	observe func()
 }
 
 func newSim(t fataler, c *ClusterSpec, to Version, opts Options) *sim {
 	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	s := &sim{t: t, u: NewUpgrade(UpgradeID(c.Name, to, 1), c, to, opts, now), now: now, gate: Open,
+	spec := *c
+	spec.Pools = append([]Pool(nil), c.Pools...)
+	for i := range spec.Pools {
+		spec.Pools[i].Nodes = append([]Node(nil), c.Pools[i].Nodes...)
+	}
+	s := &sim{t: t, u: NewUpgrade(UpgradeID(c.Name, to, 1), c, to, opts, now), now: now, gate: Open, spec: &spec,
 		versions: map[string]Version{}, pick: func(int) int { return 0 }, fail: func(Action) bool { return false }}
 	for _, n := range s.u.Nodes {
 		s.versions[n.Node] = n.Version
@@ -64,10 +74,18 @@ func (s *sim) step() bool {
 		work = append(work, a)
 	}
 	s.now = s.now.Add(time.Second)
+	if s.observe != nil {
+		s.observe()
+	}
 	if len(work) == 0 {
 		committed := false
 		for _, a := range d.Actions {
 			committed = committed || a.Commits()
+		}
+		if !committed && !d.NextWake.IsZero() && d.NextWake.After(s.now) {
+			// Nothing to do until a soak or a retry falls due.
+			s.now = d.NextWake
+			return true
 		}
 		return committed
 	}
@@ -77,16 +95,34 @@ func (s *sim) step() bool {
 	switch a.Kind {
 	case ActRunStep:
 		err = s.u.ApplyStepResult(StepResult{Upgrade: a.Upgrade, Step: a.Step, Attempt: a.Attempt, OK: ok, Message: "sim"}, s.now)
+	case ActRunPoolWork:
+		r := PoolWorkResult{Upgrade: a.Upgrade, Pool: a.Pool, Work: a.Reason, Phase: BlueGreenPhase(a.Phase), Attempt: a.Attempt, OK: ok, Message: "sim"}
+		if a.Reason == WorkCreateGreen {
+			r.Green = simGreen(s.u, a.Pool)
+		}
+		m := s.u.PoolWorkMembership(r)
+		if err = s.u.ApplyPoolWorkResult(r, s.now); err == nil {
+			s.spec.ApplyMembership(m)
+			if dup := s.u.ApplyPoolWorkResult(r, s.now); dup == nil {
+				s.t.Fatalf("result for %s applied twice", a.ID)
+			}
+		}
+		if !ok {
+			s.now = s.now.Add(StepRetryInterval)
+		}
 	default:
-		err = s.u.ApplyNodeStepResult(NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}, s.now)
+		r := NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}
+		m := s.u.NodeResultMembership(r)
+		err = s.u.ApplyNodeStepResult(r, s.now)
 		if err == nil {
+			s.spec.ApplyMembership(m)
 			// A duplicate report (agent retry, new leader) is stale.
 			if dup := s.u.ApplyNodeStepResult(NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}, s.now); dup == nil {
 				s.t.Fatalf("result for %s applied twice", a.ID)
 			}
 		}
 		n, _ := s.u.Node(a.Node)
-		if n.Version.Less(s.versions[n.Node]) {
+		if n.Version.Less(s.versions[n.Node]) && !n.Rollback {
 			s.t.Fatalf("node %s went back from %s to %s", n.Node, s.versions[n.Node], n.Version)
 		}
 		s.versions[n.Node] = n.Version
@@ -103,7 +139,27 @@ func (s *sim) step() bool {
 		s.now = s.now.Add(StepRetryInterval)
 	}
 	s.checkBudgets()
+	if s.observe != nil {
+		s.observe()
+	}
 	return true
+}
+
+// simGreen is what createGreen reports: one green group per blue group,
+// as large as blue is in that zone.
+func simGreen(u *Upgrade, pool string) []GreenGroup {
+	p, _ := u.Pool(pool)
+	var out []GreenGroup
+	for _, g := range p.Groups {
+		gg := GreenGroup{Zone: g.Zone, Name: GreenGroupName(g.Name, u.ID)}
+		for _, n := range u.PoolNodes(p) {
+			if n.Zone == g.Zone {
+				gg.Nodes = append(gg.Nodes, ReplacementName(gg.Name, u.ID, n.Node))
+			}
+		}
+		out = append(out, gg)
+	}
+	return out
 }
 
 func (s *sim) run(maxTicks int) {
@@ -161,7 +217,7 @@ func (s *sim) checkBudgets() {
 				busy++
 			}
 		}
-		if busy > p.Concurrency {
+		if busy > p.Concurrency && p.Strategy != StrategySurge {
 			s.t.Fatalf("pool %s: %d nodes busy, concurrency %d", p.Name, busy, p.Concurrency)
 		}
 		if p.Role == RoleControlPlane && busy > 1 {

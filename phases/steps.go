@@ -34,6 +34,12 @@ const (
 	StateRunning State = "running"
 	StateDone    State = "done"
 	StateFailed  State = "failed"
+	// StateCancelled: a pool step that was cancelled and has nothing in
+	// flight; a resume runs it again.
+	StateCancelled State = "cancelled"
+	// StateRolledBack: a pool step whose rollback finished: every node it
+	// had upgraded runs the version before again. Final.
+	StateRolledBack State = "rolledBack"
 )
 
 // Target is the part of a cluster a change touches; maintenance exclusions
@@ -91,8 +97,12 @@ const (
 	// lifecycle-controller manifests, and a step with nothing behind it
 	// would report work it did not do.
 	StepLayoutNoLifecycle = 1
+	// StepLayoutMIG lays MIG pools out for their strategies: surge with
+	// zones one after another and two node paths, or blue/green phases
+	// (layoutMIG). Earlier layouts gave every MIG pool SurgeNodeSteps.
+	StepLayoutMIG = 2
 	// CurrentStepLayout is what new upgrades and plans use.
-	CurrentStepLayout = StepLayoutNoLifecycle
+	CurrentStepLayout = StepLayoutMIG
 )
 
 // buildSteps lays out the step graph of SPEC §4 for a cluster:

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -24,7 +25,7 @@ func (u *Upgrade) Apply(a Action, now time.Time) error {
 	case ActCompleteStep:
 		err = u.completeStep(a.Step, now)
 	case ActStartNode:
-		err = u.startNode(a.Node, a.Attempt, now)
+		err = u.startNode(a, now)
 	case ActPause:
 		if u.PauseReason == a.Reason {
 			return stale("already paused for %s", a.Reason)
@@ -42,6 +43,15 @@ func (u *Upgrade) Apply(a Action, now time.Time) error {
 			}
 		}
 		u.State, u.FinishedAt, u.PauseReason = UpgradeDone, now, ""
+	case ActPoolPhase:
+		return u.advanceBlueGreen(a, now)
+	case ActHaltStep:
+		err = u.haltStep(a.Step, State(a.Reason), now)
+	case ActHalt:
+		if !u.stuck() {
+			return stale("upgrade %s can still go on", u.ID)
+		}
+		u.State, u.FinishedAt, u.PauseReason = UpgradeCancelled, now, ""
 	default:
 		return fmt.Errorf("action kind %q is work, not a transition", a.Kind)
 	}
@@ -63,6 +73,9 @@ func (u *Upgrade) startStep(id string, now time.Time) error {
 		return stale("step %s: dependencies not done", id)
 	}
 	s.State, s.StartedAt = StateRunning, now
+	if p, ok := u.Pool(s.Pool); ok && s.Kind == StepPool && p.BlueGreen != nil && p.BlueGreen.Phase == "" {
+		p.BlueGreen.enter(PhaseCreatingGreen, now)
+	}
 	return nil
 }
 
@@ -75,6 +88,12 @@ func (u *Upgrade) completeStep(id string, now time.Time) error {
 		return stale("step %s is %s %s", id, s.Kind, s.State)
 	}
 	p, _ := u.Pool(s.Pool)
+	if p.RollingBack {
+		return stale("pool %s is rolling back", p.Name)
+	}
+	if p.BlueGreen != nil && p.BlueGreen.Phase != PhaseCompleted {
+		return stale("pool %s is %s", p.Name, p.BlueGreen.Phase)
+	}
 	for _, n := range u.PoolNodes(p) {
 		if n.State != StateDone {
 			return stale("step %s: node %s is %s", id, n.Node, n.State)
@@ -84,13 +103,44 @@ func (u *Upgrade) completeStep(id string, now time.Time) error {
 	return nil
 }
 
-func (u *Upgrade) startNode(name string, attempt int, now time.Time) error {
-	n, ok := u.Node(name)
-	if !ok {
-		return stale("no node %s", name)
+// haltStep ends a pool step that will not go on by itself: cancelled with
+// nothing in flight, or rolled back.
+func (u *Upgrade) haltStep(id string, to State, now time.Time) error {
+	s, ok := u.Step(id)
+	if !ok || s.Kind != StepPool || s.State != StateRunning {
+		return stale("no running pool step %s", id)
 	}
-	if n.State != StatePending || n.Attempt != attempt {
-		return stale("node %s is %s (attempt %d)", name, n.State, n.Attempt)
+	p, _ := u.Pool(s.Pool)
+	nodes := u.PoolNodes(p)
+	for i := range nodes {
+		if nodes[i].State == StateRunning {
+			return stale("step %s: node %s is running", id, nodes[i].Node)
+		}
+	}
+	switch to {
+	case StateCancelled:
+		if !p.Cancelled {
+			return stale("pool %s is not cancelled", p.Name)
+		}
+	case StateRolledBack:
+		if bg := p.BlueGreen; bg != nil {
+			if bg.Phase != PhaseRolledBack {
+				return stale("pool %s is %s", p.Name, bg.Phase)
+			}
+		} else if !p.RollingBack || surgeZone(u, p) != "" {
+			return stale("pool %s has nodes to roll back", p.Name)
+		}
+	default:
+		return stale("a step halts as cancelled or rolledBack, not %s", to)
+	}
+	s.State, s.FinishedAt = to, now
+	return nil
+}
+
+func (u *Upgrade) startNode(a Action, now time.Time) error {
+	n, ok := u.Node(a.Node)
+	if !ok {
+		return stale("no node %s", a.Node)
 	}
 	p, _ := u.Pool(n.Pool)
 	s, _ := u.Step(PoolStepID(p.Name))
@@ -100,11 +150,86 @@ func (u *Upgrade) startNode(name string, attempt int, now time.Time) error {
 	if p.Cancelled {
 		return stale("pool %s is cancelled", p.Name)
 	}
-	if budget(u, p) <= 0 {
-		return stale("pool %s has no budget left", p.Name)
+	if n.Attempt != a.Attempt || n.Cursor != a.Cursor && !a.Rollback {
+		return stale("node %s is at step %d attempt %d", a.Node, n.Cursor, n.Attempt)
+	}
+	switch {
+	case a.Rollback:
+		return u.startNodeRollback(p, n, a.Path, now)
+	case p.BlueGreen != nil:
+		return u.startBlueNode(p, n, now)
+	case n.State != StatePending:
+		return stale("node %s is %s", a.Node, n.State)
+	case p.RollingBack:
+		return stale("pool %s is rolling back", p.Name)
+	case p.Strategy == StrategySurge:
+		zone, surge, unavailable := surgeRoom(u, p)
+		if n.Zone != zone || a.Path == PathMain && surge <= 0 || a.Path == PathUnavailable && unavailable <= 0 || a.Path == PathRollback {
+			return stale("pool %s: no %s budget for node %s in zone %s", p.Name, pathName(a.Path), n.Node, n.Zone)
+		}
+		n.Path = a.Path
+		if a.Path == PathMain {
+			n.Replacement = ReplacementName(p.groupOf(n.Zone), u.ReplacementPurpose(false), n.Node)
+		}
+	default:
+		if budget(u, p) <= 0 {
+			return stale("pool %s has no budget left", p.Name)
+		}
 	}
 	n.State, n.Cursor, n.StartedAt, n.StepStartedAt, n.Error = StateRunning, 0, now, now, ""
 	return nil
+}
+
+// startBlueNode starts a blue node's cordon (CORDONING_BLUE_POOL) or, in
+// its batch, its drain (DRAINING_BLUE_POOL).
+func (u *Upgrade) startBlueNode(p *PoolTrack, n *NodeTask, now time.Time) error {
+	bg := p.BlueGreen
+	if n.State != StatePending {
+		return stale("blue node %s is %s", n.Node, n.State)
+	}
+	switch {
+	case bg.Phase == PhaseCordoningBlue && n.Cursor == 0:
+		n.StartedAt = now
+	case bg.Phase == PhaseDrainingBlue && n.Cursor == 1:
+		i := slices.IndexFunc(u.PoolNodes(p), func(m NodeTask) bool { return m.Node == n.Node })
+		if !bg.inBatch(i, bg.Batch) || bg.BatchSoakUntil.After(now) {
+			return stale("blue node %s is not in the batch draining now", n.Node)
+		}
+	default:
+		return stale("blue node %s at step %d does not start in %s", n.Node, n.Cursor, bg.Phase)
+	}
+	n.State, n.StepStartedAt, n.Error = StateRunning, now, ""
+	return nil
+}
+
+// startNodeRollback starts taking a node of a rolling-back surge pool back
+// to the From version on path.
+func (u *Upgrade) startNodeRollback(p *PoolTrack, n *NodeTask, path int, now time.Time) error {
+	if !u.needsRollback(p, n) {
+		return stale("node %s needs no rollback", n.Node)
+	}
+	zone, surge, unavailable := surgeRoom(u, p)
+	if n.Zone != zone || path != rollbackPath(p, n) && !(path == PathUnavailable && rollbackPath(p, n) == PathMain) {
+		return stale("node %s does not go back on %s now", n.Node, pathName(path))
+	}
+	if n.State == StateDone && (path == PathUnavailable && unavailable <= 0 || path != PathUnavailable && surge <= 0) {
+		return stale("pool %s: no budget to roll node %s back", p.Name, n.Node)
+	}
+	n.Rollback, n.Path, n.Attempt = true, path, n.Attempt+1
+	n.Replacement = ""
+	if path == PathMain {
+		n.Replacement = ReplacementName(p.groupOf(n.Zone), u.ReplacementPurpose(true), n.Node)
+	} else if path == PathRollback {
+		// The undo deletes the replacement made on the way forward.
+		n.Replacement = ReplacementName(p.groupOf(n.Zone), u.ReplacementPurpose(false), n.Node)
+	}
+	n.State, n.Cursor, n.StartedAt, n.StepStartedAt, n.FinishedAt, n.Error = StateRunning, 0, now, now, time.Time{}, ""
+	n.Waiting, n.RetryAt = "", time.Time{}
+	return nil
+}
+
+func pathName(path int) string {
+	return [...]string{"surge", "unavailable", "rollback"}[min(max(path, 0), 2)]
 }
 
 // NodeStepResult is the outcome of a node's work action (a cordon, drain,
@@ -118,6 +243,11 @@ type NodeStepResult struct {
 	OK         bool
 	Message    string
 	LeftBehind []LeftPod
+	// Wait, when set, says the step could not run for a reason that
+	// passes (no quota, no capacity in the zone): the node stays at the
+	// step, reports the reason, and the step runs again at RetryAt.
+	Wait    string
+	RetryAt time.Time
 }
 
 // ApplyNodeStepResult advances the node past a finished step, or marks it
@@ -136,26 +266,42 @@ func (u *Upgrade) ApplyNodeStepResult(r NodeStepResult, now time.Time) error {
 			n.Node, n.State, n.Cursor, n.Attempt, r.Cursor, r.Attempt)
 	}
 	p, _ := u.Pool(n.Pool)
-	ns := p.NodeSteps[n.Cursor]
-	if !r.OK {
-		n.State, n.Error, n.FinishedAt = StateFailed, fmt.Sprintf("%s: %s", ns, r.Message), now
-		u.Revision++
+	steps := p.steps(n.Path)
+	ns := steps[n.Cursor]
+	u.Revision++
+	if r.Wait != "" {
+		n.Waiting, n.RetryAt = r.Wait, r.RetryAt
 		return nil
 	}
-	if ns.Kind == NodeDrain {
-		n.LeftBehind = r.LeftBehind
+	n.Waiting, n.RetryAt = "", time.Time{}
+	if !r.OK {
+		n.State, n.Error, n.FinishedAt = StateFailed, fmt.Sprintf("%s: %s", ns, r.Message), now
+		return nil
 	}
-	if ns.Kind == NodeWaitReady {
-		// The node's kubelet was seen Ready at the target version: from
-		// here on it runs the new version (SPEC §3 rule 5 is checked on it).
-		n.Version = u.To
+	switch ns.Kind {
+	case NodeDrain:
+		n.LeftBehind = r.LeftBehind
+	case NodeWaitReady, NodeWaitReplacement:
+		// The node's (or its replacement's) kubelet was seen Ready at
+		// the target version: from here on it runs that version (SPEC
+		// §3 rule 5 is checked on it).
+		n.Version = u.TargetOf(n)
+	case NodeDeleteInstance:
+		// The old instance is gone: the replacement stands for the node.
+		n.Current, n.Replacement = n.Replacement, ""
+	case NodeUndoReplacement:
+		n.Replacement = ""
+		n.Version = u.From
 	}
 	n.Cursor++
 	n.StepStartedAt = now
-	if n.Cursor == len(p.NodeSteps) {
+	switch {
+	case n.Cursor == len(steps):
 		n.State, n.FinishedAt = StateDone, now
+	case p.BlueGreen != nil:
+		// A cordoned blue node waits for its batch (BlueNodeSteps).
+		n.State = StatePending
 	}
-	u.Revision++
 	return nil
 }
 
@@ -204,22 +350,10 @@ func (u *Upgrade) RetryNode(name string, now time.Time) error {
 	if n.State != StateFailed {
 		return stale("node %s is %s, not failed", name, n.State)
 	}
+	if p, _ := u.Pool(n.Pool); p.RollingBack && !n.Rollback {
+		return stale("node %s: its pool is rolling back, and so will the node", name)
+	}
 	n.State, n.Attempt, n.Error, n.StepStartedAt, n.FinishedAt = StateRunning, n.Attempt+1, "", now, time.Time{}
-	u.Revision++
-	return nil
-}
-
-// SetPoolCancelled cancels (true) or resumes (false) a pool: a cancelled
-// pool starts no new node; nodes already started finish (SPEC §7).
-func (u *Upgrade) SetPoolCancelled(pool string, cancelled bool) error {
-	p, ok := u.Pool(pool)
-	if !ok {
-		return stale("no pool %s", pool)
-	}
-	if p.Cancelled == cancelled {
-		return stale("pool %s cancelled is already %v", pool, cancelled)
-	}
-	p.Cancelled = cancelled
 	u.Revision++
 	return nil
 }

@@ -49,10 +49,37 @@ type PoolTrack struct {
 	Concurrency  int
 	MinAvailable int
 	// Cancelled pools start no new node; nodes already started finish.
+	// A blue/green pool that is cancelled pauses in its phase.
 	Cancelled bool
 	// First and Count locate the pool's nodes in Upgrade.Nodes.
 	First int
 	Count int
+
+	// Backing and Strategy say how the pool's nodes are upgraded: in
+	// place (bare metal), or by replacing instances with surge or
+	// blue/green (MIG pools of upgrades laid out at StepLayoutMIG on).
+	Backing  Backing
+	Strategy string
+	// UnavailableSteps is a surge pool's second path: a node the zone's
+	// maxUnavailable budget takes is recreated in place instead of being
+	// replaced by a surge instance (NodeTask.Path).
+	UnavailableSteps []NodeStep
+	// RollbackSteps is the path of a node that goes back without being
+	// upgraded again (PathRollback): for a surge pool, a node whose
+	// replacement was made but that was not replaced yet.
+	RollbackSteps []NodeStep
+	// MaxSurge and MaxUnavailable are a surge pool's per-zone budget.
+	MaxSurge       int
+	MaxUnavailable int
+	// Groups are the pool's instance groups when the upgrade started, in
+	// the order zones are upgraded (one zone after another).
+	Groups []InstanceGroup
+	// RollingBack is set by a rollback command on a surge pool: nothing
+	// new goes forward, and every node this upgrade replaced is replaced
+	// again at the version before it (NodeTask.Rollback).
+	RollingBack bool
+	// BlueGreen is a blue/green pool's phase track (bluegreen.go).
+	BlueGreen *BlueGreenTrack
 }
 
 // Upgrade is the replicated record of one cluster upgrade. Every field that
@@ -88,6 +115,9 @@ type Upgrade struct {
 	// Revision counts applied transitions; it changes whenever anything in
 	// the upgrade does.
 	Revision uint64
+	// Closed is set on a cancelled upgrade once the cluster's shape
+	// changed after it: it can no longer be resumed.
+	Closed bool
 
 	nodeIdx map[string]int
 	stepIdx map[string]int
@@ -116,17 +146,24 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 		Steps: buildSteps(c, opts.StepLayout),
 	}
 	for _, p := range c.Pools {
-		steps := BareMetalNodeSteps(p.Role)
-		if p.Backing == BackingMIG {
-			steps = SurgeNodeSteps()
-		}
-		u.Pools = append(u.Pools, PoolTrack{
-			Name: p.Name, Role: p.Role, NodeSteps: steps,
+		t := PoolTrack{
+			Name: p.Name, Role: p.Role, NodeSteps: BareMetalNodeSteps(p.Role),
 			Concurrency: p.Concurrency(), MinAvailable: p.Settings.MinimumAvailableNodes,
 			First: len(u.Nodes), Count: len(p.Nodes),
-		})
-		for _, n := range p.Nodes {
-			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, State: StatePending, Version: c.Version})
+		}
+		nodes := p.Nodes
+		if p.Backing == BackingMIG {
+			if opts.StepLayout < StepLayoutMIG {
+				// Laid out before MIG strategies existed: kept so old
+				// logs replay to the upgrades they described.
+				t.NodeSteps = SurgeNodeSteps()
+			} else {
+				nodes = layoutMIG(&t, &p, now)
+			}
+		}
+		u.Pools = append(u.Pools, t)
+		for _, n := range nodes {
+			u.Nodes = append(u.Nodes, NodeTask{Node: n.Name, Pool: p.Name, Zone: n.Zone, State: StatePending, Version: c.Version})
 		}
 	}
 	u.BuildIndex()
@@ -198,10 +235,11 @@ func (u *Upgrade) PoolNodes(p *PoolTrack) []NodeTask { return u.Nodes[p.First : 
 // CurrentStep returns the node step a running node is at.
 func (u *Upgrade) CurrentStep(n *NodeTask) (NodeStep, bool) {
 	p, ok := u.Pool(n.Pool)
-	if !ok || n.Cursor < 0 || n.Cursor >= len(p.NodeSteps) {
+	steps := p.steps(n.Path)
+	if !ok || n.Cursor < 0 || n.Cursor >= len(steps) {
 		return NodeStep{}, false
 	}
-	return p.NodeSteps[n.Cursor], true
+	return steps[n.Cursor], true
 }
 
 // OperationID is the deterministic ID of the agent operation a node runs at
@@ -211,13 +249,60 @@ func (u *Upgrade) OperationID(node string, cursor, attempt int) string {
 	return fmt.Sprintf("%s/%s/%d/a%d", u.ID, node, cursor, attempt)
 }
 
+// RollbackOperationID is OperationID for the steps that take a node back
+// to the upgrade's From version.
+func (u *Upgrade) RollbackOperationID(node string, cursor, attempt int) string {
+	return fmt.Sprintf("%s/%s/rollback/%d/a%d", u.ID, node, cursor, attempt)
+}
+
 // VersionCounts returns how many nodes run each version.
 func (u *Upgrade) VersionCounts() map[Version]int {
 	m := map[Version]int{}
-	for i := range u.Nodes {
-		m[u.Nodes[i].Version]++
+	for i := range u.Pools {
+		for v, c := range u.PoolVersionCounts(&u.Pools[i]) {
+			m[v] += c
+		}
 	}
 	return m
+}
+
+// PoolVersionCounts returns how many of a pool's nodes run each version:
+// every node task at its version, except that a blue/green pool's blue
+// nodes are gone once blue is deleted, and its green nodes run the target.
+func (u *Upgrade) PoolVersionCounts(p *PoolTrack) map[Version]int {
+	m := map[Version]int{}
+	bg := p.BlueGreen
+	if bg == nil || bg.Phase != PhaseCompleted {
+		for _, n := range u.PoolNodes(p) {
+			m[n.Version]++
+		}
+	}
+	if bg != nil && bg.Phase != PhaseRolledBack {
+		if g := len(bg.GreenNodes()); g > 0 {
+			m[u.To] += g
+		}
+	}
+	return m
+}
+
+// LiveNodes are the names of the machines that stand for the upgrade's
+// nodes now: surge replacements for the nodes they replaced, green nodes
+// for a blue/green pool whose blue was deleted.
+func (u *Upgrade) LiveNodes() []string {
+	var out []string
+	for i := range u.Pools {
+		p := &u.Pools[i]
+		if bg := p.BlueGreen; bg != nil && bg.Phase == PhaseCompleted {
+			for _, n := range bg.GreenNodes() {
+				out = append(out, n.Name)
+			}
+			continue
+		}
+		for _, n := range u.PoolNodes(p) {
+			out = append(out, n.Live())
+		}
+	}
+	return out
 }
 
 // Active reports whether the upgrade is running its steps.
@@ -227,6 +312,22 @@ func (u *Upgrade) Active() bool { return u.State == UpgradeRunning }
 // preflight or runs. Another upgrade, or a change of the cluster's shape,
 // must wait for it.
 func (u *Upgrade) InProgress() bool { return u.State == UpgradePreflight || u.State == UpgradeRunning }
+
+// runningPool returns a pool whose step runs in a running upgrade.
+func (u *Upgrade) runningPool(name string) (*PoolTrack, *Step, error) {
+	if u.State != UpgradeRunning {
+		return nil, nil, stale("upgrade %s is %s", u.ID, u.State)
+	}
+	p, ok := u.Pool(name)
+	if !ok {
+		return nil, nil, stale("no pool %s", name)
+	}
+	s, ok := u.Step(PoolStepID(name))
+	if !ok || s.State != StateRunning {
+		return nil, nil, stale("pool step of %s is not running", name)
+	}
+	return p, s, nil
+}
 
 func depsDone(u *Upgrade, s *Step) bool {
 	for _, d := range s.Deps {

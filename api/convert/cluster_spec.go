@@ -12,6 +12,7 @@ func ClusterSpecToAPI(s phases.ClusterSpec) api.ClusterSpec {
 	return api.ClusterSpec{
 		Name: s.Name, Kind: api.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: s.Version.String(), Pools: conv.Slice(s.Pools, poolToAPI),
+		Cloud: conv.Ptr(s.Cloud, func(c phases.CloudSpec) api.CloudSpec { return api.CloudSpec(c) }),
 	}
 }
 
@@ -22,28 +23,67 @@ func ClusterSpecFromAPI(s api.ClusterSpec) (phases.ClusterSpec, error) {
 	var d fromAPI
 	out := phases.ClusterSpec{
 		Name: s.Name, Kind: phases.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
-		Version: d.version("version", s.Version), Pools: conv.Slice(s.Pools, poolFromAPI),
+		Version: d.version("version", s.Version),
+		Pools:   conv.Slice(s.Pools, func(p api.Pool) phases.Pool { return poolFromAPI(&d, p) }),
+		Cloud:   conv.Ptr(s.Cloud, func(c api.CloudSpec) phases.CloudSpec { return phases.CloudSpec(c) }),
 	}
 	return out, d.err
 }
 
 func poolToAPI(p phases.Pool) api.Pool {
 	return api.Pool{Name: p.Name, Role: api.Role(p.Role), Backing: api.Backing(p.Backing),
-		Settings: api.UpgradeSettings(settings(p.Settings)), Nodes: conv.Slice(p.Nodes, nodeToAPI)}
+		Settings: settingsToAPI(p.Settings), Nodes: conv.Slice(p.Nodes, nodeToAPI),
+		Groups: conv.Slice(p.Groups, groupToAPI), Spot: p.Spot,
+		Autoscaling: conv.Ptr(p.Autoscaling, func(a phases.Autoscaling) api.Autoscaling { return api.Autoscaling(a) })}
 }
 
-func poolFromAPI(p api.Pool) phases.Pool {
+func poolFromAPI(d *fromAPI, p api.Pool) phases.Pool {
 	return phases.Pool{Name: p.Name, Role: phases.Role(p.Role), Backing: phases.Backing(p.Backing),
-		Settings: settings(phases.UpgradeSettings(p.Settings)), Nodes: conv.Slice(p.Nodes, nodeFromAPI)}
+		Settings: settingsFromAPI(d, p.Name, p.Settings), Nodes: conv.Slice(p.Nodes, nodeFromAPI),
+		Groups: conv.Slice(p.Groups, groupFromAPI), Spot: p.Spot,
+		Autoscaling: conv.Ptr(p.Autoscaling, func(a api.Autoscaling) phases.Autoscaling { return phases.Autoscaling(a) })}
 }
 
-// settings copies upgrade settings without sharing their pointers. The
-// wire and engine types have the same fields, so Go converts one into the
-// other directly; the day they differ, that conversion stops compiling.
-func settings(s phases.UpgradeSettings) phases.UpgradeSettings {
-	s.MaxSurge = conv.Ptr(s.MaxSurge, conv.Same[int])
-	s.MaxUnavailable = conv.Ptr(s.MaxUnavailable, conv.Same[int])
-	return s
+func groupToAPI(g phases.InstanceGroup) api.InstanceGroup   { return api.InstanceGroup(g) }
+func groupFromAPI(g api.InstanceGroup) phases.InstanceGroup { return phases.InstanceGroup(g) }
+
+func settingsToAPI(s phases.UpgradeSettings) api.UpgradeSettings {
+	return api.UpgradeSettings{ConcurrentNodes: s.ConcurrentNodes, MinimumAvailableNodes: s.MinimumAvailableNodes, Strategy: s.Strategy,
+		MaxSurge: conv.Ptr(s.MaxSurge, conv.Same[int]), MaxUnavailable: conv.Ptr(s.MaxUnavailable, conv.Same[int]),
+		BlueGreenSettings: conv.Ptr(s.BlueGreen, func(b phases.BlueGreenSettings) api.BlueGreenSettings {
+			out := api.BlueGreenSettings{}
+			if b.NodePoolSoak != nil {
+				out.NodePoolSoakDuration = DurationToAPI(*b.NodePoolSoak)
+			}
+			if b.BatchNodeCount != nil || b.BatchPercentage != nil || b.BatchSoak != 0 {
+				out.StandardRolloutPolicy = &api.StandardRolloutPolicy{BatchNodeCount: conv.Ptr(b.BatchNodeCount, conv.Same[int]),
+					BatchPercentage: conv.Ptr(b.BatchPercentage, conv.Same[float64])}
+				if b.BatchSoak != 0 {
+					out.StandardRolloutPolicy.BatchSoakDuration = DurationToAPI(b.BatchSoak)
+				}
+			}
+			return out
+		})}
+}
+
+func settingsFromAPI(d *fromAPI, pool string, s api.UpgradeSettings) phases.UpgradeSettings {
+	return phases.UpgradeSettings{ConcurrentNodes: s.ConcurrentNodes, MinimumAvailableNodes: s.MinimumAvailableNodes, Strategy: s.Strategy,
+		MaxSurge: conv.Ptr(s.MaxSurge, conv.Same[int]), MaxUnavailable: conv.Ptr(s.MaxUnavailable, conv.Same[int]),
+		BlueGreen: conv.Ptr(s.BlueGreenSettings, func(b api.BlueGreenSettings) phases.BlueGreenSettings {
+			var out phases.BlueGreenSettings
+			if b.NodePoolSoakDuration != "" {
+				soak := d.duration("pool "+pool+": nodePoolSoakDuration", b.NodePoolSoakDuration)
+				out.NodePoolSoak = &soak
+			}
+			if r := b.StandardRolloutPolicy; r != nil {
+				out.BatchNodeCount = conv.Ptr(r.BatchNodeCount, conv.Same[int])
+				out.BatchPercentage = conv.Ptr(r.BatchPercentage, conv.Same[float64])
+				if r.BatchSoakDuration != "" {
+					out.BatchSoak = d.duration("pool "+pool+": batchSoakDuration", r.BatchSoakDuration)
+				}
+			}
+			return out
+		})}
 }
 
 func nodeToAPI(n phases.Node) api.Node {

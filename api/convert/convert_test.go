@@ -23,11 +23,15 @@ func filler() *filltest.Filler {
 	return &filltest.Filler{
 		Types: map[reflect.Type]func(int) any{
 			reflect.TypeFor[phases.Version](): func(n int) any { return phases.Version{Major: 1, Minor: n, Patch: n} },
+			// The wire writes durations in whole seconds ("3600s").
+			reflect.TypeFor[time.Duration](): func(n int) any { return time.Duration(n) * time.Second },
 		},
 		Fields: func(name string, n int) (string, bool) {
 			switch name {
 			case "Version", "From", "To":
 				return fmt.Sprintf("1.%d.%d", n, n), true
+			case "BatchSoak", "PoolSoak", "Soaked", "NodePoolSoakDuration", "BatchSoakDuration":
+				return fmt.Sprintf("%ds", n), true
 			}
 			return "", false
 		},

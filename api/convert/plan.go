@@ -29,12 +29,22 @@ func PlanFromAPI(p api.Plan) (phases.Plan, error) {
 
 func plannedStepToAPI(s phases.PlannedStep) api.PlannedStep {
 	return api.PlannedStep{ID: s.ID, Kind: api.StepKind(s.Kind), Pool: s.Pool, Role: api.Role(s.Role), Deps: slices.Clone(s.Deps),
-		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchToAPI), Disruption: s.Disruption}
+		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchToAPI), Disruption: s.Disruption,
+		Strategy: s.Strategy, SizeRange: conv.Ptr(s.SizeRange, func(r phases.SizeRange) api.SizeRange { return api.SizeRange(r) }),
+		Phases: conv.Slice(s.Phases, func(p phases.PlannedPhase) api.PlannedPhase {
+			return api.PlannedPhase{Phase: string(p.Phase), Start: p.Start, End: p.End}
+		}),
+		Soak: conv.Ptr(s.Soak, func(k phases.PlannedSoak) api.PlannedSoak { return api.PlannedSoak(k) })}
 }
 
 func plannedStepFromAPI(s api.PlannedStep) phases.PlannedStep {
 	return phases.PlannedStep{ID: s.ID, Kind: phases.StepKind(s.Kind), Pool: s.Pool, Role: phases.Role(s.Role), Deps: slices.Clone(s.Deps),
-		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchFromAPI), Disruption: s.Disruption}
+		Start: s.Start, End: s.End, Batches: conv.Slice(s.Batches, batchFromAPI), Disruption: s.Disruption,
+		Strategy: s.Strategy, SizeRange: conv.Ptr(s.SizeRange, func(r api.SizeRange) phases.SizeRange { return phases.SizeRange(r) }),
+		Phases: conv.Slice(s.Phases, func(p api.PlannedPhase) phases.PlannedPhase {
+			return phases.PlannedPhase{Phase: phases.BlueGreenPhase(p.Phase), Start: p.Start, End: p.End}
+		}),
+		Soak: conv.Ptr(s.Soak, func(k api.PlannedSoak) phases.PlannedSoak { return phases.PlannedSoak(k) })}
 }
 
 func batchToAPI(b phases.Batch) api.Batch {

@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/conv"
@@ -21,7 +22,7 @@ func UpgradeToAPI(u *phases.Upgrade) *api.Upgrade {
 		PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToAPI), Pools: conv.Slice(u.Pools, poolTrackToAPI), Nodes: conv.Slice(u.Nodes, nodeTaskToAPI),
-		Revision: u.Revision,
+		Revision: u.Revision, Closed: u.Closed,
 	}
 }
 
@@ -42,7 +43,7 @@ func UpgradeFromAPI(u *api.Upgrade) (*phases.Upgrade, error) {
 		Nodes: conv.Slice(u.Nodes, func(n api.NodeTask) phases.NodeTask {
 			return nodeTaskFromAPI(&d, n)
 		}),
-		Revision: u.Revision,
+		Revision: u.Revision, Closed: u.Closed,
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("upgrade %s: %w", u.ID, d.err)
@@ -66,12 +67,43 @@ func stepFromAPI(s api.Step) phases.Step {
 
 func poolTrackToAPI(p phases.PoolTrack) api.PoolTrack {
 	return api.PoolTrack{Name: p.Name, Role: api.Role(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepToAPI),
-		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count,
+		Backing: api.Backing(p.Backing), Strategy: p.Strategy,
+		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepToAPI), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepToAPI),
+		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, groupToAPI),
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToAPI)}
 }
 
 func poolTrackFromAPI(p api.PoolTrack) phases.PoolTrack {
 	return phases.PoolTrack{Name: p.Name, Role: phases.Role(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepFromAPI),
-		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count,
+		Backing: phases.Backing(p.Backing), Strategy: p.Strategy,
+		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepFromAPI), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepFromAPI),
+		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, groupFromAPI),
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromAPI)}
+}
+
+func blueGreenToAPI(b phases.BlueGreenTrack) api.BlueGreenTrack {
+	return api.BlueGreenTrack{Phase: string(b.Phase), PhaseStartedAt: b.PhaseStartedAt, Attempt: b.Attempt, Message: b.Message,
+		Waiting: b.Waiting, RetryAt: b.RetryAt, BatchSize: b.BatchSize, BatchSoak: DurationToAPI(b.BatchSoak), PoolSoak: DurationToAPI(b.PoolSoak),
+		Batch: b.Batch, BatchSoakUntil: b.BatchSoakUntil, Soaked: DurationToAPI(b.Soaked), SoakUntil: b.SoakUntil,
+		Completed: b.Completed, GreenScalable: b.GreenScalable, RollbackFrom: string(b.RollbackFrom),
+		Green: conv.Slice(b.Green, func(g phases.GreenGroup) api.GreenGroup {
+			return api.GreenGroup{Zone: g.Zone, Name: g.Name, Nodes: slices.Clone(g.Nodes)}
+		})}
+}
+
+// blueGreenFromAPI reads what blueGreenToAPI wrote; its durations are
+// whole seconds, so an unreadable one (not from this server) reads as 0.
+func blueGreenFromAPI(b api.BlueGreenTrack) phases.BlueGreenTrack {
+	dur := func(s string) time.Duration { d, _ := durationFromAPI(s); return d }
+	return phases.BlueGreenTrack{Phase: phases.BlueGreenPhase(b.Phase), PhaseStartedAt: b.PhaseStartedAt, Attempt: b.Attempt, Message: b.Message,
+		Waiting: b.Waiting, RetryAt: b.RetryAt, BatchSize: b.BatchSize, BatchSoak: dur(b.BatchSoak), PoolSoak: dur(b.PoolSoak),
+		Batch: b.Batch, BatchSoakUntil: b.BatchSoakUntil, Soaked: dur(b.Soaked), SoakUntil: b.SoakUntil,
+		Completed: b.Completed, GreenScalable: b.GreenScalable, RollbackFrom: phases.BlueGreenPhase(b.RollbackFrom),
+		Green: conv.Slice(b.Green, func(g api.GreenGroup) phases.GreenGroup {
+			return phases.GreenGroup{Zone: g.Zone, Name: g.Name, Nodes: slices.Clone(g.Nodes)}
+		})}
 }
 
 func nodeStepToAPI(s phases.NodeStep) api.NodeStep {
@@ -89,13 +121,15 @@ func nodeStepFromAPI(s api.NodeStep) phases.NodeStep {
 func nodeTaskToAPI(n phases.NodeTask) api.NodeTask {
 	return api.NodeTask{Node: n.Node, Pool: n.Pool, State: api.StepState(n.State), Cursor: n.Cursor, Attempt: n.Attempt,
 		Version: n.Version.String(), StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt,
-		ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodToAPI), Error: n.Error}
+		ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodToAPI), Error: n.Error,
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
 }
 
 func nodeTaskFromAPI(d *fromAPI, n api.NodeTask) phases.NodeTask {
 	return phases.NodeTask{Node: n.Node, Pool: n.Pool, State: phases.State(n.State), Cursor: n.Cursor, Attempt: n.Attempt,
 		Version: d.version("node "+n.Node+": version", n.Version), StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt,
-		FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodFromAPI), Error: n.Error}
+		FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodFromAPI), Error: n.Error,
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
 }
 
 func leftPodToAPI(p phases.LeftPod) api.LeftPod {

@@ -87,7 +87,7 @@ func (c *Cloud) Stop(g cloud.GroupRef, name string) error {
 func (c *Cloud) AddTemplate(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.templates[name] = true
+	c.templates[name] = ""
 }
 
 // Calls returns the calls made so far, oldest first.

@@ -64,7 +64,9 @@ type Call struct {
 type Cloud struct {
 	mu        sync.Mutex
 	opts      Options
-	templates map[string]bool
+	// templates maps each template to the release it installs ("" for
+	// base templates, which install none molt knows).
+	templates map[string]string
 	groups    map[cloud.GroupRef]*group
 	quota     map[string]int  // zone → instance limit (absent: unlimited)
 	stockout  map[string]bool // zone → no capacity
@@ -98,14 +100,14 @@ var _ cloud.Provider = (*Cloud)(nil)
 func New(opts Options) *Cloud {
 	c := &Cloud{
 		opts:      opts,
-		templates: map[string]bool{},
+		templates: map[string]string{},
 		groups:    map[cloud.GroupRef]*group{},
 		quota:     map[string]int{},
 		stockout:  map[string]bool{},
 		requests:  map[string]bool{},
 	}
 	for _, t := range opts.Templates {
-		c.templates[t] = true
+		c.templates[t] = ""
 	}
 	return c
 }
@@ -183,10 +185,15 @@ func (c *Cloud) EnsureTemplate(ctx context.Context, spec cloud.TemplateSpec, req
 		if spec.Release == "" {
 			return fmt.Errorf("memory: template without a release: %w", cloud.ErrInvalid)
 		}
-		if spec.Base != "" && !c.templates[spec.Base] {
+		release, ok := c.templates[spec.Base]
+		if spec.Base != "" && !ok {
 			return fmt.Errorf("memory: base template %q: %w", spec.Base, cloud.ErrNotFound)
 		}
-		c.templates[name] = true
+		if spec.Base != "" && release == spec.Release {
+			name = spec.Base // already the release's template
+			return nil
+		}
+		c.templates[name] = spec.Release
 		return nil
 	})
 	if err != nil {
@@ -230,7 +237,7 @@ func (c *Cloud) CreateGroup(ctx context.Context, g cloud.GroupRef, template stri
 		if _, ok := c.groups[g]; ok {
 			return nil
 		}
-		if !c.templates[template] {
+		if _, ok := c.templates[template]; !ok {
 			return fmt.Errorf("memory: template %q: %w", template, cloud.ErrNotFound)
 		}
 		if err := c.quotaFor(g.Zone, size); err != nil {
@@ -258,7 +265,7 @@ func (c *Cloud) SetTemplate(ctx context.Context, g cloud.GroupRef, template stri
 		if err != nil {
 			return err
 		}
-		if !c.templates[template] {
+		if _, ok := c.templates[template]; !ok {
 			return fmt.Errorf("memory: template %q: %w", template, cloud.ErrNotFound)
 		}
 		grp.template = template

@@ -56,13 +56,35 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 					d++
 				case phases.StateRunning:
 					if ns, ok := u.CurrentStep(&n); ok {
-						inflight = append(inflight, fmt.Sprintf("%s:%s", n.Node, ns))
+						desc := fmt.Sprintf("%s:%s", n.Node, ns)
+						if n.Waiting != "" {
+							desc += " (waiting: " + n.Waiting + ")"
+						}
+						inflight = append(inflight, desc)
 					}
 				case phases.StateFailed:
 					inflight = append(inflight, n.Node+":FAILED "+n.Error)
 				}
 			}
 			line += fmt.Sprintf(" %s %d/%d", bar(d, len(nodes), 20), d, len(nodes))
+			if p.Strategy != "" {
+				line += "  " + p.Strategy
+			}
+			if bg := p.BlueGreen; bg != nil && bg.Phase != "" {
+				line += " " + string(bg.Phase)
+				if bg.Phase == phases.PhaseDrainingBlue {
+					line += fmt.Sprintf(" batch %d", bg.Batch+1)
+				}
+				if bg.Phase == phases.PhaseSoaking && !bg.SoakUntil.IsZero() {
+					line += fmt.Sprintf(" until %s", bg.SoakUntil.UTC().Format("15:04 MST"))
+				}
+				if bg.Waiting != "" {
+					line += " (waiting: " + bg.Waiting + ")"
+				}
+			}
+			if p.RollingBack {
+				line += " ROLLING BACK"
+			}
 			if len(inflight) > 0 {
 				line += "  " + strings.Join(inflight, ", ")
 			}
@@ -94,6 +116,19 @@ func printPlan(w io.Writer, p api.Plan) {
 	fmt.Fprintf(w, "plan %s: %s → %s, predicted %s (critical path at least %s)\n\n", p.Cluster, p.From, p.To, p.Total, p.CriticalPath)
 	for _, s := range p.Steps {
 		fmt.Fprintf(w, "  %-22s +%-8s → +%-8s %s\n", s.ID, s.Start.Sub(p.Start), s.End.Sub(p.Start), s.Disruption)
+		if s.Strategy != "" && s.SizeRange != nil {
+			fmt.Fprintf(w, "      %s; pool size %d–%d nodes while it upgrades\n", s.Strategy, s.SizeRange.Min, s.SizeRange.Max)
+		}
+		for _, ph := range s.Phases {
+			fmt.Fprintf(w, "      %-20s +%-8s → +%s\n", ph.Phase, ph.Start.Sub(p.Start), ph.End.Sub(p.Start))
+		}
+		if k := s.Soak; k != nil {
+			capped := ""
+			if k.Capped {
+				capped = " (capped at 7 days: blue is deleted when it is reached)"
+			}
+			fmt.Fprintf(w, "      soak: %s after each batch, %s as a pool, %s in all%s\n", k.Batch, k.Pool, k.Total, capped)
+		}
 		for _, b := range s.Batches {
 			fmt.Fprintf(w, "      batch %d: %s\n", b.Index+1, strings.Join(b.Nodes, ", "))
 		}

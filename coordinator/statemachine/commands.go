@@ -36,6 +36,7 @@ const (
 	CmdEnrollAgent     command.Type = 34 // trust.go
 	CmdRenewAgentCert  command.Type = 35 // trust.go
 	CmdRewrapSecrets   command.Type = 37 // secrets.go
+	CmdPoolWorkResult  command.Type = 38
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply
@@ -106,6 +107,14 @@ type AdvanceCmd struct {
 type NodeStepResultCmd struct {
 	Cluster string
 	Result  phases.NodeStepResult
+	Now     time.Time
+}
+
+// PoolWorkResultCmd (CmdPoolWorkResult) commits the outcome of a
+// blue/green pool's work, pinned to its phase and attempt.
+type PoolWorkResultCmd struct {
+	Cluster string
+	Result  phases.PoolWorkResult
 	Now     time.Time
 }
 

@@ -39,6 +39,7 @@ var pinnedCommands = []struct {
 	{"enrollAgent", CmdEnrollAgent, 34},
 	{"renewAgentCert", CmdRenewAgentCert, 35},
 	{"rewrapSecrets", CmdRewrapSecrets, 37},
+	{"poolWorkResult", CmdPoolWorkResult, 38},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -59,6 +60,7 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 		CmdEnrollAgent:     apply(f, (*state).enrollAgent),
 		CmdRenewAgentCert:  apply(f, (*state).renewAgentCert),
 		CmdRewrapSecrets:   apply(f, (*state).rewrapSecrets),
+		CmdPoolWorkResult:  apply(f, (*state).poolWorkResult),
 	}
 }
 
@@ -162,6 +164,12 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	old.Spec = spec
 	old.pruneAgentCerts()
 	old.setKubeconfig(c)
+	if u := old.Upgrade; u != nil && u.State == phases.UpgradeCancelled && !u.Closed {
+		// A cancelled upgrade was laid out for the old shape: it is not
+		// resumed on the new one.
+		u.Closed = true
+		u.Revision++
+	}
 	return nil, nil
 }
 
@@ -191,6 +199,10 @@ func (s *state) checkUpgrade(name string, to phases.Version) (*ClusterRecord, er
 	}
 	if u := r.PendingUpgrade(); u != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is %s: %w", name, u.ID, u.To, u.State, ErrUpgradeInProgress)
+	}
+	if u := r.Upgrade; u != nil && u.State == phases.UpgradeCancelled && u.To != to && u.VersionCounts()[u.To] > 0 {
+		// SPEC §3 rule 5: nodes run at most the old and the new version.
+		return nil, &RuleError{Rule: "mixed-cluster", Detail: fmt.Sprintf("cancelled upgrade %s left nodes at %s; upgrade to %s (or roll its pools back) before another version", u.ID, u.To, u.To), Err: ErrInvalid}
 	}
 	if _, ok := s.Releases[to.String()]; !ok {
 		return nil, &RuleError{Rule: phases.RuleUnknown, Detail: fmt.Sprintf("version %s is not in the release catalog", to), Err: ErrUnknownVersion}
@@ -294,15 +306,46 @@ func (s *state) finish(r *ClusterRecord, u *phases.Upgrade) {
 // nodeStepResult returns a copy of the node's task after the result, so
 // the caller learns whether this very command finished the node.
 func (s *state) nodeStepResult(c NodeStepResultCmd) (any, error) {
-	_, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
+	r, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
 	if err != nil {
 		return nil, err
 	}
+	m := u.NodeResultMembership(c.Result)
 	if err := u.ApplyNodeStepResult(c.Result, c.Now); err != nil {
 		return nil, err
 	}
+	s.applyMembership(r, m)
 	n, _ := u.Node(c.Result.Node)
 	return *n, nil
+}
+
+// poolWorkResult commits a blue/green pool's work outcome and the
+// membership change it makes.
+func (s *state) poolWorkResult(c PoolWorkResultCmd) (any, error) {
+	r, u, err := s.upgrade(c.Cluster, c.Result.Upgrade)
+	if err != nil {
+		return nil, err
+	}
+	m := u.PoolWorkMembership(c.Result)
+	if err := u.ApplyPoolWorkResult(c.Result, c.Now); err != nil {
+		return nil, err
+	}
+	s.applyMembership(r, m)
+	return nil, nil
+}
+
+// applyMembership changes a MIG pool's nodes and groups in the cluster's
+// spec as a result made them (created instances join, deleted ones
+// leave); a node that leaves loses its agent's record and certificates.
+func (s *state) applyMembership(r *ClusterRecord, m phases.Membership) {
+	if m.Empty() {
+		return
+	}
+	r.Spec.ApplyMembership(m)
+	for _, n := range m.Remove {
+		delete(r.Agents, n)
+	}
+	r.pruneAgentCerts()
 }
 
 func (s *state) stepResult(c StepResultCmd) (any, error) {
@@ -324,13 +367,12 @@ func (s *state) stepResult(c StepResultCmd) (any, error) {
 	return nil, nil
 }
 
-// Pool commands (SPEC §7). Bare-metal pools support cancel and resume;
-// rollback and complete belong to the MIG strategies.
+// Pool commands (SPEC §7), phases.PoolCommand's.
 const (
-	PoolCancel   = "cancel"
-	PoolResume   = "resume"
-	PoolRollback = "rollback"
-	PoolComplete = "complete"
+	PoolCancel   = phases.PoolCancel
+	PoolResume   = phases.PoolResume
+	PoolRollback = phases.PoolRollback
+	PoolComplete = phases.PoolComplete
 )
 
 func (s *state) poolCommand(c PoolCommandCmd) (any, error) {
@@ -338,27 +380,26 @@ func (s *state) poolCommand(c PoolCommandCmd) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := r.Spec.Pool(c.Pool)
-	if !ok {
+	if _, ok := r.Spec.Pool(c.Pool); !ok {
 		return nil, fmt.Errorf("pool %s/%s: %w", c.Cluster, c.Pool, ErrNotFound)
 	}
-	u := r.ActiveUpgrade()
-	if u == nil {
+	u := r.Upgrade
+	if u == nil || !u.Active() && u.State != phases.UpgradeCancelled {
 		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
 	}
-	switch c.Command {
-	case PoolCancel, PoolResume:
-		if err := u.SetPoolCancelled(c.Pool, c.Command == PoolCancel); err != nil {
-			return nil, &RuleError{Rule: "pool-" + c.Command, Detail: err.Error(), Err: ErrCommandNotAllowed}
+	if err := u.PoolCommand(c.Pool, c.Command, c.Now); err != nil {
+		var ce *phases.CommandError
+		if errors.As(err, &ce) {
+			rerr := &RuleError{Rule: ce.Rule, Detail: ce.Detail, Err: ErrCommandNotAllowed}
+			if ce.Rule == "pool-command" {
+				rerr.Err = ErrInvalid
+			}
+			return nil, rerr
 		}
-		s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "pool-" + c.Command, Detail: c.Pool})
-		return nil, nil
-	case PoolRollback, PoolComplete:
-		return nil, &RuleError{Rule: "pool-" + c.Command,
-			Detail: fmt.Sprintf("%s applies to MIG-backed pools with surge or blue/green; pool %s is %s", c.Command, c.Pool, p.Backing),
-			Err:    ErrCommandNotAllowed}
+		return nil, err
 	}
-	return nil, &RuleError{Rule: "pool-command", Detail: fmt.Sprintf("unknown command %q (cancel, resume, rollback, complete)", c.Command), Err: ErrInvalid}
+	s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "pool-" + c.Command, Detail: c.Pool})
+	return nil, nil
 }
 
 func (s *state) retryNode(c RetryNodeCmd) (any, error) {

@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,11 @@ func TestApplyCommands(t *testing.T) {
 		enrolled   = before(CmdEnrollAgent, 1) + 1    // worker-1 enrolled with bt0001, which is used up
 		renewed    = before(CmdRenewAgentCert, 0) + 1 // worker-1 holds certificates 0b and 0d
 		up         = "lab-1.34.4-1"                   // the golden upgrade
+		// surgeDeleted: cloud's surge node replaced and being deleted.
+		surgeDeleted = slices.IndexFunc(entries, func(e goldenEntry) bool {
+			c, ok := e.cmd.(NodeStepResultCmd)
+			return ok && c.Result.Node == "surge-a-1" && c.Result.Cursor == 4
+		})
 		now        = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
 		v          = phases.MustParseVersion
 		node       = func(st *state, name string) phases.NodeTask { n, _ := st.Clusters["lab"].Upgrade.Node(name); return *n }
@@ -210,6 +216,32 @@ func TestApplyCommands(t *testing.T) {
 				r := st.Clusters["lab"]
 				require.Equal(t, "molt-sealed:v1:k:lab", r.KubeconfigSealed)
 				require.Empty(t, r.Kubeconfig)
+			}},
+		{"green created joins the pool", before(CmdPoolWorkResult, 0), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkCreateGreen, Phase: phases.PhaseCreatingGreen, OK: true,
+				Green: []phases.GreenGroup{{Zone: "zone-a", Name: "bg-a-g2", Nodes: []string{"bg-a-g2-n1"}}}}}, nil,
+			func(t *testing.T, st *state) {
+				r := st.Clusters["cloud"]
+				p, _ := r.Spec.Pool("bg")
+				require.Equal(t, []phases.Node{{Name: "bg-a-1", Zone: "zone-a"}, {Name: "bg-a-g2-n1", Zone: "zone-a"}}, p.Nodes)
+				track, _ := r.Upgrade.Pool("bg")
+				require.Equal(t, phases.PhaseCordoningBlue, track.BlueGreen.Phase)
+			}},
+		{"pool work result of another phase", before(CmdPoolWorkResult, 0), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkDeleteBlue, Phase: phases.PhaseDeletingBlue, OK: true}}, phases.ErrStale, nil},
+		{"blue deleted leaves the pool to green", before(CmdPoolWorkResult, 3), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkDeleteBlue, Phase: phases.PhaseDeletingBlue, OK: true}}, nil,
+			func(t *testing.T, st *state) {
+				p, _ := st.Clusters["cloud"].Spec.Pool("bg")
+				require.Equal(t, []phases.Node{{Name: "bg-a-g1-n1", Zone: "zone-a"}}, p.Nodes)
+				require.Equal(t, []phases.InstanceGroup{{Zone: "zone-a", Name: "bg-a-g1"}}, p.Groups)
+			}},
+		{"a replaced node leaves the pool to its replacement", surgeDeleted, CmdNodeStepResult, NodeStepResultCmd{Cluster: "cloud", Now: now,
+			Result: phases.NodeStepResult{Upgrade: "cloud-1.34.4-1", Node: "surge-a-1", Cursor: 4, OK: true}}, nil,
+			func(t *testing.T, st *state) {
+				p, _ := st.Clusters["cloud"].Spec.Pool("surge")
+				require.Len(t, p.Nodes, 1)
+				require.Equal(t, phases.ReplacementName("surge-a", "cloud-1.34.4-1", "surge-a-1"), p.Nodes[0].Name)
 			}},
 		{"rewrap of a changed kubeconfig is stale", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
 			{Cluster: "lab", Old: SecretDigest("an older kubeconfig"), Sealed: "molt-sealed:v1:k:lab"},

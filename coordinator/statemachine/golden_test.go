@@ -276,6 +276,77 @@ func goldenEntries() []goldenEntry {
 		{Cluster: "vault", Old: "33190c8d5e750ab61fec913dbb10987965473ace0502af65a4f588cc74d8aa8d", Sealed: vaultRewrapped},
 		{Cluster: "edge", Old: "283bb9deef02e6843abfb538efa1eca70801bd8a701c3f98191e123496339247", Sealed: labSealed},
 	}})
+
+	// MIG pools (phases.StepLayoutMIG): a surge pool whose node waits for
+	// quota, is replaced and leaves the spec to its replacement, and a
+	// blue/green pool through its phases (complete refused outside the
+	// soak, then given in it) whose groups become green's.
+	one := 1
+	hour := time.Hour
+	add(CmdPutCluster, PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "cloud", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+		Cloud: &phases.CloudSpec{Provider: phases.CloudGCE, Project: "molt-golden"},
+		Pools: []phases.Pool{
+			{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal, Nodes: []phases.Node{{Name: "cp-1", Address: "10.0.1.11"}}},
+			{Name: "surge", Role: phases.RoleWorker, Backing: phases.BackingMIG, Groups: []phases.InstanceGroup{{Zone: "zone-a", Name: "surge-a"}},
+				Settings: phases.UpgradeSettings{MaxSurge: &one}, Nodes: []phases.Node{{Name: "surge-a-1", Zone: "zone-a"}}},
+			{Name: "bg", Role: phases.RoleWorker, Backing: phases.BackingMIG, Groups: []phases.InstanceGroup{{Zone: "zone-a", Name: "bg-a"}},
+				Autoscaling: &phases.Autoscaling{MinNodes: 1, MaxNodes: 3},
+				Settings: phases.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreen: &phases.BlueGreenSettings{BatchNodeCount: &one, NodePoolSoak: &hour}},
+				Nodes:    []phases.Node{{Name: "bg-a-1", Zone: "zone-a"}}},
+		}}})
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "cloud", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 2, StepLayout: 2}, Now: now()})
+	const cu = "cloud-1.34.4-1"
+	cadvance := func(acts ...phases.Action) { add(CmdAdvance, AdvanceCmd{Cluster: "cloud", Upgrade: cu, Actions: acts, Now: now()}) }
+	cstep := func(kind phases.ActionKind, verb, step string) phases.Action {
+		return phases.Action{ID: cu + "/" + verb + "/" + step, Kind: kind, Upgrade: cu, Step: step}
+	}
+	cnode := func(node string, cursor, attempt int, ok bool) NodeStepResultCmd {
+		return NodeStepResultCmd{Cluster: "cloud", Now: now(), Result: phases.NodeStepResult{Upgrade: cu, Node: node, Cursor: cursor, Attempt: attempt, OK: ok}}
+	}
+	cwork := func(work string, phase phases.BlueGreenPhase, green []phases.GreenGroup) PoolWorkResultCmd {
+		return PoolWorkResultCmd{Cluster: "cloud", Now: now(), Result: phases.PoolWorkResult{Upgrade: cu, Pool: "bg", Work: work, Phase: phase, OK: true, Message: "done", Green: green}}
+	}
+	cphase := func(to phases.BlueGreenPhase, batch int) phases.Action {
+		return phases.Action{ID: fmt.Sprintf("%s/pool/bg/phase/%s/%d", cu, to, batch), Kind: phases.ActPoolPhase, Upgrade: cu, Pool: "bg", Attempt: batch, Phase: string(to)}
+	}
+	cadvance(cstep(phases.ActStartStep, "start", "pool/cp"))
+	cadvance(phases.Action{ID: cu + "/cp-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "cp", Node: "cp-1"})
+	for c := range cpSteps {
+		add(CmdNodeStepResult, cnode("cp-1", c, 0, true))
+	}
+	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/cp"), cstep(phases.ActStartStep, "start", "addons"),
+		cstep(phases.ActStartStep, "start", "pool/surge"), cstep(phases.ActStartStep, "start", "pool/bg"))
+	add(CmdStepResult, StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	// Surge: create the replacement (after a wait for quota), wait for it,
+	// cordon, drain and delete the node.
+	cadvance(phases.Action{ID: cu + "/surge-a-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "surge", Node: "surge-a-1"})
+	wait := cnode("surge-a-1", 0, 0, false)
+	wait.Result.Wait, wait.Result.RetryAt = "quota: 0 of 8 instances free in zone-a", t.Add(5*time.Minute)
+	add(CmdNodeStepResult, wait)
+	add(CmdNodeStepResult, cnode("surge-a-1", 0, 0, true))
+	refuse(phases.ErrStale, CmdNodeStepResult, cnode("surge-a-1", 0, 0, true))
+	for c := 1; c < 5; c++ {
+		add(CmdNodeStepResult, cnode("surge-a-1", c, 0, true))
+	}
+	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/surge"))
+	// Blue/green.
+	add(CmdPoolWorkResult, cwork(phases.WorkCreateGreen, phases.PhaseCreatingGreen, []phases.GreenGroup{{Zone: "zone-a", Name: "bg-a-g1", Nodes: []string{"bg-a-g1-n1"}}}))
+	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
+	cadvance(phases.Action{ID: cu + "/bg-a-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "bg", Node: "bg-a-1"})
+	add(CmdNodeStepResult, cnode("bg-a-1", 0, 0, true))
+	cadvance(cphase(phases.PhaseDrainingBlue, 0))
+	cadvance(phases.Action{ID: cu + "/bg-a-1/start/a0/c1", Kind: phases.ActStartNode, Upgrade: cu, Pool: "bg", Node: "bg-a-1", Cursor: 1})
+	add(CmdNodeStepResult, cnode("bg-a-1", 1, 0, true))
+	cadvance(cphase(phases.PhaseDrainingBlue, 0))
+	cadvance(cphase(phases.PhaseSoaking, 1))
+	refuse(phases.ErrStale, CmdPoolWorkResult, cwork(phases.WorkDeleteBlue, phases.PhaseSoaking, nil))
+	add(CmdPoolWorkResult, cwork(phases.WorkReleaseGreen, phases.PhaseSoaking, nil))
+	add(CmdPoolCommand, PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
+	cadvance(cphase(phases.PhaseDeletingBlue, 0))
+	add(CmdPoolWorkResult, cwork(phases.WorkDeleteBlue, phases.PhaseDeletingBlue, nil))
+	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/bg"), cstep(phases.ActStartStep, "start", "health"))
+	add(CmdStepResult, StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "health", OK: true, Message: "healthy"}, Now: now()})
+	cadvance(phases.Action{ID: cu + "/finish", Kind: phases.ActFinish, Upgrade: cu})
 	return out
 }
 

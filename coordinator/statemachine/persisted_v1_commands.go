@@ -151,6 +151,28 @@ func nodeStepResultCmdFromV1(_ *v1Decoder, c nodeStepResultCmdV1) NodeStepResult
 	return NodeStepResultCmd{Cluster: c.Cluster, Result: nodeStepResultFromV1(c.Result), Now: c.Now}
 }
 
+type poolWorkResultCmdV1 struct {
+	Cluster string           `json:"cluster"`
+	Result  poolWorkResultV1 `json:"result"`
+	Now     time.Time        `json:"now"`
+}
+
+func (c PoolWorkResultCmd) persistedV1() any { return poolWorkResultCmdToV1(c) }
+
+func (c PoolWorkResultCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.persistedV1()) }
+
+func (c *PoolWorkResultCmd) UnmarshalJSON(b []byte) error {
+	return unmarshalV1(b, c, poolWorkResultCmdFromV1)
+}
+
+func poolWorkResultCmdToV1(c PoolWorkResultCmd) poolWorkResultCmdV1 {
+	return poolWorkResultCmdV1{Cluster: c.Cluster, Result: poolWorkResultToV1(c.Result), Now: c.Now}
+}
+
+func poolWorkResultCmdFromV1(_ *v1Decoder, c poolWorkResultCmdV1) PoolWorkResultCmd {
+	return PoolWorkResultCmd{Cluster: c.Cluster, Result: poolWorkResultFromV1(c.Result), Now: c.Now}
+}
+
 type stepResultCmdV1 struct {
 	Cluster string       `json:"cluster"`
 	Result  stepResultV1 `json:"result"`

@@ -30,6 +30,7 @@ type upgradeV1 struct {
 	Pools         []poolTrackV1 `json:"pools"`
 	Nodes         []nodeTaskV1  `json:"nodes"`
 	Revision      uint64        `json:"revision"`
+	Closed        bool          `json:"closed,omitempty"`
 }
 
 type optionsV1 struct {
@@ -62,6 +63,44 @@ type poolTrackV1 struct {
 	Cancelled    bool         `json:"cancelled,omitempty"`
 	First        int          `json:"first"`
 	Count        int          `json:"count"`
+	// Added with the MIG strategies (StepLayoutMIG); absent before.
+	Backing          string            `json:"backing,omitempty"`
+	Strategy         string            `json:"strategy,omitempty"`
+	UnavailableSteps []nodeStepV1      `json:"unavailableSteps,omitempty"`
+	RollbackSteps    []nodeStepV1      `json:"rollbackSteps,omitempty"`
+	MaxSurge         int               `json:"maxSurge,omitempty"`
+	MaxUnavailable   int               `json:"maxUnavailable,omitempty"`
+	Groups           []instanceGroupV1 `json:"groups,omitempty"`
+	RollingBack      bool              `json:"rollingBack,omitempty"`
+	BlueGreen        *blueGreenTrackV1 `json:"blueGreen,omitempty"`
+}
+
+// blueGreenTrackV1 is a blue/green pool's progress; durations are
+// nanoseconds.
+type blueGreenTrackV1 struct {
+	Phase          string         `json:"phase"`
+	PhaseStartedAt time.Time      `json:"phaseStartedAt,omitzero"`
+	Attempt        int            `json:"attempt,omitempty"`
+	Message        string         `json:"message,omitempty"`
+	Waiting        string         `json:"waiting,omitempty"`
+	RetryAt        time.Time      `json:"retryAt,omitzero"`
+	BatchSize      int            `json:"batchSize"`
+	BatchSoak      time.Duration  `json:"batchSoak"`
+	PoolSoak       time.Duration  `json:"poolSoak"`
+	Batch          int            `json:"batch"`
+	BatchSoakUntil time.Time      `json:"batchSoakUntil,omitzero"`
+	Soaked         time.Duration  `json:"soaked"`
+	SoakUntil      time.Time      `json:"soakUntil,omitzero"`
+	Completed      bool           `json:"completed,omitempty"`
+	GreenScalable  bool           `json:"greenScalable,omitempty"`
+	Green          []greenGroupV1 `json:"green,omitempty"`
+	RollbackFrom   string         `json:"rollbackFrom,omitempty"`
+}
+
+type greenGroupV1 struct {
+	Zone  string   `json:"zone"`
+	Name  string   `json:"name"`
+	Nodes []string `json:"nodes"`
 }
 
 type nodeStepV1 struct {
@@ -87,6 +126,14 @@ type nodeTaskV1 struct {
 	ProtectedUntil time.Time   `json:"protectedUntil,omitzero"`
 	LeftBehind     []leftPodV1 `json:"leftBehind,omitempty"`
 	Error          string      `json:"error,omitempty"`
+	// Added with the MIG strategies; absent before.
+	Zone        string    `json:"zone,omitempty"`
+	Path        int       `json:"path,omitempty"`
+	Replacement string    `json:"replacement,omitempty"`
+	Current     string    `json:"current,omitempty"`
+	Rollback    bool      `json:"rollback,omitempty"`
+	Waiting     string    `json:"waiting,omitempty"`
+	RetryAt     time.Time `json:"retryAt,omitzero"`
 }
 
 type leftPodV1 struct {
@@ -108,6 +155,10 @@ type actionV1 struct {
 	Attempt  int        `json:"attempt,omitempty"`
 	NodeStep nodeStepV1 `json:"nodeStep,omitzero"`
 	Reason   string     `json:"reason,omitempty"`
+	// Added with the MIG strategies; absent before.
+	Path     int    `json:"path,omitempty"`
+	Rollback bool   `json:"rollback,omitempty"`
+	Phase    string `json:"phase,omitempty"`
 }
 
 type nodeStepResultV1 struct {
@@ -118,6 +169,23 @@ type nodeStepResultV1 struct {
 	OK         bool        `json:"ok"`
 	Message    string      `json:"message,omitempty"`
 	LeftBehind []leftPodV1 `json:"leftBehind,omitempty"`
+	// Added with the MIG strategies; absent before.
+	Wait    string    `json:"wait,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
+}
+
+// poolWorkResultV1 is the outcome of a blue/green pool's work.
+type poolWorkResultV1 struct {
+	Upgrade string         `json:"upgrade"`
+	Pool    string         `json:"pool"`
+	Work    string         `json:"work"`
+	Phase   string         `json:"phase"`
+	Attempt int            `json:"attempt"`
+	OK      bool           `json:"ok"`
+	Message string         `json:"message,omitempty"`
+	Wait    string         `json:"wait,omitempty"`
+	RetryAt time.Time      `json:"retryAt,omitzero"`
+	Green   []greenGroupV1 `json:"green,omitempty"`
 }
 
 type stepResultV1 struct {
@@ -144,7 +212,7 @@ func upgradeToV1(u phases.Upgrade) upgradeV1 {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToV1), Pools: conv.Slice(u.Pools, poolTrackToV1), Nodes: conv.Slice(u.Nodes, nodeTaskToV1),
-		Revision: u.Revision,
+		Revision: u.Revision, Closed: u.Closed,
 	}
 }
 
@@ -156,7 +224,7 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepFromV1), Pools: conv.Slice(u.Pools, poolTrackFromV1), Nodes: conv.Slice(u.Nodes, d.nodeTask),
-		Revision: u.Revision,
+		Revision: u.Revision, Closed: u.Closed,
 	}
 	out.BuildIndex()
 	return out
@@ -182,12 +250,42 @@ func stepFromV1(s stepV1) phases.Step {
 
 func poolTrackToV1(p phases.PoolTrack) poolTrackV1 {
 	return poolTrackV1{Name: p.Name, Role: string(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepToV1),
-		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count,
+		Backing: string(p.Backing), Strategy: p.Strategy,
+		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepToV1), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepToV1),
+		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, instanceGroupToV1),
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToV1)}
 }
 
 func poolTrackFromV1(p poolTrackV1) phases.PoolTrack {
 	return phases.PoolTrack{Name: p.Name, Role: phases.Role(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepFromV1),
-		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count}
+		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count,
+		Backing: phases.Backing(p.Backing), Strategy: p.Strategy,
+		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepFromV1), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepFromV1),
+		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, instanceGroupFromV1),
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromV1)}
+}
+
+func blueGreenToV1(b phases.BlueGreenTrack) blueGreenTrackV1 {
+	return blueGreenTrackV1{Phase: string(b.Phase), PhaseStartedAt: b.PhaseStartedAt, Attempt: b.Attempt, Message: b.Message,
+		Waiting: b.Waiting, RetryAt: b.RetryAt, BatchSize: b.BatchSize, BatchSoak: b.BatchSoak, PoolSoak: b.PoolSoak,
+		Batch: b.Batch, BatchSoakUntil: b.BatchSoakUntil, Soaked: b.Soaked, SoakUntil: b.SoakUntil,
+		Completed: b.Completed, GreenScalable: b.GreenScalable, Green: conv.Slice(b.Green, greenGroupToV1), RollbackFrom: string(b.RollbackFrom)}
+}
+
+func blueGreenFromV1(b blueGreenTrackV1) phases.BlueGreenTrack {
+	return phases.BlueGreenTrack{Phase: phases.BlueGreenPhase(b.Phase), PhaseStartedAt: b.PhaseStartedAt, Attempt: b.Attempt, Message: b.Message,
+		Waiting: b.Waiting, RetryAt: b.RetryAt, BatchSize: b.BatchSize, BatchSoak: b.BatchSoak, PoolSoak: b.PoolSoak,
+		Batch: b.Batch, BatchSoakUntil: b.BatchSoakUntil, Soaked: b.Soaked, SoakUntil: b.SoakUntil,
+		Completed: b.Completed, GreenScalable: b.GreenScalable, Green: conv.Slice(b.Green, greenGroupFromV1), RollbackFrom: phases.BlueGreenPhase(b.RollbackFrom)}
+}
+
+func greenGroupToV1(g phases.GreenGroup) greenGroupV1 {
+	return greenGroupV1{Zone: g.Zone, Name: g.Name, Nodes: slices.Clone(g.Nodes)}
+}
+
+func greenGroupFromV1(g greenGroupV1) phases.GreenGroup {
+	return phases.GreenGroup{Zone: g.Zone, Name: g.Name, Nodes: slices.Clone(g.Nodes)}
 }
 
 func nodeStepToV1(s phases.NodeStep) nodeStepV1 {
@@ -205,13 +303,15 @@ func nodeStepFromV1(s nodeStepV1) phases.NodeStep {
 func nodeTaskToV1(n phases.NodeTask) nodeTaskV1 {
 	return nodeTaskV1{Node: n.Node, Pool: n.Pool, State: string(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: n.Version.String(),
 		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
-		LeftBehind: conv.Slice(n.LeftBehind, leftPodToV1), Error: n.Error}
+		LeftBehind: conv.Slice(n.LeftBehind, leftPodToV1), Error: n.Error,
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
 }
 
 func (d *v1Decoder) nodeTask(n nodeTaskV1) phases.NodeTask {
 	return phases.NodeTask{Node: n.Node, Pool: n.Pool, State: phases.State(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: d.version(n.Version),
 		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
-		LeftBehind: conv.Slice(n.LeftBehind, leftPodFromV1), Error: n.Error}
+		LeftBehind: conv.Slice(n.LeftBehind, leftPodFromV1), Error: n.Error,
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
 }
 
 func leftPodToV1(p phases.LeftPod) leftPodV1 {
@@ -224,22 +324,34 @@ func leftPodFromV1(p leftPodV1) phases.LeftPod {
 
 func actionToV1(a phases.Action) actionV1 {
 	return actionV1{ID: a.ID, Kind: string(a.Kind), Upgrade: a.Upgrade, Step: a.Step, Pool: a.Pool, Node: a.Node,
-		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepToV1(a.NodeStep), Reason: a.Reason}
+		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepToV1(a.NodeStep), Reason: a.Reason,
+		Path: a.Path, Rollback: a.Rollback, Phase: a.Phase}
 }
 
 func actionFromV1(a actionV1) phases.Action {
 	return phases.Action{ID: a.ID, Kind: phases.ActionKind(a.Kind), Upgrade: a.Upgrade, Step: a.Step, Pool: a.Pool, Node: a.Node,
-		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepFromV1(a.NodeStep), Reason: a.Reason}
+		Cursor: a.Cursor, Attempt: a.Attempt, NodeStep: nodeStepFromV1(a.NodeStep), Reason: a.Reason,
+		Path: a.Path, Rollback: a.Rollback, Phase: a.Phase}
 }
 
 func nodeStepResultToV1(r phases.NodeStepResult) nodeStepResultV1 {
 	return nodeStepResultV1{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
-		LeftBehind: conv.Slice(r.LeftBehind, leftPodToV1)}
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodToV1), Wait: r.Wait, RetryAt: r.RetryAt}
 }
 
 func nodeStepResultFromV1(r nodeStepResultV1) phases.NodeStepResult {
 	return phases.NodeStepResult{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
-		LeftBehind: conv.Slice(r.LeftBehind, leftPodFromV1)}
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodFromV1), Wait: r.Wait, RetryAt: r.RetryAt}
+}
+
+func poolWorkResultToV1(r phases.PoolWorkResult) poolWorkResultV1 {
+	return poolWorkResultV1{Upgrade: r.Upgrade, Pool: r.Pool, Work: r.Work, Phase: string(r.Phase), Attempt: r.Attempt, OK: r.OK,
+		Message: r.Message, Wait: r.Wait, RetryAt: r.RetryAt, Green: conv.Slice(r.Green, greenGroupToV1)}
+}
+
+func poolWorkResultFromV1(r poolWorkResultV1) phases.PoolWorkResult {
+	return phases.PoolWorkResult{Upgrade: r.Upgrade, Pool: r.Pool, Work: r.Work, Phase: phases.BlueGreenPhase(r.Phase), Attempt: r.Attempt, OK: r.OK,
+		Message: r.Message, Wait: r.Wait, RetryAt: r.RetryAt, Green: conv.Slice(r.Green, greenGroupFromV1)}
 }
 
 func stepResultToV1(r phases.StepResult) stepResultV1 {

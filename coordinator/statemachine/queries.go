@@ -128,6 +128,11 @@ type ActiveUpgrade struct {
 	// (ClusterRecord.StoredKubeconfig): sealed, or in plain text from
 	// entries older than sealing.
 	Kubeconfig string
+	// Cloud is the cluster's cloud adapter (nil: no MIG pools), and
+	// Autoscaling each MIG pool's autoscaling range (blue/green restores
+	// it), by pool.
+	Cloud       *phases.CloudSpec
+	Autoscaling map[string]phases.Autoscaling
 }
 
 // ActiveUpgrades returns every running upgrade (phases.Upgrade.Active),
@@ -143,6 +148,16 @@ func (f *Machine) ActiveUpgrades() []ActiveUpgrade {
 			continue
 		}
 		a := ActiveUpgrade{Cluster: n, Upgrade: copyUpgrade(u), Policy: copyPolicy(r.Policy), Kubeconfig: r.StoredKubeconfig()}
+		if r.Spec.Cloud != nil {
+			cloud := *r.Spec.Cloud
+			a.Cloud = &cloud
+			a.Autoscaling = map[string]phases.Autoscaling{}
+			for _, p := range r.Spec.Pools {
+				if p.Autoscaling != nil {
+					a.Autoscaling[p.Name] = *p.Autoscaling
+				}
+			}
+		}
 		if rel, ok := f.st.Releases[u.To.String()]; ok {
 			cp := *rel
 			a.Release = &cp
@@ -364,6 +379,12 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 func copyCluster(r *ClusterRecord) ClusterRecord {
 	out := *r
 	out.Spec.Pools = slices.Clone(r.Spec.Pools)
+	for i := range out.Spec.Pools {
+		// Membership changes of MIG pools replace these.
+		out.Spec.Pools[i].Nodes = slices.Clone(r.Spec.Pools[i].Nodes)
+		out.Spec.Pools[i].Groups = slices.Clone(r.Spec.Pools[i].Groups)
+	}
+	out.AgentCerts = maps.Clone(r.AgentCerts)
 	out.Upgrade = copyUpgrade(r.Upgrade)
 	out.History = slices.Clone(r.History)
 	out.Policy = copyPolicy(r.Policy)
@@ -380,7 +401,7 @@ func copyCluster(r *ClusterRecord) ClusterRecord {
 
 // copyUpgrade copies an upgrade deep enough that apply functions may go on
 // changing the original: transitions assign fields of slice elements and
-// replace (never modify) inner slices.
+// of a pool's blue/green track, and replace (never modify) inner slices.
 func copyUpgrade(u *phases.Upgrade) *phases.Upgrade {
 	if u == nil {
 		return nil
@@ -388,6 +409,12 @@ func copyUpgrade(u *phases.Upgrade) *phases.Upgrade {
 	cp := *u
 	cp.Steps = slices.Clone(u.Steps)
 	cp.Pools = slices.Clone(u.Pools)
+	for i := range cp.Pools {
+		if bg := cp.Pools[i].BlueGreen; bg != nil {
+			track := *bg
+			cp.Pools[i].BlueGreen = &track
+		}
+	}
 	cp.Nodes = slices.Clone(u.Nodes)
 	return &cp
 }

@@ -112,10 +112,12 @@ func (r *ClusterRecord) PendingUpgrade() *phases.Upgrade {
 // run, else every node at the status version.
 func (r *ClusterRecord) NodeVersions(pool string) map[string]int {
 	m := map[string]int{}
-	if r.Upgrade != nil && r.Upgrade.To == r.Spec.Version {
-		for _, n := range r.Upgrade.Nodes {
-			if pool == "" || n.Pool == pool {
-				m[n.Version.String()]++
+	if u := r.Upgrade; u != nil && u.To == r.Spec.Version {
+		for i := range u.Pools {
+			if pool == "" || u.Pools[i].Name == pool {
+				for v, c := range u.PoolVersionCounts(&u.Pools[i]) {
+					m[v.String()] += c
+				}
 			}
 		}
 		return m

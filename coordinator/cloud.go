@@ -1,0 +1,137 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/moltproject/molt/cloud"
+	"github.com/moltproject/molt/phases"
+)
+
+// CloudConnector gives the cloud adapter a cluster's MIG pools are driven
+// through (SPEC §7). The binary wires the adapters it was built with (gce,
+// lab); tests give the in-memory one.
+type CloudConnector interface {
+	Provider(spec phases.CloudSpec) (cloud.Provider, error)
+}
+
+// ErrNoCloud is returned for MIG work on a cluster whose cloud adapter
+// this member cannot reach (none configured, or not this provider).
+var ErrNoCloud = errors.New("no cloud adapter for the cluster")
+
+// Defaults of the cloud settings in Config.
+const (
+	DefaultInstanceTimeout    = 15 * time.Minute
+	DefaultInstancePoll       = 2 * time.Second
+	DefaultCloudRetryInterval = time.Minute
+)
+
+// cloudFor is the provider of a cluster's cloud spec.
+func (c *Coordinator) cloudFor(spec *phases.CloudSpec) (cloud.Provider, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("%w: the cluster names no cloud adapter", ErrNoCloud)
+	}
+	if c.cfg.Clouds == nil {
+		return nil, fmt.Errorf("%w: this member has no cloud adapters configured (cluster wants %q)", ErrNoCloud, spec.Provider)
+	}
+	p, err := c.cfg.Clouds.Provider(*spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoCloud, spec.Provider, err)
+	}
+	return p, nil
+}
+
+// admitCloud checks a cluster's MIG pools against its cloud before the
+// registration is proposed: the adapter exists here, every group exists,
+// and a pool registered without nodes gets its groups' instances as nodes
+// (a MIG pool's nodes are its instances; molt keeps them current).
+func (c *Coordinator) admitCloud(ctx context.Context, spec *phases.ClusterSpec) error {
+	var migs []int
+	for i := range spec.Pools {
+		if spec.Pools[i].Backing == phases.BackingMIG {
+			migs = append(migs, i)
+		}
+	}
+	if len(migs) == 0 || spec.Cloud == nil {
+		return nil // Validate names what is missing
+	}
+	prov, err := c.cloudFor(spec.Cloud)
+	if err != nil {
+		return &RuleError{Rule: "cloud-provider", Detail: err.Error(), Err: ErrInvalid}
+	}
+	for _, i := range migs {
+		p := &spec.Pools[i]
+		fill := len(p.Nodes) == 0
+		for _, g := range p.Groups {
+			ref := cloud.GroupRef{Zone: g.Zone, Name: g.Name}
+			if _, err := prov.GetGroup(ctx, ref); err != nil {
+				if errors.Is(err, cloud.ErrNotFound) {
+					return &RuleError{Rule: "cloud-group-not-found", Detail: fmt.Sprintf("pool %s: instance group %s does not exist in %s", p.Name, ref, spec.Cloud.Provider), Err: ErrInvalid}
+				}
+				return fmt.Errorf("pool %s: group %s: %w", p.Name, ref, err)
+			}
+			if !fill {
+				continue
+			}
+			insts, err := prov.ListInstances(ctx, ref)
+			if err != nil {
+				return fmt.Errorf("pool %s: group %s: %w", p.Name, ref, err)
+			}
+			for _, in := range insts {
+				p.Nodes = append(p.Nodes, phases.Node{Name: in.Name, Zone: g.Zone})
+			}
+		}
+	}
+	return nil
+}
+
+// waitInstances polls a group until done says its instances are where the
+// step needs them, or the instance timeout passes. done returns a wait
+// reason when the provider reports a condition that passes (stockout,
+// quota), which ends the wait.
+func (c *Coordinator) waitInstances(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, what string,
+	done func([]cloud.Instance) (ok bool, wait string, err error)) (string, error) {
+	deadline := time.Now().Add(c.cfg.InstanceTimeout)
+	for {
+		insts, err := prov.ListInstances(ctx, g)
+		if err == nil {
+			ok, wait, derr := done(insts)
+			if ok || wait != "" || derr != nil {
+				return wait, derr
+			}
+		} else if !cloud.Retryable(err) {
+			return "", err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s: not done after %s", what, c.cfg.InstanceTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(c.cfg.InstancePoll):
+		}
+	}
+}
+
+func findInstance(insts []cloud.Instance, name string) (cloud.Instance, bool) {
+	i := slices.IndexFunc(insts, func(in cloud.Instance) bool { return in.Name == name })
+	if i < 0 {
+		return cloud.Instance{}, false
+	}
+	return insts[i], true
+}
+
+// waitReason turns a quota or capacity error into the reason a step
+// waits with; other errors stay errors.
+func waitReason(g cloud.GroupRef, err error) string {
+	switch {
+	case errors.Is(err, cloud.ErrQuota):
+		return fmt.Sprintf("quota: no instance quota left for %s: %v", g, err)
+	case errors.Is(err, cloud.ErrStockout):
+		return fmt.Sprintf("stockout: no capacity in zone %s: %v", g.Zone, err)
+	}
+	return ""
+}
