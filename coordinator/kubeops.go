@@ -53,7 +53,9 @@ func (o *kubeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod
 	return leftPods(res.LeftBehind), nil
 }
 
-func (o *kubeOps) DeleteNode(ctx context.Context, node string) error { return o.k.DeleteNode(ctx, node) }
+func (o *kubeOps) DeleteNode(ctx context.Context, node string) error {
+	return o.k.DeleteNode(ctx, node)
+}
 
 func leftPods(in []kube.LeftPod) []phases.LeftPod {
 	left := make([]phases.LeftPod, 0, len(in))

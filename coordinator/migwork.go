@@ -417,4 +417,6 @@ func (c *Coordinator) rollbackBlueGreen(ctx context.Context, prov cloud.Provider
 }
 
 // cloudRetryAt is when a waiting step is tried again.
-func (c *Coordinator) cloudRetryAt() time.Time { return c.cfg.Clock.Now().Add(c.cfg.CloudRetryInterval) }
+func (c *Coordinator) cloudRetryAt() time.Time {
+	return c.cfg.Clock.Now().Add(c.cfg.CloudRetryInterval)
+}

@@ -537,7 +537,9 @@ func TestMIGValidation(t *testing.T) {
 		{"bad group name", func(c *ClusterSpec) { c.Pools[1].Groups[0].Name = "9x" }, "pool-groups"},
 		{"node outside the zones", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Zone = "z9" }, "node-zone"},
 		{"surge budget zero", func(c *ClusterSpec) { c.Pools[1].Settings.MaxSurge = ptr(0) }, "surge-budget"},
-		{"surge budget over 20", func(c *ClusterSpec) { c.Pools[1].Settings.MaxSurge, c.Pools[1].Settings.MaxUnavailable = ptr(15), ptr(6) }, "surge-budget"},
+		{"surge budget over 20", func(c *ClusterSpec) {
+			c.Pools[1].Settings.MaxSurge, c.Pools[1].Settings.MaxUnavailable = ptr(15), ptr(6)
+		}, "surge-budget"},
 		{"concurrentNodes on mig", func(c *ClusterSpec) { c.Pools[1].Settings.ConcurrentNodes = 2 }, "strategy"},
 		{"blue/green settings on surge", func(c *ClusterSpec) { c.Pools[1].Settings.BlueGreen = &BlueGreenSettings{} }, "strategy"},
 		{"both batch settings", func(c *ClusterSpec) {

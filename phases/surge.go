@@ -2,7 +2,6 @@ package phases
 
 import "slices"
 
-
 // layoutMIG fills the track of a MIG pool for its strategy (SPEC §7) and
 // returns the pool's nodes in the order they are upgraded: zone by zone,
 // in the order of the pool's groups, and as listed inside a zone.

@@ -291,12 +291,14 @@ func goldenEntries() []goldenEntry {
 				Settings: phases.UpgradeSettings{MaxSurge: &one}, Nodes: []phases.Node{{Name: "surge-a-1", Zone: "zone-a"}}},
 			{Name: "bg", Role: phases.RoleWorker, Backing: phases.BackingMIG, Groups: []phases.InstanceGroup{{Zone: "zone-a", Name: "bg-a"}},
 				Autoscaling: &phases.Autoscaling{MinNodes: 1, MaxNodes: 3},
-				Settings: phases.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreen: &phases.BlueGreenSettings{BatchNodeCount: &one, NodePoolSoak: &hour}},
-				Nodes:    []phases.Node{{Name: "bg-a-1", Zone: "zone-a"}}},
+				Settings:    phases.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreen: &phases.BlueGreenSettings{BatchNodeCount: &one, NodePoolSoak: &hour}},
+				Nodes:       []phases.Node{{Name: "bg-a-1", Zone: "zone-a"}}},
 		}}})
 	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "cloud", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 2, StepLayout: 2}, Now: now()})
 	const cu = "cloud-1.34.4-1"
-	cadvance := func(acts ...phases.Action) { add(CmdAdvance, AdvanceCmd{Cluster: "cloud", Upgrade: cu, Actions: acts, Now: now()}) }
+	cadvance := func(acts ...phases.Action) {
+		add(CmdAdvance, AdvanceCmd{Cluster: "cloud", Upgrade: cu, Actions: acts, Now: now()})
+	}
 	cstep := func(kind phases.ActionKind, verb, step string) phases.Action {
 		return phases.Action{ID: cu + "/" + verb + "/" + step, Kind: kind, Upgrade: cu, Step: step}
 	}
