@@ -111,8 +111,14 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 	}
 	for i := range u.Pools {
 		p := &u.Pools[i]
-		pv := metrics.PoolView{Name: p.Name, Role: string(p.Role), NodesTotal: p.Count}
+		pv := metrics.PoolView{Name: p.Name, Role: string(p.Role), NodesTotal: p.Count, Cloud: p.Backing == phases.BackingMIG, Waiting: map[string]int{}}
+		if bg := p.BlueGreen; bg != nil && bg.Waiting != "" {
+			pv.Waiting[waitKind(bg.Waiting)]++
+		}
 		for _, n := range u.PoolNodes(p) {
+			if n.Waiting != "" && n.State == phases.StateRunning {
+				pv.Waiting[waitKind(n.Waiting)]++
+			}
 			switch n.State {
 			case phases.StateDone:
 				pv.NodesDone++
@@ -130,6 +136,13 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 		v.Pools = append(v.Pools, pv)
 	}
 	return v
+}
+
+// waitKind is the reason label of a wait for the cloud: the wait reasons
+// the MIG work writes start with it ("quota: …", "stockout: …").
+func waitKind(reason string) string {
+	kind, _, _ := strings.Cut(reason, ":")
+	return kind
 }
 
 // poolPhase is a pool's value of molt_pool_upgrade_phase: its step's state,

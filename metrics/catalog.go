@@ -45,6 +45,7 @@ const (
 	PoolInfo                    = "molt_pool_info"
 	PoolUpgradePhase            = "molt_pool_upgrade_phase"
 	PoolNodes                   = "molt_pool_nodes"
+	PoolCloudWaiting            = "molt_pool_cloud_waiting"
 	ClusterNodes                = "molt_cluster_nodes"
 	ClusterSkewViolation        = "molt_cluster_version_skew_violation"
 	ClusterEndOfSupport         = "molt_cluster_end_of_support_timestamp_seconds"
@@ -86,6 +87,8 @@ var (
 		Unknown,
 	}
 	RaftStates = []string{"follower", "candidate", "leader", "shutdown", Unknown}
+	// CloudWaitReasons are why a MIG pool's steps wait for the cloud.
+	CloudWaitReasons = []string{"quota", "stockout"}
 	// PoolNodeStates partition a pool's nodes; they sum to its size.
 	PoolNodeStates = []string{"pending", "upgrading", "done", "failed"}
 )
@@ -110,6 +113,7 @@ var catalog = []Info{
 	{PoolInfo, Gauge, []string{"cluster", "pool", "role"}, "Always 1; labels carry the pool's role.", ExporterCoordinator},
 	{PoolUpgradePhase, Gauge, []string{"cluster", "pool", "phase"}, "1 for the pool's current upgrade phase, 0 for the others.", ExporterCoordinator},
 	{PoolNodes, Gauge, []string{"cluster", "pool", "state"}, "Nodes of the pool by upgrade state (pending, upgrading, done, failed); sums to the pool size.", ExporterCoordinator},
+	{PoolCloudWaiting, Gauge, []string{"cluster", "pool", "reason"}, "Steps of a MIG pool waiting for the cloud (reason quota or stockout): its nodes' steps, and a blue/green pool's own work.", ExporterCoordinator},
 	{ClusterNodes, Gauge, []string{"cluster", "version"}, "Nodes of the cluster running each kubelet version.", ExporterCoordinator},
 	{ClusterSkewViolation, Gauge, []string{"cluster"}, "1 while the cluster breaks a version skew rule, else 0.", ExporterCoordinator},
 	{ClusterEndOfSupport, Gauge, []string{"cluster"}, "Unix time the cluster's current minor version reaches end of support.", ExporterCoordinator},

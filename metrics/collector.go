@@ -11,7 +11,7 @@ import (
 var stateMetrics = []string{
 	ClusterInfo, ClusterUpgradePhase, MaintenancePaused,
 	UpgradeStepState, UpgradeStepStarted, UpgradeStepExpected,
-	PoolInfo, PoolUpgradePhase, PoolNodes,
+	PoolInfo, PoolUpgradePhase, PoolNodes, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
@@ -121,6 +121,11 @@ func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl Cl
 			"pending": pending, "upgrading": p.NodesUpgrading, "done": p.NodesDone, "failed": p.NodesFailed,
 		} {
 			c.gauge(ch, PoolNodes, float64(v), n, p.Name, state)
+		}
+		if p.Cloud {
+			for _, reason := range CloudWaitReasons {
+				c.gauge(ch, PoolCloudWaiting, float64(p.Waiting[reason]), n, p.Name, reason)
+			}
 		}
 	}
 	for version, count := range cl.NodesPerVersion {

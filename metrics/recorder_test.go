@@ -157,7 +157,7 @@ func exercised(t *testing.T) *prometheus.Registry {
 	reg.MustRegister(NewCoordinatorCollector(&fakeSource{raft: leaderRaft, now: t0,
 		clusters: []ClusterView{{Name: "c", Phase: "running",
 			Steps:           []StepView{{Name: "s", State: "running", StartedAt: t0, Expected: time.Hour}},
-			Pools:           []PoolView{{Name: "p", NodesTotal: 1}},
+			Pools:           []PoolView{{Name: "p", NodesTotal: 1, Cloud: true, Waiting: map[string]int{"stockout": 1}}},
 			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0}},
 		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}}}))
 	return reg

@@ -36,6 +36,10 @@ type PoolView struct {
 	NodesDone      int
 	NodesUpgrading int
 	NodesFailed    int
+	// Waiting counts the pool's steps waiting for the cloud, by reason
+	// (CloudWaitReasons); exported for MIG pools (Cloud true) only.
+	Cloud   bool
+	Waiting map[string]int
 }
 
 // ClusterView is one cluster's versions and upgrade progress.
