@@ -8,6 +8,16 @@ import (
 // Provider is one cloud's managed instance groups. Every method is safe to
 // repeat with the same arguments: see the package documentation.
 //
+// req, on every mutating method, is the ID of the action that decided the
+// call (phases.Action.ID). The adapter derives the provider's request IDs
+// from it (RequestID(req, call)), so two calls of one method with the same
+// req are one request: the second changes nothing and returns nil when the
+// first succeeded. After an error wrapping ErrTransient the caller repeats
+// the call with the same req; after any other error it tries again, if at
+// all, with a new req (the action's next attempt), since a provider may
+// answer a request it remembers with the same error (GCE keeps a failed
+// operation under its request ID).
+//
 // Mutating calls return once the provider has accepted and carried out the
 // change to the group's definition (GCE: the zone operation is DONE). An
 // instance may still be starting: CreateInstances returns while the new
@@ -40,7 +50,9 @@ type Provider interface {
 	Resize(ctx context.Context, g GroupRef, size int, req string) error
 	// SetAutoscaling sets the limits an autoscaler may move the group
 	// within. Blue/green pins the blue groups (Min = Max = their size)
-	// while it runs and restores what was there afterwards.
+	// while it runs and restores what was there afterwards. The zero
+	// Autoscaling removes the limits; negative values or Min > Max are
+	// ErrInvalid.
 	SetAutoscaling(ctx context.Context, g GroupRef, a Autoscaling, req string) error
 
 	// ListInstances lists the group's instances, sorted by name.
@@ -48,13 +60,23 @@ type Provider interface {
 	// CreateInstances adds instances with these names to the group from
 	// its current template, raising its target size by the number created.
 	// Names that exist already are skipped.
+	//
+	// Without capacity in the zone (a stockout) the call succeeds and the
+	// new instances stay CREATING with a LastError wrapping ErrStockout
+	// while the provider retries. Without quota the provider either does
+	// the same with ErrQuota, or refuses the call with an error wrapping
+	// ErrQuota and creates nothing. A caller that stops waiting deletes
+	// the names it asked for (DeleteInstances); after that none of them
+	// remains and the target size is what it was.
 	CreateInstances(ctx context.Context, g GroupRef, names []string, req string) error
 	// DeleteInstances removes these instances from the group and deletes
-	// them, lowering its target size. Names that do not exist are skipped.
+	// them, lowering its target size. Names that do not exist are skipped,
+	// and so is a group that does not exist. An instance may be listed
+	// DELETING for a while after the call returns.
 	DeleteInstances(ctx context.Context, g GroupRef, names []string, req string) error
 	// RecreateInstances deletes these instances and creates them again
 	// under the same names from the group's current template; the target
-	// size does not change.
+	// size does not change. Names that are not in the group are skipped.
 	RecreateInstances(ctx context.Context, g GroupRef, names []string, req string) error
 
 	// Quota reports the instance quota that applies to a zone.
@@ -104,6 +126,10 @@ const (
 	StatusDeleting InstanceStatus = "DELETING"
 	// StatusRecreating: being deleted and created again under its name.
 	StatusRecreating InstanceStatus = "RECREATING"
+	// StatusStopped: the machine exists but does not run (it failed or
+	// was stopped). Groups do not repair instances, so it stays so until
+	// the caller recreates or deletes it.
+	StatusStopped InstanceStatus = "STOPPED"
 )
 
 // Instance is one member of a group.

@@ -1,0 +1,112 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/moltproject/molt/cloud"
+)
+
+// Advance is one step of the cloud: every instance that is being created
+// or recreated runs, unless the zone's quota or capacity still keeps it
+// from being created (then it stays so, with its LastError). Instances are
+// taken group by group and by name, so which of several waiting instances
+// gets freed quota is deterministic.
+func (c *Cloud) Advance() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, grp := range c.sortedGroups() {
+		for _, in := range sortedInstances(grp) {
+			c.finish(grp.ref.Zone, in)
+		}
+	}
+}
+
+// SetQuota limits the instances of zone to limit; 0 removes the limit.
+// Instances already there stay; new ones beyond the limit wait (or are
+// refused, with Options.SyncQuota).
+func (c *Cloud) SetQuota(zone string, limit int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit <= 0 {
+		delete(c.quota, zone)
+		return
+	}
+	c.quota[zone] = limit
+}
+
+// SetStockout says whether zone is out of capacity. While it is,
+// instances created or recreated there stay CREATING (RECREATING) with a
+// LastError wrapping cloud.ErrStockout; when it ends, Advance runs them.
+func (c *Cloud) SetStockout(zone string, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.stockout[zone] = true
+		return
+	}
+	delete(c.stockout, zone)
+}
+
+// FailNext makes the next n calls (reads included) fail with an error
+// wrapping cloud.ErrTransient, changing nothing.
+func (c *Cloud) FailNext(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failNext += n
+}
+
+// TimeoutNext makes the next mutating call that succeeds carry out its
+// change and then return an error wrapping cloud.ErrTransient, as a call
+// whose operation outlived its deadline does. Its request ID is
+// remembered, so the caller's retry with the same req changes nothing
+// and returns nil.
+func (c *Cloud) TimeoutNext() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeouts++
+}
+
+// Stop makes a running instance STOPPED, as a machine that failed is.
+func (c *Cloud) Stop(g cloud.GroupRef, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp, err := c.group(g)
+	if err != nil {
+		return err
+	}
+	in, ok := grp.instances[name]
+	if !ok {
+		return fmt.Errorf("memory: instance %s/%s: %w", g, name, cloud.ErrNotFound)
+	}
+	in.status = cloud.StatusStopped
+	return nil
+}
+
+// AddTemplate makes a template exist (a base template for EnsureTemplate,
+// or one a group is created from directly).
+func (c *Cloud) AddTemplate(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.templates[name] = true
+}
+
+// Calls returns the calls made so far, oldest first.
+func (c *Cloud) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Call(nil), c.calls...)
+}
+
+// Repeats counts the recorded calls of method that repeated a request
+// already carried out (and so changed nothing).
+func (c *Cloud) Repeats(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, call := range c.calls {
+		if call.Method == method && call.Repeat {
+			n++
+		}
+	}
+	return n
+}
