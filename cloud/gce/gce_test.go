@@ -390,3 +390,27 @@ func TestUnreachableIsTransient(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled, "the caller's cancellation is not a provider error")
 	assert.False(t, errors.Is(err, cloud.ErrTransient))
 }
+
+func TestPollFailures(t *testing.T) {
+	srv := newServer(t)
+	p := newProvider(t, srv)
+	g := group(t, srv, p, "pool-a", 2)
+	ins, err := p.ListInstances(ctx, g)
+	require.NoError(t, err)
+
+	// A poll that fails for a moment is polled again.
+	srv.FailNext("/wait", http.StatusServiceUnavailable, "backendError")
+	require.NoError(t, p.Resize(ctx, g, 3, "u1/resize"))
+
+	// A poll that cannot find the operation says nothing about the
+	// instances: not "not found" (which DeleteInstances would take for
+	// success) but transient, and the retry finds the operation.
+	srv.FailNext("/wait", http.StatusNotFound, "notFound")
+	err = p.DeleteInstances(ctx, g, []string{ins[0].Name}, "u1/delete")
+	require.ErrorIs(t, err, cloud.ErrTransient)
+	assert.False(t, errors.Is(err, cloud.ErrNotFound))
+	require.NoError(t, p.DeleteInstances(ctx, g, []string{ins[0].Name}, "u1/delete"))
+	grp, err := p.GetGroup(ctx, g)
+	require.NoError(t, err)
+	assert.Equal(t, 2, grp.TargetSize)
+}

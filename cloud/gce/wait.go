@@ -67,7 +67,15 @@ func (p *Provider) wait(ctx context.Context, call string, op *compute.Operation)
 			if wctx.Err() != nil && ctx.Err() == nil {
 				continue // the deadline check above reports it
 			}
-			return classify(ctx, call, err)
+			// The poll failed for good (the operation is gone, the
+			// credentials may not read it): the operation's outcome is
+			// unknown, so it is not its error. A retry with the same
+			// request ID finds the operation again, if it exists.
+			perr := classify(ctx, "operations.wait", err)
+			if ctx.Err() != nil {
+				return perr
+			}
+			return &Error{Call: call, Message: fmt.Sprintf("polling operation %s: %v", op.Name, perr), Kind: cloud.ErrTransient, Err: err}
 		}
 		op = next
 	}
