@@ -19,8 +19,8 @@ import (
 // under one req. After an error wrapping ErrTransient the caller repeats
 // the call with the same req; after any other error it tries again, if at
 // all, with a new req (the action's next attempt), since a provider may
-// answer a request it remembers with the same error (GCE keeps a failed
-// operation under its request ID).
+// answer a request it remembers with the same error (GCE answers a
+// repeated request ID with the first request's operation, failed or not).
 //
 // Mutating calls return once the provider has accepted and carried out the
 // change to the group's definition (GCE: the zone operation is DONE). An
