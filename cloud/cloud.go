@@ -10,13 +10,17 @@ import (
 //
 // req, on every mutating method, is the ID of the action that decided the
 // call (phases.Action.ID). The adapter derives the provider's request IDs
-// from it (RequestID(req, call)), so two calls of one method with the same
-// req are one request: the second changes nothing and returns nil when the
-// first succeeded. After an error wrapping ErrTransient the caller repeats
+// from it, the method, the group and the other arguments (RequestID(req,
+// call)), so repeating a call (same method, arguments and req) is one
+// request: the repeat changes nothing and returns nil when the first
+// succeeded, even if the state has moved on since (a replayed
+// CreateInstances does not bring back an instance deleted after it).
+// Calls that differ in method, group or arguments are different requests
+// under one req. After an error wrapping ErrTransient the caller repeats
 // the call with the same req; after any other error it tries again, if at
 // all, with a new req (the action's next attempt), since a provider may
-// answer a request it remembers with the same error (GCE keeps a failed
-// operation under its request ID).
+// answer a request it remembers with the same error (GCE answers a
+// repeated request ID with the first request's operation, failed or not).
 //
 // Mutating calls return once the provider has accepted and carried out the
 // change to the group's definition (GCE: the zone operation is DONE). An

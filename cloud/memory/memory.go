@@ -62,8 +62,8 @@ type Call struct {
 
 // Cloud is the in-memory provider; New makes one.
 type Cloud struct {
-	mu   sync.Mutex
-	opts Options
+	mu        sync.Mutex
+	opts      Options
 	// templates maps each template to the release it installs ("" for
 	// base templates, which install none molt knows).
 	templates map[string]string
@@ -128,9 +128,9 @@ func validName(kind, name string) error {
 // Name implements cloud.Provider.
 func (c *Cloud) Name() string { return "memory" }
 
-// call runs fn under the lock and records it. A mutating call (req != ""
-// or mutating) is deduplicated by its request ID and may be failed or
-// timed out by the hooks.
+// call runs fn under the lock and records it. A mutating call is
+// deduplicated by its request ID (req, method, group and arguments) and
+// may be failed or timed out by the hooks.
 func (c *Cloud) call(ctx context.Context, rec Call, mutating bool, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,7 +154,7 @@ func (c *Cloud) run(rec *Call, mutating bool, fn func() error) error {
 	if rec.Req == "" {
 		return fmt.Errorf("memory: %s without a req: %w", rec.Method, cloud.ErrInvalid)
 	}
-	id := cloud.RequestID(rec.Req, rec.Method)
+	id := cloud.RequestID(rec.Req, rec.Method+" "+rec.Group.String()+" "+rec.Args)
 	if c.requests[id] {
 		rec.Repeat = true
 		return nil
