@@ -9,7 +9,8 @@
 //
 // Every mutating call carries a request ID derived from the action ID
 // that decided it (RequestID), and instance names are chosen by the
-// caller, deterministically (InstanceName). A new leader that repeats a
+// caller, deterministically (phases.ReplacementName and
+// phases.GreenGroupName: the engine names what it decides). A new leader that repeats a
 // step after a failover therefore repeats the same calls with the same
 // names and IDs, and the provider creates or deletes nothing twice:
 // creating an instance or group that exists, or deleting one that is

@@ -29,21 +29,6 @@ func TemplateName(spec TemplateSpec) string {
 	return "molt-" + release + suffix
 }
 
-// InstanceName is the name of an instance molt creates in group: the
-// group's name, a '-', and eight hex digits of a hash of key, which the
-// caller derives from the action that creates the instance (its ID and,
-// when one action creates several, an index). The same action on any
-// leader therefore asks for the same names. The group's part is shortened
-// to keep the name within 63 characters.
-func InstanceName(group, key string) string {
-	sum := sha256.Sum256([]byte("molt-instance\x00" + group + "\x00" + key))
-	suffix := "-" + hex.EncodeToString(sum[:4])
-	if n := maxName - len(suffix); len(group) > n {
-		group = strings.TrimRight(group[:n], "-")
-	}
-	return group + suffix
-}
-
 // label turns s into lower-case letters, digits and single '-', without a
 // leading or trailing '-'.
 func label(s string) string {

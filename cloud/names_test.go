@@ -23,17 +23,6 @@ func TestTemplateName(t *testing.T) {
 	}
 }
 
-func TestInstanceName(t *testing.T) {
-	a := InstanceName("pool-a", "u1/surge/0")
-	assert.Regexp(t, `^pool-a-[0-9a-f]{8}$`, a)
-	assert.Equal(t, a, InstanceName("pool-a", "u1/surge/0"))
-	assert.NotEqual(t, a, InstanceName("pool-a", "u1/surge/1"))
-	long := strings.Repeat("g", 40) + "-" + strings.Repeat("h", 22)
-	n := InstanceName(long, "k")
-	assert.Regexp(t, nameRE, n)
-	assert.LessOrEqual(t, len(n), 63)
-}
-
 func TestRequestID(t *testing.T) {
 	id := RequestID("u1/start/s1", "createInstances")
 	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, id)

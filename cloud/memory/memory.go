@@ -62,8 +62,8 @@ type Call struct {
 
 // Cloud is the in-memory provider; New makes one.
 type Cloud struct {
-	mu        sync.Mutex
-	opts      Options
+	mu   sync.Mutex
+	opts Options
 	// templates maps each template to the release it installs ("" for
 	// base templates, which install none molt knows).
 	templates map[string]string
