@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
@@ -156,7 +157,8 @@ func TestManualUpgradeIgnoresWindowAndEmergencyNeedsReason(t *testing.T) {
 		return err == nil && u.State == phases.UpgradeDone && u.To.Patch == 8
 	})
 	found := false
-	for _, e := range m.c.Audit() {
+	log, _ := m.c.AuditLog(statemachine.AuditQuery{Limit: 100})
+	for _, e := range log {
 		if e.Action == "emergency-override" {
 			require.Contains(t, e.Detail, "oncall: CVE-2026-1234")
 			found = true

@@ -192,9 +192,10 @@ func (c *Coordinator) Members() ([]api.Member, error) {
 	return out, nil
 }
 
-// Audit returns the replicated audit trail.
-func (c *Coordinator) Audit() []AuditEntry {
-	return c.sm.Audit()
+// AuditLog returns the audit log's records q selects, newest first, and
+// whether older ones match too.
+func (c *Coordinator) AuditLog(q statemachine.AuditQuery) ([]statemachine.AuditRecord, bool) {
+	return c.sm.AuditLog(q)
 }
 
 // LeaderHTTPAddr is the leader's REST address, "" when no leader is known.
