@@ -185,7 +185,9 @@ func (c *Coordinator) Enroll(ctx context.Context, bearer string, req api.EnrollR
 		return api.EnrollResponse{}, err
 	}
 	cmd := statemachine.EnrollAgentCmd{TokenID: tok.ID, Cluster: req.Cluster, Node: req.Node, Serial: SerialOf(cert.SerialNumber.Bytes()), Now: now}
-	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "certificate serial " + cmd.Serial })
+	noteAudit(ctx, func(r *AuditRecord) {
+		r.Cluster, r.Node, r.Detail = req.Cluster, req.Node, "certificate serial "+cmd.Serial
+	})
 	if _, err := c.apply(ctx, statemachine.CmdEnrollAgent, cmd); err != nil {
 		return api.EnrollResponse{}, err
 	}

@@ -71,6 +71,9 @@ func (h *handlers) recordWrite(rt route) func(http.Handler) http.Handler {
 				Cluster: clip(firstParam(r, "name", "cluster")),
 				Pool:    clip(chi.URLParam(r, "pool")), Node: clip(chi.URLParam(r, "node")),
 			}}
+			if in.Record.Cluster == "" {
+				in.Record.Cluster = p.Cluster // the cluster a bootstrap token enrolls agents of
+			}
 			buf := &bufferedAnswer{header: http.Header{}}
 			next.ServeHTTP(buf, r.WithContext(coordinator.WithAuditIntent(r.Context(), in)))
 			h.recordOutcome(r, p, in, buf)
