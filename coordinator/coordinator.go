@@ -241,7 +241,7 @@ func (c *Coordinator) lead(ctx context.Context) {
 // command a request with an audit intent proposes carries the request's
 // record in the same entry (audit.go).
 func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
-	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() {
+	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() && statemachine.Auditable(t) {
 		return c.applyAudited(ctx, in, t, body)
 	}
 	return c.applyBare(ctx, t, body)

@@ -207,3 +207,12 @@ func TestAuditedRefusesNestingAndUnknownTypes(t *testing.T) {
 		require.Panics(t, func() { _ = applyAt(t, New(), 1, CmdAudited, c) }, "inner type %s", c.Type)
 	}
 }
+
+func TestAuditable(t *testing.T) {
+	require.True(t, Auditable(CmdPutRelease))
+	require.True(t, Auditable(CmdPoolWorkResult))
+	require.False(t, Auditable(CmdAudited), "no nesting")
+	require.False(t, Auditable(CmdAppendAudit))
+	require.False(t, Auditable(5), "raftstore's own")
+	require.False(t, Auditable(99), "unknown")
+}

@@ -39,6 +39,16 @@ func (f *Machine) SetOnChange(fn func()) { f.onChange = fn }
 // function. CmdAudited applies any other command of the registry but
 // CmdAppendAudit inside it (audit.go).
 func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
+	decs := decoders()
+	out := make(map[command.Type]command.ApplyFunc, len(decs))
+	for t, d := range decs {
+		out[t] = f.locked(d)
+	}
+	return out
+}
+
+// decoders is the registry's decoder of every command number.
+func decoders() map[command.Type]decoder {
 	decs := map[command.Type]decoder{
 		CmdPutRelease:      typed((*state).putRelease),
 		CmdPutCluster:      typed((*state).putCluster),
@@ -65,11 +75,14 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 		CmdPoolWorkResult:  typed((*state).poolWorkResult),
 	}
 	decs[CmdAudited] = audited(decs)
-	out := make(map[command.Type]command.ApplyFunc, len(decs))
-	for t, d := range decs {
-		out[t] = f.locked(d)
-	}
-	return out
+	return decs
+}
+
+// Auditable reports whether a command of type t may travel inside a
+// CmdAudited: any registered command but the audit commands themselves.
+func Auditable(t command.Type) bool {
+	_, ok := decoders()[t]
+	return ok && t != CmdAudited && t != CmdAppendAudit
 }
 
 // applyStep applies one decoded command to the state; the caller holds
