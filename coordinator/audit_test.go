@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -234,4 +235,33 @@ func TestAuditOfMembersAndAgents(t *testing.T) {
 	require.NotEmpty(t, joins)
 	require.Equal(t, http.StatusOK, joins[0].Status)
 	require.Contains(t, joins[0].Detail, "member m2")
+}
+
+// TestAuditRetentionSetting: the member's setting bounds the log it
+// proposes records for; settings out of bounds keep a member from
+// starting.
+func TestAuditRetentionSetting(t *testing.T) {
+	m := startMember(t, "m1", t.TempDir(), true, newFakeOps(), "", func(c *coordinator.Config) { c.AuditMaxEntries = 3 })
+	eventually(t, "leader", m.c.IsLeader)
+	cl := m.client()
+	for _, v := range []string{"1.33.6", "1.33.7", "1.33.8", "1.34.4", "1.34.5"} {
+		put(t, cl, "/v1/releases/"+v, release(v))
+	}
+	got := readAudit(t, cl, api.AuditQuery{})
+	require.Len(t, got, 3)
+	require.Equal(t, "/v1/releases/1.34.5", got[0].Path)
+	require.Equal(t, "/v1/releases/1.33.8", got[2].Path)
+	require.Equal(t, uint64(5), got[0].Seq, "numbers go on")
+
+	for _, bad := range []func(*coordinator.Config){
+		func(c *coordinator.Config) { c.AuditMaxEntries = -1 },
+		func(c *coordinator.Config) { c.AuditMaxEntries = 2_000_000 },
+		func(c *coordinator.Config) { c.AuditMaxAge = time.Minute },
+	} {
+		cfg := coordinator.DefaultConfig()
+		cfg.Raft.DataDir = t.TempDir()
+		bad(&cfg)
+		_, err := coordinator.New(cfg)
+		require.ErrorContains(t, err, "audit log")
+	}
 }
