@@ -181,7 +181,8 @@ func TestAuditTrailBeforeTheLog(t *testing.T) {
 		require.Equal(t, before[i], after[len(after)-5+i], "the moved trail kept its numbers")
 	}
 	newest := after[0]
-	require.Equal(t, "pool-cancel", newest.Action, "the golden log ends with a bare pool command")
+	require.Equal(t, "maintenance-policy", newest.Action, "the golden log ends with a bare policy command")
+	require.Equal(t, "ledger", newest.Cluster)
 	require.Equal(t, uint64(len(entries)), newest.Index)
 	require.Empty(t, newest.Principal, "a bare command knows no principal")
 	for _, r := range after {
