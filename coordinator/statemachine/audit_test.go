@@ -217,3 +217,34 @@ func TestAuditable(t *testing.T) {
 	require.False(t, Auditable(5), "raftstore's own")
 	require.False(t, Auditable(99), "unknown")
 }
+
+// BenchmarkAppendAuditAtCap appends records to a log held at its cap
+// (10,000 per class), each append dropping the oldest: the apply's cost
+// per record, which must not grow with the cap.
+func BenchmarkAppendAuditAtCap(b *testing.B) {
+	f := New()
+	apply := f.Handlers()[CmdAppendAudit]
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	rec := AuditRecord{Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator", Method: "PUT", Route: "/v1/releases/{version}",
+		Path: "/v1/releases/1.34.4", Status: 403, Problem: "https://molt.dev/problems/forbidden", Rule: "role-admin"}
+	body := func(i int) []byte {
+		rec.Time = t0.Add(time.Duration(i) * time.Second)
+		b, _ := json.Marshal(AppendAuditCmd{Record: rec, Retention: AuditRetention{MaxEntries: DefaultAuditMaxEntries}})
+		return b
+	}
+	for i := range DefaultAuditMaxEntries {
+		_, _ = apply(uint64(i+1), body(i))
+	}
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = body(DefaultAuditMaxEntries + i)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		_, _ = apply(uint64(DefaultAuditMaxEntries+i+1), bodies[i])
+	}
+	b.StopTimer()
+	if len(f.st.AuditLog) != DefaultAuditMaxEntries {
+		b.Fatalf("log holds %d records", len(f.st.AuditLog))
+	}
+}
