@@ -106,14 +106,17 @@ type UpgradeRequest struct {
 	ConcurrentWorkerPools int `json:"concurrentWorkerPools,omitempty"`
 	// Emergency forces a critical patch through maintenance windows and
 	// exclusions. Only patch upgrades may be forced; the reason is required
-	// and kept in the audit trail.
+	// and kept in the audit log with the authenticated caller.
 	Emergency *Emergency `json:"emergency,omitempty"`
 }
 
 // Emergency is an operator's override of maintenance policy.
 type Emergency struct {
 	Reason string `json:"reason"`
-	By     string `json:"by,omitempty"`
+	// By is accepted, so that clients that send it keep working, and
+	// ignored: the audit log records who asked as authenticated, never a
+	// name the request states.
+	By string `json:"by,omitempty"`
 }
 
 // MaintenanceCheck answers "may this change run at that time, and if not,

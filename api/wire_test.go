@@ -26,6 +26,7 @@ var wireTypes = map[string]func() any{
 	"upgrade":       func() any { return new(api.Upgrade) },
 	"plan":          func() any { return new(api.Plan) },
 	"preflight-run": func() any { return new(api.PreflightRun) },
+	"audit-page":    func() any { return new(api.AuditPage) },
 }
 
 // TestWireJSON encodes each wire type twice, with every field filled and

@@ -190,6 +190,19 @@ func TestEnrollmentRefusals(t *testing.T) {
 	}
 	require.Equal(t, before, snapshot(t, cl))
 	require.Equal(t, tokensBefore, m.c.Tokens(), "refused enrollments spent no use")
+	// The audit log holds the refusals of a token that authenticated (for
+	// another cluster, a node the cluster lacks, a bad CSR), named by the
+	// token's ID, and none of callers that did not authenticate.
+	var refusedRules []string
+	for _, e := range m.c.AuditLog(api.AuditQuery{Limit: 100}).Entries {
+		if e.Route == "/v1/agents/enroll" {
+			require.Equal(t, api.AuditRefused, e.Outcome)
+			require.True(t, strings.HasPrefix(e.Principal, "bootstrap-token:"), e.Principal)
+			require.Equal(t, "bootstrap", e.PrincipalKind)
+			refusedRules = append(refusedRules, e.Rule)
+		}
+	}
+	require.Equal(t, []string{"csr-invalid", "csr-invalid", "node-unknown", "token-cluster"}, refusedRules, "newest first")
 
 	// A token enrolls as often as it allows, then is used up ("reused").
 	code, p := enroll(good, "worker-1", csrFor("worker-1"))

@@ -76,6 +76,14 @@ type Config struct {
 	// CloudRetryInterval is how long a MIG step that waits for quota or
 	// capacity waits before it tries again.
 	CloudRetryInterval time.Duration
+	// AuditMaxEntries bounds each class of the audit log's records
+	// (operators' requests, agents' requests); 0 means
+	// statemachine.DefaultAuditMaxEntries. AuditMaxAge, when not zero,
+	// also drops records older than that (at least an hour). Both travel
+	// in every audit record the leader proposes, so every member trims
+	// alike; a new value applies from the next record on.
+	AuditMaxEntries int
+	AuditMaxAge     time.Duration
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
@@ -108,6 +116,7 @@ func DefaultConfig() Config {
 		InstanceTimeout:     DefaultInstanceTimeout,
 		InstancePoll:        DefaultInstancePoll,
 		CloudRetryInterval:  DefaultCloudRetryInterval,
+		AuditMaxEntries:     statemachine.DefaultAuditMaxEntries,
 		Clock:               realClock{},
 	}
 }

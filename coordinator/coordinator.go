@@ -58,6 +58,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.MissingAfter <= 0 {
 		cfg.MissingAfter = 3 * cfg.HeartbeatInterval
 	}
+	if err := checkAuditConfig(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.MaxConcurrentWork <= 0 {
 		cfg.MaxConcurrentWork = DefaultMaxConcurrentWork
 	}
@@ -234,8 +237,18 @@ func (c *Coordinator) lead(ctx context.Context) {
 	}
 }
 
-// apply commits one command and returns the FSM's value.
+// apply commits one command and returns the FSM's value. The first
+// command a request with an audit intent proposes carries the request's
+// record in the same entry (audit.go).
 func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
+	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() && statemachine.Auditable(t) {
+		return c.applyAudited(ctx, in, t, body)
+	}
+	return c.applyBare(ctx, t, body)
+}
+
+// applyBare commits one command as it is.
+func (c *Coordinator) applyBare(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
 	start := time.Now()
 	v, err := c.store.Apply(ctx, t, body)
 	var refused *raftstore.RefusedError

@@ -1,5 +1,10 @@
 package coordinator
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // Hooks for the external tests of this package.
 
 // ConnectCluster connects to cluster as the leader's work does, with its
@@ -20,4 +25,23 @@ func (c *Coordinator) StoredKubeconfig(cluster string) (sealed, plain string) {
 		return "", ""
 	}
 	return r.KubeconfigSealed, r.Kubeconfig
+}
+
+// StateWithoutAudit is the replicated state's snapshot without the audit
+// log: what a refused request must leave exactly as it was.
+func (c *Coordinator) StateWithoutAudit() (string, error) {
+	snap, err := c.sm.Snapshot()
+	if err != nil {
+		return "", err
+	}
+	_, body, _ := bytes.Cut(snap, []byte("\n"))
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(body, &st); err != nil {
+		return "", err
+	}
+	for _, k := range []string{"audit", "auditLog", "agentAuditLog", "auditSeq"} {
+		delete(st, k)
+	}
+	b, err := json.Marshal(st)
+	return string(b), err
 }

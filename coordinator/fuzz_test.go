@@ -31,8 +31,9 @@ type fuzzTarget struct {
 	agent   *x509.Certificate
 	// background is set once a request started work the leader goes on
 	// with by itself (an upgrade, a preflight run): from then on the
-	// applied index moves without requests, and "a refused request
-	// appends nothing" can no longer be read off it.
+	// applied index and the state move without requests, and "a refused
+	// request changes nothing but the audit log" can no longer be read
+	// off them.
 	background sync.Once
 	noisy      bool
 }
@@ -43,6 +44,7 @@ type fuzzTarget struct {
 func fuzzHandler(m *member) (http.Handler, httpapi.Config) {
 	cfg := m.apiConfig
 	cfg.MaxPoll = 10 * time.Millisecond // long polls must not slow the fuzzer
+	cfg.AuditRefusalBurst = 1 << 30     // every refusal recorded: each one's record is checked
 	return httpapi.New(m.c, cfg), cfg
 }
 
@@ -57,6 +59,7 @@ func newFuzzTarget(f *testing.F) *fuzzTarget {
 	ft := &fuzzTarget{}
 	ft.m = startMemberAt(f, "m1", f.TempDir(), true, newFakeOps(), "", "127.0.0.1:0", nil, func(c *coordinator.Config) {
 		c.MissingAfter = time.Hour // no liveness entries of their own during a run
+		c.AuditMaxEntries = 100    // a small state to compare after every request
 	})
 	eventually(f, "leader", ft.m.c.IsLeader)
 	registerLab(f, ft.m.client())
@@ -91,7 +94,10 @@ var fuzzMethods = []string{"", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", 
 // type, a body, and who calls (an admin's token or lab/cp-1's agent
 // certificate). Properties: no answer is 500 (a panic, or an error no
 // status was chosen for); every answer that is not 2xx is a valid
-// problem+json; a refused request adds nothing to the Raft log.
+// problem+json; a refused request changes nothing but the audit log: the
+// state but for the audit log is as it was, and the Raft log grew by at
+// most one entry, the request's audit record (a refused write by the
+// admin or the agent; agents' own calls and reads are not recorded).
 func FuzzAPI(f *testing.F) {
 	fuzzOnce.Do(func() { fuzzT = newFuzzTarget(f) })
 	ft := fuzzT
@@ -149,6 +155,11 @@ func FuzzAPI(f *testing.F) {
 			req.Header.Set("Authorization", "Bearer "+testAdmin)
 		}
 		before := ft.m.c.AppliedIndex()
+		var stateBefore string
+		if !ft.noisy {
+			stateBefore, err = ft.m.c.StateWithoutAudit()
+			require.NoError(t, err)
+		}
 		rec := httptest.NewRecorder()
 		ft.handler.ServeHTTP(rec, req)
 		after := ft.m.c.AppliedIndex()
@@ -171,7 +182,16 @@ func FuzzAPI(f *testing.F) {
 			require.NotContains(t, p.Detail, " at index ", "raftstore's wrapping stays in the log")
 		}
 		if !ft.noisy {
-			require.Equal(t, before, after, "%s %s refused (%d) but the log grew: %s", m, target, code, rec.Body.String())
+			stateAfter, err := ft.m.c.StateWithoutAudit()
+			require.NoError(t, err)
+			require.Equal(t, stateBefore, stateAfter, "%s %s refused (%d) but the state changed: %s", m, target, code, rec.Body.String())
+			require.LessOrEqual(t, after, before+1, "%s %s refused (%d) but the log grew by more than its audit record: %s", m, target, code, rec.Body.String())
+			if after == before+1 {
+				e := ft.m.c.AuditLog(api.AuditQuery{Limit: 1}).Entries[0]
+				require.Equal(t, before+1, e.Index, "the entry is the audit record")
+				require.Equal(t, []any{m, code, api.AuditRefused}, []any{e.Method, e.Status, e.Outcome}, "%+v", e)
+				require.NotEmpty(t, e.Principal)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 )
 
 // refusal is a request the API must refuse with a problem naming its rule,
-// without a Raft entry.
+// without a Raft entry but its audit record.
 type refusal struct {
 	name, method, path, body string
 	status                   int
@@ -22,8 +23,9 @@ type refusal struct {
 }
 
 // requireRefusals sends each refusal to m and checks the answer, that the
-// applied index did not move, and that the problem's detail does not leak
-// raftstore's "command N at index M".
+// one entry it added is its audit record (the refusal, its rule, the admin
+// who asked: refusals change nothing but the audit log), and that the
+// problem's detail does not leak raftstore's "command N at index M".
 func requireRefusals(t *testing.T, m *member, rs []refusal) {
 	t.Helper()
 	for _, r := range rs {
@@ -38,9 +40,25 @@ func requireRefusals(t *testing.T, m *member, rs []refusal) {
 			require.Equal(t, api.ProblemTypeBase+r.suffix, prob.Type, string(body))
 			require.Equal(t, r.rule, prob.Rule, string(body))
 			require.NotContains(t, prob.Detail, " at index ", "raftstore's wrapping stays in the log")
-			require.Equal(t, before, m.c.AppliedIndex(), "a refused request became a Raft entry")
+			if strings.Contains(r.body, `"dryRun":true`) {
+				require.Equal(t, before, m.c.AppliedIndex(), "a dry run is not a write: refused, it is not even recorded")
+				return
+			}
+			requireOnlyAuditRecord(t, m, before, r.method, r.path, r.status, r.rule)
 		})
 	}
+}
+
+// requireOnlyAuditRecord checks that the one Raft entry since index
+// before is the audit record of a refused request: method, path, status,
+// rule, and the admin who sent it.
+func requireOnlyAuditRecord(t *testing.T, m *member, before uint64, method, path string, status int, rule string) {
+	t.Helper()
+	require.Equal(t, before+1, m.c.AppliedIndex(), "a refused request became a Raft entry besides its audit record")
+	e := m.c.AuditLog(api.AuditQuery{Limit: 1}).Entries[0]
+	require.Equal(t, before+1, e.Index)
+	require.Equal(t, []any{method, path, status, rule, api.AuditRefused, "token:" + testAdminRec.ID + " (bootstrap admin)"},
+		[]any{e.Method, e.Path, e.Status, e.Rule, e.Outcome, e.Principal})
 }
 
 func unreachableAddr(t *testing.T) string {
@@ -117,7 +135,7 @@ func TestRefusedWritesAreRefusedBeforeTheLog(t *testing.T) {
 	require.ErrorIs(t, err, coordinator.ErrNotFound)
 	_, err = m.c.Register(context.Background(), api.RegisterRequest{Cluster: "lab", Node: "nope"})
 	require.ErrorIs(t, err, coordinator.ErrNotFound)
-	require.Equal(t, before, m.c.AppliedIndex())
+	require.Equal(t, before, m.c.AppliedIndex(), "agents' calls are not recorded: nothing at all reached the log")
 }
 
 func TestRequestBoundsAndNames(t *testing.T) {

@@ -124,7 +124,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
 	cert := memberCert(t, id)
 	fwd := httpsClient(cert).Transport
-	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir()}
+	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
 	m.srv = httpapi.NewServer(httpapi.New(m.c, m.apiConfig))
 	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()
 	ctx, cancel := context.WithCancel(context.Background())

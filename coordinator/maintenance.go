@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -17,6 +18,9 @@ func (c *Coordinator) SetPolicy(ctx context.Context, cluster string, p maintenan
 	if err := c.sm.ValidatePolicy(cluster, p, now); err != nil {
 		return err
 	}
+	noteAudit(ctx, func(r *AuditRecord) {
+		r.Detail = fmt.Sprintf("window: %v, exclusions: %d", p.Window != nil, len(p.Exclusions))
+	})
 	_, err := c.apply(ctx, statemachine.CmdSetPolicy, statemachine.SetPolicyCmd{Cluster: cluster, Policy: p, Now: now})
 	return err
 }

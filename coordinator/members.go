@@ -36,6 +36,9 @@ func (c *Coordinator) Join(ctx context.Context, r api.JoinRequest) error {
 	if err := checkJoin(r); err != nil {
 		return err
 	}
+	noteAudit(ctx, func(a *AuditRecord) {
+		a.Detail = fmt.Sprintf("member %s, raft %s, http %s", r.ID, r.RaftAddr, r.HTTPAddr)
+	})
 	if !c.store.IsLeader() {
 		return c.store.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr) // ErrNotLeader, without a round trip
 	}

@@ -13,10 +13,6 @@ type RuleError = statemachine.RuleError
 // PreflightRun is one stored preflight run: statemachine.PreflightRun.
 type PreflightRun = statemachine.PreflightRun
 
-// AuditEntry records an operator action that bypassed or changed policy:
-// statemachine.AuditEntry.
-type AuditEntry = statemachine.AuditEntry
-
 // Pool commands (SPEC §7), as the state machine names them.
 const (
 	PoolCancel   = statemachine.PoolCancel

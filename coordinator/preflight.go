@@ -26,6 +26,7 @@ func (c *Coordinator) StartPreflight(ctx context.Context, cluster, version strin
 	if err != nil {
 		return "", err
 	}
+	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "run " + run.ID + " for " + to.String() })
 	if _, err := c.apply(ctx, statemachine.CmdPreflightStart, statemachine.PreflightStartCmd{Run: run}); err != nil {
 		return "", err
 	}

@@ -115,6 +115,7 @@ func (c *Coordinator) RewrapSecrets(ctx context.Context) (api.RewrapResult, erro
 	if len(batch) > 0 {
 		batches = append(batches, batch)
 	}
+	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "under key " + kr.Primary() })
 	for _, b := range batches {
 		v, err := c.apply(ctx, statemachine.CmdRewrapSecrets, statemachine.RewrapSecretsCmd{Kubeconfigs: b, Now: c.cfg.Clock.Now()})
 		if err != nil {

@@ -58,6 +58,7 @@ func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, k
 		return err
 	}
 	if kubeconfig != "" {
+		noteAudit(ctx, func(r *AuditRecord) { r.Detail = "with a kubeconfig (sealed)" })
 		sealed, err := c.sealKubeconfig(spec.Name, kubeconfig)
 		if err != nil {
 			return err
@@ -123,13 +124,14 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	return phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now()), nil
 }
 
+// upgradeOptions are the options of an upgrade request. An emergency
+// override's reason is kept with the upgrade and in the request's audit
+// record; its self-declared "by" is ignored: the record names the
+// authenticated caller.
 func upgradeOptions(req api.UpgradeRequest) phases.Options {
 	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: phases.CurrentStepLayout}
 	if req.Emergency != nil {
 		o.EmergencyReason = req.Emergency.Reason
-		if req.Emergency.By != "" {
-			o.EmergencyReason = req.Emergency.By + ": " + req.Emergency.Reason
-		}
 	}
 	return o
 }
@@ -141,7 +143,8 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 	if req.Emergency != nil && req.Emergency.Reason == "" {
 		return nil, &RuleError{Rule: "override-reason-required", Detail: "an emergency override needs a reason, kept in the audit trail", Err: ErrInvalid}
 	}
-	if _, err := c.Plan(cluster, req); err != nil {
+	plan, err := c.Plan(cluster, req)
+	if err != nil {
 		return nil, err
 	}
 	// The upgrade and its preflight run start in one entry; the leader runs
@@ -153,6 +156,16 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 	if err != nil {
 		return nil, err
 	}
+	noteAudit(ctx, func(r *AuditRecord) {
+		r.Detail = fmt.Sprintf("%s → %s", plan.From, to)
+		if req.Automatic {
+			r.Detail += ", automatic"
+		}
+		if req.Emergency != nil {
+			r.Detail += ", emergency override"
+			r.Reason = req.Emergency.Reason
+		}
+	})
 	if _, err := c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
@@ -190,11 +203,6 @@ func (c *Coordinator) Members() ([]api.Member, error) {
 		out = append(out, api.Member{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
 	}
 	return out, nil
-}
-
-// Audit returns the replicated audit trail.
-func (c *Coordinator) Audit() []AuditEntry {
-	return c.sm.Audit()
 }
 
 // LeaderHTTPAddr is the leader's REST address, "" when no leader is known.

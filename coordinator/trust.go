@@ -38,6 +38,17 @@ func (c *Coordinator) AuthenticateToken(token string) (api.Token, error) {
 	return tokenToAPI(t), nil
 }
 
+// AuthenticateBootstrapToken checks a bootstrap token as AuthenticateToken
+// checks an API token, uses left included: the HTTP layer authenticates
+// enrollment with it before anything is recorded.
+func (c *Coordinator) AuthenticateBootstrapToken(token string) (api.Token, error) {
+	t, err := c.checkSecret(token, statemachine.TokenKindBootstrap)
+	if err != nil {
+		return api.Token{}, err
+	}
+	return tokenToAPI(t), nil
+}
+
 func (c *Coordinator) checkSecret(token, kind string) (statemachine.TokenRecord, error) {
 	id, secret, err := trust.ParseToken(token)
 	if err != nil {
@@ -112,6 +123,14 @@ func (c *Coordinator) CreateToken(ctx context.Context, req api.TokenRequest, by 
 	rec.ID = id
 	_, secret, _ := trust.ParseToken(tok)
 	rec.SecretHash = trust.HashSecret(secret)
+	noteAudit(ctx, func(r *AuditRecord) {
+		r.Cluster = rec.Cluster
+		if rec.Kind == api.TokenBootstrap {
+			r.Detail = fmt.Sprintf("bootstrap token %s, %d use(s), expires %s", rec.ID, rec.Uses, rec.Expires.Format(time.RFC3339))
+		} else {
+			r.Detail = fmt.Sprintf("API token %s, role %s", rec.ID, rec.Role)
+		}
+	})
 	if _, err := c.apply(ctx, statemachine.CmdPutToken, statemachine.PutTokenCmd{Token: rec, Now: now}); err != nil {
 		return api.Token{}, err
 	}
@@ -166,6 +185,9 @@ func (c *Coordinator) Enroll(ctx context.Context, bearer string, req api.EnrollR
 		return api.EnrollResponse{}, err
 	}
 	cmd := statemachine.EnrollAgentCmd{TokenID: tok.ID, Cluster: req.Cluster, Node: req.Node, Serial: SerialOf(cert.SerialNumber.Bytes()), Now: now}
+	noteAudit(ctx, func(r *AuditRecord) {
+		r.Cluster, r.Node, r.Detail = req.Cluster, req.Node, "certificate serial "+cmd.Serial
+	})
 	if _, err := c.apply(ctx, statemachine.CmdEnrollAgent, cmd); err != nil {
 		return api.EnrollResponse{}, err
 	}
@@ -188,6 +210,7 @@ func (c *Coordinator) RenewAgentCert(ctx context.Context, cluster, node, old str
 		return api.EnrollResponse{}, err
 	}
 	cmd := statemachine.RenewAgentCertCmd{Cluster: cluster, Node: node, Old: old, Serial: SerialOf(cert.SerialNumber.Bytes()), Now: now}
+	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "certificate serial " + old + " → " + cmd.Serial })
 	if _, err := c.apply(ctx, statemachine.CmdRenewAgentCert, cmd); err != nil {
 		return api.EnrollResponse{}, err
 	}
@@ -233,7 +256,8 @@ func (c *Coordinator) ensureBootstrapAdmin(ctx context.Context) {
 // certificates with when it leads, and the encryption key ring it will
 // open kubeconfigs with (the route is admin only; a member holds
 // everything the coordinator holds anyway).
-func (c *Coordinator) MemberCertificate(r api.JoinRequest) (api.JoinResponse, error) {
+func (c *Coordinator) MemberCertificate(ctx context.Context, r api.JoinRequest) (api.JoinResponse, error) {
+	noteAudit(ctx, func(a *AuditRecord) { a.Detail = "certificate, CA key and encryption keys for member " + r.ID })
 	if c.cfg.CA == nil {
 		return api.JoinResponse{}, &RuleError{Rule: "no-ca", Detail: "this coordinator has no CA to sign a member certificate", Err: ErrInvalid}
 	}

@@ -13,8 +13,10 @@ import (
 )
 
 // Authentication and authorization. Every route declares what it requires
-// (routes.go); authenticate finds out who the caller is, authorize checks
-// the one against the other before the handler runs.
+// (routes.go); authenticate finds out who the caller is, authorizeRoute
+// checks the one against the other before the handler runs. On routes the
+// leader serves, a follower authenticates and forwards, and the leader
+// authorizes (and records, audit.go).
 //
 // Callers prove who they are by:
 //   - a client certificate the cluster CA signed (verified in the TLS
@@ -22,8 +24,8 @@ import (
 //     the certificate's serial is current for a node of the cluster) and
 //     members ("member:<id>");
 //   - an operator's API token, "Authorization: Bearer <id>.<secret>";
-//   - a bootstrap token on the enrollment route, checked by the
-//     enrollment itself.
+//   - a bootstrap token on the enrollment route, checked on the leader
+//     (checkBootstrap) and again by the enrollment itself.
 //
 // A follower that forwards a request to the leader authenticates it first
 // and sends the principal it found in principalHeader; the leader believes
@@ -75,10 +77,11 @@ func (q Requirement) String() string {
 
 var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
 
-// guard authenticates the caller and checks it against the route's
-// requirement q before the handler runs. A credential that is present and
-// wrong is refused (401), never treated as anonymous.
-func (h *handlers) guard(q Requirement) func(http.Handler) http.Handler {
+// authenticate finds out who the caller is (routes.go puts it first on
+// every route). A credential that is present and wrong is refused (401),
+// never treated as anonymous, and so is no credential where the route
+// needs one: such a caller is never forwarded, recorded or served.
+func (h *handlers) authenticate(q Requirement) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if q == Public { // health checks: whatever credential comes along is not looked at
@@ -86,14 +89,51 @@ func (h *handlers) guard(q Requirement) func(http.Handler) http.Handler {
 				return
 			}
 			p, err := h.principal(r, q)
-			if err == nil {
-				err = authorize(q, p, r)
+			if err == nil && p.Kind == KindAnonymous {
+				err = &coordinator.RuleError{Rule: "authentication-required", Detail: fmt.Sprintf("%s %s needs a credential (%s)", r.Method, r.URL.Path, q), Err: coordinator.ErrUnauthorized}
 			}
 			if err != nil {
 				writeProblem(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+// checkBootstrap authenticates the bootstrap token of an enrollment, on
+// the leader (a token just created may not have reached a follower yet):
+// the caller becomes "bootstrap-token:<id>", or is refused (401) before
+// anything is recorded.
+func (h *handlers) checkBootstrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			writeProblem(w, r, &coordinator.RuleError{Rule: "authentication-required", Detail: "enrollment needs a bootstrap token: Authorization: Bearer <token>", Err: coordinator.ErrUnauthorized})
+			return
+		}
+		t, err := h.svc.AuthenticateBootstrapToken(tok)
+		if err != nil {
+			writeProblem(w, r, err)
+			return
+		}
+		p := Principal{Kind: KindBootstrap, Name: "bootstrap-token:" + t.ID, Cluster: t.Cluster}
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
+	})
+}
+
+// authorizeRoute checks the authenticated caller against the route's
+// requirement before the handler runs (403 for a caller who may not). On
+// audited writes it runs inside the audit log's middleware, so a refusal
+// is recorded (audit.go).
+func (h *handlers) authorizeRoute(q Requirement) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := authorize(q, PrincipalFrom(r.Context()), r); err != nil {
+				writeProblem(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }

@@ -24,6 +24,16 @@ type indexedMember struct {
 	mu      sync.Mutex
 	waiting chan struct{} // closed when a read starts waiting
 	leader  string
+	// audited are the records the API stored on their own: this fake's
+	// writes do not carry theirs.
+	audited []coordinator.AuditRecord
+}
+
+func (m *indexedMember) RecordAudit(_ context.Context, r coordinator.AuditRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.audited = append(m.audited, r)
+	return nil
 }
 
 // testToken is the admin token the fake members accept.
@@ -100,6 +110,9 @@ func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, uint64(42), c.Seen(), "a write's answer carries the index after the write")
+	require.Len(t, m.audited, 1, "a write that did not carry its record is recorded on its own")
+	require.Equal(t, coordinator.AuditRecord{Principal: "token:abcdef", Kind: KindOperator, Role: "admin", Method: "PUT",
+		Route: "/v1/releases/{version}", Path: "/v1/releases/1.34.4", Status: 200}, m.audited[0])
 }
 
 func TestReadWaitsForTheClientsIndex(t *testing.T) {
@@ -147,4 +160,7 @@ func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, uint64(101), c.Seen(), "the follower passed on the leader's index, not its own")
+	require.Empty(t, follower.audited, "the leader records a forwarded write")
+	require.Len(t, leader.audited, 1)
+	require.Equal(t, "token:abcdef", leader.audited[0].Principal, "with the principal the follower authenticated")
 }

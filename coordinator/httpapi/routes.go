@@ -6,73 +6,98 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// route is one endpoint. Its requirement is part of its declaration, so a
-// route cannot be added without saying who may call it (auth_test.go walks
-// the router and checks every route refuses anonymous and too-weak
-// callers).
+// route is one endpoint. Its requirement and how it is served are part of
+// its declaration, so a route cannot be added without saying who may call
+// it (auth_test.go walks the router and checks every route refuses
+// anonymous and too-weak callers) and whether it is a read, an agent's
+// call or an audited write (routes_test.go).
 type route struct {
 	method, pattern string
 	need            Requirement
-	// leader routes change state, or concern agents whose liveness and
-	// work queues live on the leader: followers forward them.
-	leader  bool
-	handler http.Handler
+	serve           serving
+	handler         http.Handler
 }
 
-// routes is the API: every route, the role it requires, and whether the
-// leader serves it. It is the single source of each route's role.
+// serving says where a route is served and whether the audit log records
+// it.
+type serving struct {
+	// leader routes change state, or concern agents whose liveness and
+	// work queues live on the leader: followers forward them.
+	leader bool
+	// audit, when not zero, makes the route an audited write: the status
+	// it answers when its write applied (the status of the record that
+	// the write's own log entry carries; audit.go).
+	audit int
+}
+
+var (
+	// read: any member answers from its replica.
+	read = serving{}
+	// agentCall: agents' machine traffic (registration, heartbeats,
+	// polls, results), served by the leader and not recorded in the
+	// audit log (docs/security.md says why).
+	agentCall = serving{leader: true}
+)
+
+// write is an audited write that answers ok when it applied.
+func write(ok int) serving { return serving{leader: true, audit: ok} }
+
+// routes is the API: every route, the role it requires, and how it is
+// served. It is the single source of each route's role.
 func (h *handlers) routes() []route {
 	f := func(fn http.HandlerFunc) http.Handler { return fn }
 	rs := []route{
-		{"GET", "/healthz", Public, false, f(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })},
-		{"GET", "/readyz", Public, false, f(h.readyz)},
+		{"GET", "/healthz", Public, read, f(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })},
+		{"GET", "/readyz", Public, read, f(h.readyz)},
 
-		{"GET", "/v1/members", NeedViewer, false, f(h.members)},
-		{"POST", "/v1/members", NeedAdmin, true, f(h.join)},
-		{"POST", "/v1/members/certificate", NeedAdmin, true, f(h.memberCertificate)},
-		{"DELETE", "/v1/members/{id}", NeedAdmin, true, f(h.removeMember)},
+		{"GET", "/v1/members", NeedViewer, read, f(h.members)},
+		{"POST", "/v1/members", NeedAdmin, write(200), f(h.join)},
+		{"POST", "/v1/members/certificate", NeedAdmin, write(200), f(h.memberCertificate)},
+		{"DELETE", "/v1/members/{id}", NeedAdmin, write(204), f(h.removeMember)},
 
-		{"GET", "/v1/tokens", NeedAdmin, false, f(h.tokens)},
-		{"POST", "/v1/tokens", NeedAdmin, true, f(h.createToken)},
-		{"DELETE", "/v1/tokens/{id}", NeedAdmin, true, f(h.deleteToken)},
+		{"GET", "/v1/tokens", NeedAdmin, read, f(h.tokens)},
+		{"POST", "/v1/tokens", NeedAdmin, write(201), f(h.createToken)},
+		{"DELETE", "/v1/tokens/{id}", NeedAdmin, write(204), f(h.deleteToken)},
 
-		{"POST", "/v1/secrets/rewrap", NeedAdmin, true, f(h.rewrapSecrets)},
+		{"POST", "/v1/secrets/rewrap", NeedAdmin, write(200), f(h.rewrapSecrets)},
 
-		{"GET", "/v1/releases", NeedViewer, false, f(h.releases)},
-		{"GET", "/v1/releases/{version}", NeedViewer, false, f(h.release)},
-		{"PUT", "/v1/releases/{version}", NeedAdmin, true, f(h.putRelease)},
+		{"GET", "/v1/audit", NeedAdmin, read, f(h.audit)},
 
-		{"GET", "/v1/clusters", NeedViewer, false, f(h.clusters)},
-		{"GET", "/v1/clusters/{name}", NeedViewer, false, f(h.cluster)},
-		{"PUT", "/v1/clusters/{name}", NeedAdmin, true, f(h.putCluster)},
-		{"DELETE", "/v1/clusters/{name}", NeedAdmin, true, f(h.deleteCluster)},
-		{"GET", "/v1/clusters/{name}/upgrade", NeedViewer, false, f(h.upgrade)},
-		{"POST", "/v1/clusters/{name}/upgrade", NeedOperator, true, f(h.startUpgrade)},
-		{"POST", "/v1/clusters/{name}/pools/{pool}/upgrade/{cmd}", NeedOperator, true, f(h.poolCommand)},
-		{"POST", "/v1/clusters/{name}/pools/{pool}/{verb}", NeedOperator, true, f(h.poolVerb)},
-		{"POST", "/v1/clusters/{name}/nodes/{node}/retry", NeedOperator, true, f(h.retryNode)},
-		{"POST", "/v1/clusters/{name}/preflight", NeedOperator, true, f(h.startPreflight)},
-		{"GET", "/v1/clusters/{name}/preflight/{id}", NeedViewer, false, f(h.preflight)},
-		{"GET", "/v1/clusters/{name}/maintenance-policy", NeedViewer, false, f(h.policy)},
-		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, true, f(h.putPolicy)},
-		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, false, f(h.checkPolicy)},
+		{"GET", "/v1/releases", NeedViewer, read, f(h.releases)},
+		{"GET", "/v1/releases/{version}", NeedViewer, read, f(h.release)},
+		{"PUT", "/v1/releases/{version}", NeedAdmin, write(200), f(h.putRelease)},
 
-		{"POST", "/v1/agents/enroll", NeedBootstrapToken, true, f(h.enroll)},
-		{"POST", "/v1/agents/register", NeedAgent, true, f(h.register)},
-		{"POST", "/v1/agents/{cluster}/{node}/certificate", NeedAgent, true, f(h.renew)},
-		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, true, f(h.heartbeat)},
-		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, true, f(h.poll)},
-		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, true, f(h.result)},
+		{"GET", "/v1/clusters", NeedViewer, read, f(h.clusters)},
+		{"GET", "/v1/clusters/{name}", NeedViewer, read, f(h.cluster)},
+		{"PUT", "/v1/clusters/{name}", NeedAdmin, write(200), f(h.putCluster)},
+		{"DELETE", "/v1/clusters/{name}", NeedAdmin, write(204), f(h.deleteCluster)},
+		{"GET", "/v1/clusters/{name}/upgrade", NeedViewer, read, f(h.upgrade)},
+		{"POST", "/v1/clusters/{name}/upgrade", NeedOperator, write(202), f(h.startUpgrade)},
+		{"POST", "/v1/clusters/{name}/pools/{pool}/upgrade/{cmd}", NeedOperator, write(200), f(h.poolCommand)},
+		{"POST", "/v1/clusters/{name}/pools/{pool}/{verb}", NeedOperator, write(200), f(h.poolVerb)},
+		{"POST", "/v1/clusters/{name}/nodes/{node}/retry", NeedOperator, write(204), f(h.retryNode)},
+		{"POST", "/v1/clusters/{name}/preflight", NeedOperator, write(202), f(h.startPreflight)},
+		{"GET", "/v1/clusters/{name}/preflight/{id}", NeedViewer, read, f(h.preflight)},
+		{"GET", "/v1/clusters/{name}/maintenance-policy", NeedViewer, read, f(h.policy)},
+		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, write(200), f(h.putPolicy)},
+		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, read, f(h.checkPolicy)},
+
+		{"POST", "/v1/agents/enroll", NeedBootstrapToken, write(200), f(h.enroll)},
+		{"POST", "/v1/agents/register", NeedAgent, agentCall, f(h.register)},
+		{"POST", "/v1/agents/{cluster}/{node}/certificate", NeedAgent, write(200), f(h.renew)},
+		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentCall, f(h.heartbeat)},
+		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.poll)},
+		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.result)},
 	}
 	if h.cfg.Gatherer != nil {
 		// GET and HEAD only; any other method answers 405 method-not-allowed.
 		m := promhttp.HandlerFor(h.cfg.Gatherer, promhttp.HandlerOpts{})
-		rs = append(rs, route{"GET", "/metrics", NeedViewer, false, m}, route{"HEAD", "/metrics", NeedViewer, false, m})
+		rs = append(rs, route{"GET", "/metrics", NeedViewer, read, m}, route{"HEAD", "/metrics", NeedViewer, read, m})
 	}
 	if h.cfg.ArtifactDir != "" {
 		// Agents download release binaries here; each is checked against
 		// the release's sha256 before use.
-		rs = append(rs, route{"GET", "/artifacts/*", NeedAgentOrViewer, false, Artifacts(h.cfg.ArtifactDir)})
+		rs = append(rs, route{"GET", "/artifacts/*", NeedAgentOrViewer, read, Artifacts(h.cfg.ArtifactDir)})
 	}
 	return rs
 }
@@ -84,6 +109,18 @@ func Requirements(cfg Config) map[string]Requirement {
 	out := map[string]Requirement{}
 	for _, rt := range (&handlers{cfg: cfg}).routes() {
 		out[rt.method+" "+rt.pattern] = rt.need
+	}
+	return out
+}
+
+// Audited lists the routes the audit log records, keyed as Requirements
+// keys them, with the status each answers when its write applied.
+func Audited(cfg Config) map[string]int {
+	out := map[string]int{}
+	for _, rt := range (&handlers{cfg: cfg}).routes() {
+		if rt.serve.audit != 0 {
+			out[rt.method+" "+rt.pattern] = rt.serve.audit
+		}
 	}
 	return out
 }

@@ -52,7 +52,7 @@ type Service interface {
 	Members() ([]api.Member, error)
 	Join(ctx context.Context, r api.JoinRequest) error
 	// MemberCertificate signs a member's certificate before it joins.
-	MemberCertificate(r api.JoinRequest) (api.JoinResponse, error)
+	MemberCertificate(ctx context.Context, r api.JoinRequest) (api.JoinResponse, error)
 	RemoveMember(ctx context.Context, id string) error
 
 	StartPreflight(ctx context.Context, cluster, version string) (string, error)
@@ -65,6 +65,9 @@ type Service interface {
 
 	// Credentials (trust.go in package coordinator).
 	AuthenticateToken(token string) (api.Token, error)
+	// AuthenticateBootstrapToken checks an enrollment's bootstrap token
+	// (uses left included).
+	AuthenticateBootstrapToken(token string) (api.Token, error)
 	AgentCertValid(cluster, node, serial string) bool
 	CreateToken(ctx context.Context, req api.TokenRequest, by string) (api.Token, error)
 	Tokens() []api.Token
@@ -75,6 +78,13 @@ type Service interface {
 	// RewrapSecrets seals every stored secret again with the primary
 	// encryption key (secrets.go in package coordinator).
 	RewrapSecrets(ctx context.Context) (api.RewrapResult, error)
+
+	// The audit log (audit.go in package coordinator): writes proposed
+	// under a context that carries a coordinator.AuditIntent carry its
+	// record; RecordAudit appends one on its own; AuditLog reads this
+	// member's replica.
+	RecordAudit(ctx context.Context, r coordinator.AuditRecord) error
+	AuditLog(q api.AuditQuery) api.AuditPage
 
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
 	Heartbeat(ctx context.Context, h api.AgentHealth) error
@@ -102,6 +112,14 @@ type Config struct {
 	// once on this member; one more answers 429 too-many-requests.
 	// Default DefaultMaxPollsPerNode.
 	MaxPollsPerNode int
+	// AuditRefusalEvery and AuditRefusalBurst bound how many refused
+	// writes of one principal the audit log records: a burst of
+	// AuditRefusalBurst, then one per AuditRefusalEvery (audit.go).
+	// Defaults DefaultAuditRefusalEvery and DefaultAuditRefusalBurst.
+	AuditRefusalEvery time.Duration
+	AuditRefusalBurst int
+	// Clock measures that rate; nil is the wall clock.
+	Clock coordinator.Clock
 }
 
 // DefaultMaxPollsPerNode is the default of Config.MaxPollsPerNode: an
@@ -126,7 +144,16 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.MaxPollsPerNode <= 0 {
 		cfg.MaxPollsPerNode = DefaultMaxPollsPerNode
 	}
-	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}}
+	if cfg.AuditRefusalEvery <= 0 {
+		cfg.AuditRefusalEvery = DefaultAuditRefusalEvery
+	}
+	if cfg.AuditRefusalBurst <= 0 {
+		cfg.AuditRefusalBurst = DefaultAuditRefusalBurst
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
+	}
+	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}, refusals: newRefusalLimiter(cfg.AuditRefusalEvery, cfg.AuditRefusalBurst)}
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -137,10 +164,20 @@ func New(svc Service, cfg Config) http.Handler {
 	})
 	v1 := r.With(h.consistentIndex)
 	for _, rt := range h.routes() {
-		mw := chi.Middlewares{h.guard(rt.need)}
-		if rt.leader {
+		// Who the caller is; the leader for what it serves; who an
+		// enrollment's token is; the audit record of a write (which sees
+		// the authorization's refusal); whether the caller may.
+		mw := chi.Middlewares{h.authenticate(rt.need)}
+		if rt.serve.leader {
 			mw = append(mw, h.leaderOnly)
 		}
+		if rt.need == NeedBootstrapToken {
+			mw = append(mw, h.checkBootstrap)
+		}
+		if rt.serve.audit != 0 {
+			mw = append(mw, h.recordWrite(rt))
+		}
+		mw = append(mw, h.authorizeRoute(rt.need))
 		base := chi.Router(r)
 		if strings.HasPrefix(rt.pattern, "/v1/") {
 			base = v1
@@ -163,6 +200,9 @@ type handlers struct {
 
 	pollMu sync.Mutex
 	polls  map[string]int // open long polls by "cluster/node"
+
+	// refusals rates the refused writes the audit log records.
+	refusals *refusalLimiter
 }
 
 // enterPoll counts a long poll of node in, or refuses it beyond
@@ -379,6 +419,10 @@ func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	name := chi.URLParam(r, "name")
 	if req.DryRun {
+		// A dry run changes nothing: not a write the audit log records.
+		if in := coordinator.AuditIntentFrom(r.Context()); in != nil {
+			in.Skip()
+		}
 		plan, err := h.svc.Plan(name, req)
 		if err != nil {
 			writeProblem(w, r, err)

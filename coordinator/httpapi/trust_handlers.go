@@ -37,7 +37,8 @@ func (h *handlers) deleteToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // enroll is the one route a caller without a certificate or API token may
-// use to change state, with a bootstrap token the coordinator checks.
+// use to change state, with a bootstrap token the coordinator checks
+// (checkBootstrap first, then the enrollment itself).
 func (h *handlers) enroll(w http.ResponseWriter, r *http.Request) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
@@ -81,7 +82,7 @@ func (h *handlers) memberCertificate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	resp, err := h.svc.MemberCertificate(req)
+	resp, err := h.svc.MemberCertificate(r.Context(), req)
 	if err != nil {
 		writeProblem(w, r, err)
 		return

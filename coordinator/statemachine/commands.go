@@ -35,8 +35,10 @@ const (
 	CmdDeleteToken     command.Type = 33 // trust.go
 	CmdEnrollAgent     command.Type = 34 // trust.go
 	CmdRenewAgentCert  command.Type = 35 // trust.go
+	CmdAppendAudit     command.Type = 36 // audit.go
 	CmdRewrapSecrets   command.Type = 37 // secrets.go
 	CmdPoolWorkResult  command.Type = 38
+	CmdAudited         command.Type = 47 // audit.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply

@@ -38,8 +38,10 @@ var pinnedCommands = []struct {
 	{"deleteToken", CmdDeleteToken, 33},
 	{"enrollAgent", CmdEnrollAgent, 34},
 	{"renewAgentCert", CmdRenewAgentCert, 35},
+	{"appendAudit", CmdAppendAudit, 36},
 	{"rewrapSecrets", CmdRewrapSecrets, 37},
 	{"poolWorkResult", CmdPoolWorkResult, 38},
+	{"audited", CmdAudited, 47},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

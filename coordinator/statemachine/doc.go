@@ -1,9 +1,9 @@
 // Package statemachine is the coordinator's replicated state machine, and
 // the format it keeps on disk: the state (clusters, releases, upgrades,
 // agents' replicated liveness, maintenance policies, preflight runs, the
-// audit trail), the commands that change it with their literal numbers
-// (commands.go), the apply function of each (Handlers), and the snapshot
-// encoding (snapshot.go). Kubeconfigs reach it sealed, and stay so in the
+// audit log of requests in audit.go), the commands that change it with
+// their literal numbers (commands.go), the apply function of each
+// (Handlers), and the snapshot encoding (snapshot.go). Kubeconfigs reach it sealed, and stay so in the
 // log, the state and the snapshots (secrets.go).
 //
 // Three kinds of types meet here, each declared once. The state and the

@@ -36,51 +36,97 @@ func New() *Machine { return &Machine{st: newState()} }
 func (f *Machine) SetOnChange(fn func()) { f.onChange = fn }
 
 // Handlers is the command registry: command number (commands.go) → apply
-// function.
+// function. CmdAudited applies any other command of the registry but
+// CmdAppendAudit inside it (audit.go).
 func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
-	return map[command.Type]command.ApplyFunc{
-		CmdPutRelease:      apply(f, (*state).putRelease),
-		CmdPutCluster:      apply(f, (*state).putCluster),
-		CmdDeleteCluster:   apply(f, (*state).deleteCluster),
-		CmdStartUpgrade:    apply(f, (*state).startUpgrade),
-		CmdAdvance:         apply(f, (*state).advance),
-		CmdNodeStepResult:  apply(f, (*state).nodeStepResult),
-		CmdStepResult:      apply(f, (*state).stepResult),
-		CmdPoolCommand:     apply(f, (*state).poolCommand),
-		CmdRetryNode:       apply(f, (*state).retryNode),
-		CmdAgentRegister:   apply(f, (*state).agentRegister),
-		CmdAgentHealth:     apply(f, (*state).agentHealth),
-		CmdSetProtection:   apply(f, (*state).setProtection),
-		CmdSetPolicy:       apply(f, (*state).setPolicy),
-		CmdPreflightStart:  apply(f, (*state).preflightStart),
-		CmdPreflightResult: apply(f, (*state).preflightResult),
-		CmdPreflightFinish: apply(f, (*state).preflightFinish),
-		CmdPutToken:        apply(f, (*state).putToken),
-		CmdDeleteToken:     apply(f, (*state).deleteToken),
-		CmdEnrollAgent:     apply(f, (*state).enrollAgent),
-		CmdRenewAgentCert:  apply(f, (*state).renewAgentCert),
-		CmdRewrapSecrets:   apply(f, (*state).rewrapSecrets),
-		CmdPoolWorkResult:  apply(f, (*state).poolWorkResult),
+	decs := decoders()
+	out := make(map[command.Type]command.ApplyFunc, len(decs))
+	for t, d := range decs {
+		out[t] = f.locked(d)
 	}
+	return out
 }
 
-// apply adapts a typed state method to a command.ApplyFunc: decode the
-// body (undecodable bytes mean the replicas diverged: panic, as raftstore
-// expects), then run the method under the write lock. The constraints
-// hold every registered command to the persisted format: it encodes and
+// decoders is the registry's decoder of every command number.
+func decoders() map[command.Type]decoder {
+	decs := map[command.Type]decoder{
+		CmdPutRelease:      typed((*state).putRelease),
+		CmdPutCluster:      typed((*state).putCluster),
+		CmdDeleteCluster:   typed((*state).deleteCluster),
+		CmdStartUpgrade:    typed((*state).startUpgrade),
+		CmdAdvance:         typed((*state).advance),
+		CmdNodeStepResult:  typed((*state).nodeStepResult),
+		CmdStepResult:      typed((*state).stepResult),
+		CmdPoolCommand:     typed((*state).poolCommand),
+		CmdRetryNode:       typed((*state).retryNode),
+		CmdAgentRegister:   typed((*state).agentRegister),
+		CmdAgentHealth:     typed((*state).agentHealth),
+		CmdSetProtection:   typed((*state).setProtection),
+		CmdSetPolicy:       typed((*state).setPolicy),
+		CmdPreflightStart:  typed((*state).preflightStart),
+		CmdPreflightResult: typed((*state).preflightResult),
+		CmdPreflightFinish: typed((*state).preflightFinish),
+		CmdPutToken:        typed((*state).putToken),
+		CmdDeleteToken:     typed((*state).deleteToken),
+		CmdEnrollAgent:     typed((*state).enrollAgent),
+		CmdRenewAgentCert:  typed((*state).renewAgentCert),
+		CmdAppendAudit:     typedAt((*state).appendAudit),
+		CmdRewrapSecrets:   typed((*state).rewrapSecrets),
+		CmdPoolWorkResult:  typed((*state).poolWorkResult),
+	}
+	decs[CmdAudited] = audited(decs)
+	return decs
+}
+
+// Auditable reports whether a command of type t may travel inside a
+// CmdAudited: any registered command but the audit commands themselves.
+func Auditable(t command.Type) bool {
+	_, ok := decoders()[t]
+	return ok && t != CmdAudited && t != CmdAppendAudit
+}
+
+// applyStep applies one decoded command to the state; the caller holds
+// the write lock.
+type applyStep func(*state) (any, error)
+
+// decoder decodes a command's body into its applyStep. Undecodable bytes
+// mean the replicas diverged: it panics, as raftstore expects.
+type decoder func(index uint64, body []byte) applyStep
+
+// typed adapts a typed state method to a decoder. The constraints hold
+// every registered command to the persisted format: it encodes and
 // decodes through its V1 form (persisted_v1_commands.go), never through
 // the types it carries.
-func apply[C persistedCommand, D interface {
+func typed[C persistedCommand, D interface {
 	*C
 	json.Unmarshaler
-}](f *Machine, fn func(*state, C) (any, error)) command.ApplyFunc {
-	return func(index uint64, body []byte) (any, error) {
+}](fn func(*state, C) (any, error)) decoder {
+	return typedAt[C, D](func(s *state, _ uint64, c C) (any, error) { return fn(s, c) })
+}
+
+// typedAt is typed for a method that needs the entry's Raft index.
+func typedAt[C persistedCommand, D interface {
+	*C
+	json.Unmarshaler
+}](fn func(*state, uint64, C) (any, error)) decoder {
+	return func(index uint64, body []byte) applyStep {
 		var c C
 		if err := D(&c).UnmarshalJSON(body); err != nil {
 			panic(fmt.Sprintf("coordinator: undecodable command at index %d: %v", index, err))
 		}
+		return func(s *state) (any, error) { return fn(s, index, c) }
+	}
+}
+
+// locked makes a decoder an apply function: decode, then apply under the
+// write lock, then tell onChange.
+func (f *Machine) locked(d decoder) command.ApplyFunc {
+	return func(index uint64, body []byte) (any, error) {
+		step := d(index, body)
 		f.mu.Lock()
-		v, err := fn(f.st, c)
+		f.st.index = index
+		v, err := step(f.st)
+		f.st.index = 0
 		f.mu.Unlock()
 		if f.onChange != nil {
 			f.onChange()

@@ -44,6 +44,8 @@ func TestApplyCommands(t *testing.T) {
 		tokens     = before(CmdPutToken, 1)           // operator token op0001 stored
 		enrolled   = before(CmdEnrollAgent, 1) + 1    // worker-1 enrolled with bt0001, which is used up
 		renewed    = before(CmdRenewAgentCert, 0) + 1 // worker-1 holds certificates 0b and 0d
+		trail      = before(CmdAppendAudit, 0)        // the old audit trail holds 5 entries, the log none
+		logged     = trail + 1                        // the trail moved into the audit log, then 1 record: seq 6
 		up         = "lab-1.34.4-1"                   // the golden upgrade
 		// surgeDeleted: cloud's surge node replaced and being deleted.
 		surgeDeleted = slices.IndexFunc(entries, func(e goldenEntry) bool {
@@ -246,6 +248,49 @@ func TestApplyCommands(t *testing.T) {
 		{"rewrap of a changed kubeconfig is stale", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
 			{Cluster: "lab", Old: SecretDigest("an older kubeconfig"), Sealed: "molt-sealed:v1:k:lab"},
 			{Cluster: "nope", Old: SecretDigest(""), Sealed: "molt-sealed:v1:k:nope"}}}, nil, nil},
+		{"an audit record moves the old trail into the log", trail, CmdAppendAudit, AppendAuditCmd{Retention: keepAudit,
+			Record: AuditRecord{Time: now, Principal: "token:vw0001", Kind: "operator", Role: "viewer", Method: "DELETE", Path: "/v1/clusters/lab", Status: 403}}, nil,
+			func(t *testing.T, st *state) {
+				require.Empty(t, st.Audit, "the trail moved")
+				require.Len(t, st.AuditLog, 6)
+				require.Equal(t, AuditRecord{Seq: 1, Time: time.Date(2026, 11, 2, 9, 13, 0, 0, time.UTC), Cluster: "lab", Action: "maintenance-policy", Detail: "window=true exclusions=0"},
+					st.AuditLog[0], "numbered first, in its order, with no index")
+				last := st.AuditLog[5]
+				require.Equal(t, uint64(6), last.Seq)
+				require.Equal(t, uint64(trail+1), last.Index, "the Raft index of the entry that appended it")
+				require.Equal(t, "token:vw0001", last.Principal)
+				require.Equal(t, uint64(6), st.AuditSeq)
+			}},
+		{"an audited write applies with its record", logged, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
+			CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.35.0"}, Now: now}), nil,
+			func(t *testing.T, st *state) {
+				require.Contains(t, st.Releases, "1.35.0")
+				last := st.AuditLog[len(st.AuditLog)-1]
+				require.Equal(t, uint64(7), last.Seq)
+				require.Equal(t, uint64(logged+1), last.Index, "the write's own entry")
+				require.Equal(t, "token:ad0001", last.Principal)
+			}},
+		{"an audited write refused leaves no record", logged, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
+			CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}), ErrInvalid, nil},
+		{"an audited pool command adds no trail entry of its own", cpRunning, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator", Status: 200},
+			CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}), nil,
+			func(t *testing.T, st *state) {
+				p, _ := st.Clusters["lab"].Upgrade.Pool("workers")
+				require.True(t, p.Cancelled)
+				require.Empty(t, st.Audit)
+				require.Len(t, st.AuditLog, 2, "the trail's one entry, then the request's record")
+				require.Equal(t, "maintenance-policy", st.AuditLog[0].Action)
+				require.Equal(t, "token:op0001 (ci)", st.AuditLog[1].Principal)
+				require.Empty(t, st.AuditLog[1].Action, "no pool-cancel entry beside the record")
+			}},
+		{"an agent's record is of the agents' class", renewed, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "agent:lab/worker-1", Kind: "agent", Status: 200},
+			CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}), nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, []string{"0d", "10"}, st.Clusters["lab"].AgentCerts["worker-1"])
+				require.Len(t, st.AgentAuditLog, 1)
+				require.Equal(t, "agent:lab/worker-1", st.AgentAuditLog[0].Principal)
+				require.Len(t, st.AuditLog, 4, "operators' class: the old trail, moved")
+			}},
 	}
 	covered := map[raftstore.CommandType]bool{}
 	for _, tc := range tests {

@@ -349,6 +349,61 @@ func goldenEntries() []goldenEntry {
 	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/bg"), cstep(phases.ActStartStep, "start", "health"))
 	add(CmdStepResult, StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "health", OK: true, Message: "healthy"}, Now: now()})
 	cadvance(phases.Action{ID: cu + "/finish", Kind: phases.ActFinish, Upgrade: cu})
+
+	// The audit log (audit.go), on a cluster of its own, "ledger": a
+	// refusal recorded on its own, which moves the old audit trail into
+	// the log; writes carried with their records (an admin's release and
+	// cluster, an operator's emergency override whose old trail entry the
+	// record replaces, an agent's enrollment and renewal); a write refused
+	// when it lands, which leaves no record; and a command applied bare,
+	// whose trail entry now goes to the log.
+	keep := AuditRetention{MaxEntries: 10000}
+	operator := AuditRecord{Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator"}
+	admin := AuditRecord{Principal: "token:ad0001 (bootstrap admin)", Kind: "operator", Role: "admin"}
+	audited := func(rec AuditRecord, typ raftstore.CommandType, cmd any) AuditedCmd {
+		b, err := json.Marshal(cmd)
+		if err != nil {
+			panic(err)
+		}
+		return AuditedCmd{Record: rec, Retention: keep, Type: typ, Command: b}
+	}
+	request := func(rec AuditRecord, method, route, path string, status int) AuditRecord {
+		rec.Time, rec.Method, rec.Route, rec.Path, rec.Status = now(), method, route, path, status
+		return rec
+	}
+	refused := request(operator, "PUT", "/v1/releases/{version}", "/v1/releases/1.33.7", 403)
+	refused.Problem, refused.Rule = "https://molt.dev/problems/forbidden", "role-admin"
+	add(CmdAppendAudit, AppendAuditCmd{Record: refused, Retention: keep})
+	putRel := request(admin, "PUT", "/v1/releases/{version}", "/v1/releases/1.33.7", 200)
+	add(CmdAudited, audited(putRel, CmdPutRelease, PutReleaseCmd{Release: rel("1.33.7"), Now: putRel.Time}))
+	putLedger := request(admin, "PUT", "/v1/clusters/{name}", "/v1/clusters/ledger", 200)
+	putLedger.Cluster = "ledger"
+	add(CmdAudited, audited(putLedger, CmdPutCluster, PutClusterCmd{Spec: spec("ledger"), Now: putLedger.Time}))
+	override := request(operator, "POST", "/v1/clusters/{name}/upgrade", "/v1/clusters/ledger/upgrade", 202)
+	override.Cluster, override.Reason, override.Detail = "ledger", "CVE-2026-1234 in kubelet", "1.33.6 → 1.33.7, automatic, emergency override"
+	ledgerRun := func(id string, at time.Time) *PreflightRun {
+		return &PreflightRun{ID: id, Cluster: "ledger", Target: phases.MustParseVersion("1.33.7"), CreatedAt: at, Deadline: at.Add(preflightTimeout),
+			Operations: map[string][]api.Operation{"cp-1": {{ID: "preflight-" + id + "-cp-1-artifacts", Kind: api.OpCheckArtifacts,
+				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.33.7", SHA256: sum}}}}}}}
+	}
+	emergency := phases.Options{Automatic: true, EmergencyReason: "CVE-2026-1234 in kubelet", StepLayout: 2}
+	add(CmdAudited, audited(override, CmdStartUpgrade, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
+		Now: override.Time, Preflight: ledgerRun("ledger-1", override.Time)}))
+	again := override
+	again.Time = now()
+	refuse(ErrUpgradeInProgress, CmdAudited, audited(again, CmdStartUpgrade, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
+		Now: again.Time, Preflight: ledgerRun("ledger-2", again.Time)}))
+	putToken := request(admin, "POST", "/v1/tokens", "/v1/tokens", 201)
+	putToken.Cluster, putToken.Detail = "ledger", "bootstrap token bt0002, 1 use(s), expires 2026-11-03T09:00:00Z"
+	add(CmdAudited, audited(putToken, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0002", Kind: TokenKindBootstrap, SecretHash: "7a", Cluster: "ledger",
+		Uses: 1, Expires: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC), CreatedBy: "token:ad0001 (bootstrap admin)"}, Now: putToken.Time}))
+	enroll := request(AuditRecord{Principal: "bootstrap-token:bt0002", Kind: "bootstrap"}, "POST", "/v1/agents/enroll", "/v1/agents/enroll", 200)
+	enroll.Cluster, enroll.Node, enroll.Detail = "ledger", "worker-1", "certificate serial 1a"
+	add(CmdAudited, audited(enroll, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0002", Cluster: "ledger", Node: "worker-1", Serial: "1a", Now: enroll.Time}))
+	renewal := request(AuditRecord{Principal: "agent:ledger/worker-1", Kind: "agent"}, "POST", "/v1/agents/{cluster}/{node}/certificate", "/v1/agents/ledger/worker-1/certificate", 200)
+	renewal.Cluster, renewal.Node, renewal.Detail = "ledger", "worker-1", "certificate serial 1a → 1b"
+	add(CmdAudited, audited(renewal, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "ledger", Node: "worker-1", Old: "1a", Serial: "1b", Now: renewal.Time}))
+	add(CmdSetPolicy, SetPolicyCmd{Cluster: "ledger", Now: now()})
 	return out
 }
 

@@ -18,6 +18,10 @@ type stateV1 struct {
 	Releases map[string]*releaseV1       `json:"releases"`
 	Audit    []auditEntryV1              `json:"audit,omitempty"`
 	Tokens   map[string]*tokenRecordV1   `json:"tokens,omitempty"`
+	// AuditLog, AgentAuditLog and AuditSeq are the audit log (audit.go).
+	AuditLog      []auditRecordV1 `json:"auditLog,omitempty"`
+	AgentAuditLog []auditRecordV1 `json:"agentAuditLog,omitempty"`
+	AuditSeq      uint64          `json:"auditSeq,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -61,6 +65,10 @@ func stateToV1(s *state) stateV1 {
 		Releases: conv.Map(s.Releases, func(r *api.Release) *releaseV1 { return conv.Ptr(r, releaseToV1) }),
 		Audit:    conv.Slice(s.Audit, func(e AuditEntry) auditEntryV1 { return auditEntryV1(e) }),
 		Tokens:   conv.Map(s.Tokens, func(t *TokenRecord) *tokenRecordV1 { return conv.Ptr(t, tokenRecordToV1) }),
+
+		AuditLog:      conv.Slice(s.AuditLog, auditRecordToV1),
+		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordToV1),
+		AuditSeq:      s.AuditSeq,
 	}
 }
 
@@ -70,6 +78,10 @@ func (d *v1Decoder) state(s stateV1) *state {
 		Releases: conv.Map(s.Releases, func(r *releaseV1) *api.Release { return conv.Ptr(r, releaseFromV1) }),
 		Audit:    conv.Slice(s.Audit, func(e auditEntryV1) AuditEntry { return AuditEntry(e) }),
 		Tokens:   conv.Map(s.Tokens, func(t *tokenRecordV1) *TokenRecord { return conv.Ptr(t, tokenRecordFromV1) }),
+
+		AuditLog:      conv.Slice(s.AuditLog, auditRecordFromV1),
+		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordFromV1),
+		AuditSeq:      s.AuditSeq,
 	}
 	if st.Tokens == nil { // snapshots from before tokens
 		st.Tokens = map[string]*TokenRecord{}

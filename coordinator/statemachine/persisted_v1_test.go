@@ -23,12 +23,14 @@ import (
 // not reach (MIG pool settings, every operation kind, exclusions, …).
 
 // filler fills both sides with values the conversions accept: an engine
-// version is 1.N.N, and a string that holds a version (From, To, Target,
-// …Version) is one in text.
+// version is 1.N.N, a string that holds a version (From, To, Target,
+// …Version) is one in text, and raw JSON is a JSON object.
 func filler() *filltest.Filler {
 	return &filltest.Filler{
 		Types: map[reflect.Type]func(int) any{
 			reflect.TypeFor[phases.Version](): func(n int) any { return phases.Version{Major: 1, Minor: n, Patch: n} },
+			// A command inside an AuditedCmd: any JSON value.
+			reflect.TypeFor[json.RawMessage](): func(n int) any { return json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)) },
 		},
 		Fields: func(name string, n int) (string, bool) {
 			if name == "From" || name == "To" || name == "Target" || strings.HasSuffix(name, "Version") {

@@ -244,13 +244,6 @@ func (f *Machine) PolicyContext(cluster string, now time.Time) (maintenance.Vali
 	return f.st.policyContext(r, now), nil
 }
 
-// Audit returns the replicated audit trail, oldest first.
-func (f *Machine) Audit() []AuditEntry {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return slices.Clone(f.st.Audit)
-}
-
 // Preflight returns a copy of a stored preflight run, or an error wrapping
 // ErrNotFound.
 func (f *Machine) Preflight(cluster, id string) (PreflightRun, error) {

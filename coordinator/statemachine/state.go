@@ -21,6 +21,19 @@ type state struct {
 	// Tokens are operators' API tokens and agents' bootstrap tokens by
 	// ID (trust.go).
 	Tokens map[string]*TokenRecord
+	// AuditLog and AgentAuditLog are the audit log's records of operators'
+	// and agents' requests, oldest first; AuditSeq numbers records across
+	// both (audit.go). Audit is the audit trail of releases before the
+	// log, moved into AuditLog by its first record.
+	AuditLog      []AuditRecord
+	AgentAuditLog []AuditRecord
+	AuditSeq      uint64
+
+	// Set only while an apply function runs, never persisted: the Raft
+	// index of the entry being applied, and whether it is the command
+	// inside an AuditedCmd (audit.go).
+	index     uint64
+	enveloped bool
 }
 
 func newState() *state {
@@ -72,22 +85,13 @@ type AgentRecord struct {
 	RegisteredAt time.Time
 }
 
-// AuditEntry records an operator action that bypassed or changed policy.
+// AuditEntry is a record of the audit trail of releases before the audit
+// log (audit.go): an operator action that bypassed or changed policy.
 type AuditEntry struct {
 	Time    time.Time
 	Cluster string
 	Action  string
 	Detail  string
-}
-
-// maxAudit bounds the replicated audit trail; older entries are dropped.
-const maxAudit = 1000
-
-func (s *state) audit(e AuditEntry) {
-	s.Audit = append(s.Audit, e)
-	if len(s.Audit) > maxAudit {
-		s.Audit = s.Audit[len(s.Audit)-maxAudit:]
-	}
 }
 
 // ActiveUpgrade returns the cluster's running upgrade, or nil.

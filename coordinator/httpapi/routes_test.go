@@ -1,0 +1,37 @@
+package httpapi
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryRouteSaysHowItIsServed: a route that is not a GET or HEAD
+// changes something, so it is either an audited write or an agent's call
+// (which docs/security.md says the audit log leaves out); an agent's call
+// is an agent route; a read is served by any member. A write route added
+// without a success status, or a read on the leader, fails here.
+func TestEveryRouteSaysHowItIsServed(t *testing.T) {
+	audited := 0
+	for _, rt := range (&handlers{cfg: Config{Gatherer: nil, ArtifactDir: t.TempDir()}}).routes() {
+		name := rt.method + " " + rt.pattern
+		reads := rt.method == http.MethodGet || rt.method == http.MethodHead
+		switch rt.serve {
+		case read:
+			require.True(t, reads, "%s changes state: declare it write(status) or agentCall", name)
+		case agentCall:
+			require.Equal(t, NeedAgent, rt.need, "%s: only agents' own calls go unrecorded", name)
+		default:
+			require.True(t, rt.serve.leader, name)
+			require.False(t, reads, "%s: a read is not recorded", name)
+			require.Contains(t, []int{http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent}, rt.serve.audit, name)
+			audited++
+		}
+	}
+	require.Equal(t, len(Audited(Config{})), audited)
+	require.Equal(t, 202, Audited(Config{})["POST /v1/clusters/{name}/upgrade"])
+	require.Equal(t, 201, Audited(Config{})["POST /v1/tokens"])
+	require.NotContains(t, Audited(Config{}), "POST /v1/agents/{cluster}/{node}/heartbeat")
+	require.Contains(t, Audited(Config{}), "POST /v1/agents/enroll")
+}
