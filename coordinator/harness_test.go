@@ -264,9 +264,22 @@ type fakeOps struct {
 	// protected: node → when its pods protected from eviction become
 	// evictable (ProtectedUntil).
 	protected map[string]time.Time
+	// protectFor: node → how long after the first read of its protection
+	// its pods stay protected (fixed into protected by that read), so a
+	// test's protection starts when the pool does, however loaded the
+	// machine is.
+	protectFor map[string]time.Duration
 	// addonsHold makes ApplyAddons wait, as a rollout that does not
 	// finish, until its context ends (the step's deadline).
 	addonsHold bool
+}
+
+// protectedUntil is when node's protection ends, once it was read.
+func (f *fakeOps) protectedUntil(node string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.protected[node]
+	return t, ok
 }
 
 // holdAddons makes ApplyAddons wait for its deadline (hold) or return at
@@ -350,6 +363,14 @@ func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (c
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "protected "+node)
+	if d, ok := f.protectFor[node]; ok {
+		if _, fixed := f.protected[node]; !fixed {
+			if f.protected == nil {
+				f.protected = map[string]time.Time{}
+			}
+			f.protected[node] = time.Now().Add(d).UTC().Truncate(time.Millisecond)
+		}
+	}
 	if t, ok := f.protected[node]; ok {
 		return coordinator.ProtectedInfo{Pods: 1, Until: t}, nil
 	}

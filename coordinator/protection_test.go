@@ -19,8 +19,11 @@ import (
 // pods become evictable. A manual upgrade does not read protections.
 func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 	ops := newFakeOps()
-	until := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
-	ops.protected = map[string]time.Time{"worker-1": until}
+	// Protected for 3 s from when the pool start reads it: a fixed wall
+	// clock deadline passed before the pool started on a loaded machine,
+	// and then nothing made worker-1 go last.
+	ops.protectFor = map[string]time.Duration{"worker-1": 3 * time.Second}
+	var until time.Time
 	tc := newTestCluster(t, 1, ops)
 	cl := tc.anyClient(0)
 	spec := registerLab(t, cl)
@@ -41,6 +44,9 @@ func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 		u = got
 		if s, ok := u.Step("pool/workers"); ok && s.State != phases.StatePending {
 			seenRunning = true
+			var read bool
+			until, read = ops.protectedUntil("worker-1")
+			require.True(t, read, "the pool runs (%s) before worker-1's protection was read", s.State)
 			n, _ := u.Node("worker-1")
 			require.Equal(t, until, n.ProtectedUntil.UTC(), "the pool runs (%s) without worker-1's protection", s.State)
 		}
