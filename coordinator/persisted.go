@@ -13,6 +13,10 @@ type RuleError = statemachine.RuleError
 // PreflightRun is one stored preflight run: statemachine.PreflightRun.
 type PreflightRun = statemachine.PreflightRun
 
+// PreflightSummary is a stored run without its operations and results:
+// statemachine.PreflightSummary.
+type PreflightSummary = statemachine.PreflightSummary
+
 // AuditEntry records an operator action that bypassed or changed policy:
 // statemachine.AuditEntry.
 type AuditEntry = statemachine.AuditEntry
