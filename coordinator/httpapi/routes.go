@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/moltproject/molt/web"
 )
 
 // route is one endpoint. Its requirement is part of its declaration, so a
@@ -26,6 +28,8 @@ func (h *handlers) routes() []route {
 	rs := []route{
 		{"GET", "/healthz", Public, false, f(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })},
 		{"GET", "/readyz", Public, false, f(h.readyz)},
+
+		{"GET", "/v1/session", NeedViewer, false, f(h.getSession)},
 
 		{"GET", "/v1/members", NeedViewer, false, f(h.members)},
 		{"POST", "/v1/members", NeedAdmin, true, f(h.join)},
@@ -52,10 +56,12 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/clusters/{name}/pools/{pool}/{verb}", NeedOperator, true, f(h.poolVerb)},
 		{"POST", "/v1/clusters/{name}/nodes/{node}/retry", NeedOperator, true, f(h.retryNode)},
 		{"POST", "/v1/clusters/{name}/preflight", NeedOperator, true, f(h.startPreflight)},
+		{"GET", "/v1/clusters/{name}/preflight", NeedViewer, false, f(h.preflights)},
 		{"GET", "/v1/clusters/{name}/preflight/{id}", NeedViewer, false, f(h.preflight)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy", NeedViewer, false, f(h.policy)},
 		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, true, f(h.putPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, false, f(h.checkPolicy)},
+		{"GET", "/v1/clusters/{name}/maintenance-policy/calendar", NeedViewer, false, f(h.calendar)},
 
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, true, f(h.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, true, f(h.register)},
@@ -63,6 +69,19 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, true, f(h.heartbeat)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, true, f(h.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, true, f(h.result)},
+	}
+	if !h.cfg.DisableWeb {
+		// The web view: its files are public (they hold no data; the page
+		// reads /v1 as its signed-in caller), the session routes are the
+		// API's. Sessions are this member's own, so nothing is forwarded.
+		ui := web.Handler(f(notFound))
+		rs = append(rs,
+			route{"GET", "/", Public, false, ui},
+			route{"GET", "/ui", Public, false, ui},
+			route{"GET", web.Prefix + "*", Public, false, ui},
+			route{"POST", "/v1/session", NeedViewer, false, f(h.createSession)},
+			route{"DELETE", "/v1/session", NeedViewer, false, f(h.deleteSession)},
+		)
 	}
 	if h.cfg.Gatherer != nil {
 		// GET and HEAD only; any other method answers 405 method-not-allowed.
