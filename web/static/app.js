@@ -246,6 +246,9 @@ function signedIn(me) {
   role.textContent = me.role;
   role.className = `badge s-${me.role}`;
   document.getElementById('who').hidden = false;
+  optional('audit', '/v1/audit').catch(() => { st.routes.audit = true; }).finally(() => {
+    document.getElementById('nav-audit').hidden = st.routes.audit !== true;
+  });
   navigate();
 }
 
@@ -315,6 +318,7 @@ function navigate() {
   if (!page) page = { title: 'Not found', el: h('section', null, h('h1', { text: 'No such page' }), h('p', null, h('a', { href: '#/', text: 'Back to the fleet' }))), refresh: async () => {} };
   st.gen++;
   clearTimeout(st.timer);
+  st.releases = null; // a page read anew reads the catalog anew
   st.page = page;
   document.title = `${page.title} · molt`;
   const main = document.getElementById('main');
@@ -347,7 +351,7 @@ async function tick(gen) {
     if (p && p.status === 401) { signedOut(p); return; }
     if (page.error) page.error.show(p, () => problemBox(p));
   }
-  document.getElementById('nav-audit').hidden = st.routes.audit === false;
+  document.getElementById('nav-audit').hidden = st.routes.audit !== true;
   if (gen !== st.gen) return;
   const took = performance.now() - t0;
   clearTimeout(st.timer);
@@ -542,19 +546,24 @@ function poolActions(c, u, pt, out) {
   const cancelBody = bg
     ? [`The blue/green upgrade of ${where} pauses in its current phase${phase ? ` (${phase})` : ''}. Nothing is created or deleted until you resume it; it cannot be paused while the blue pool is being deleted.`]
     : [`Nodes of ${where} that already started finish; no new node starts.`, `The pool may stay mixed (nodes at ${u.from} and at ${u.to}) until you resume it. A cancelled upgrade whose pools are all cancelled ends cancelled.`];
-  const b = [
-    btn('cancel', 'Cancel', cancelBody, 'danger'),
-    btn('resume', 'Resume', [`The upgrade of ${where} goes on${bg ? ' from its phase' : ': nodes not upgraded yet start again within the pool\u2019s budget'}. Refused when the cluster was registered again since the cancel.`]),
-  ];
-  if (mig) {
+  // Only the commands that may apply where the pool is; the coordinator
+  // still decides, and its refusal is shown.
+  const stepState = ((u.steps || []).find((s) => s.kind === 'pool' && s.pool === pt.name) || {}).state || 'pending';
+  const finished = ['done', 'rolledBack'].includes(stepState);
+  const b = [];
+  if (!finished && !pt.cancelled && stepState !== 'cancelled') b.push(btn('cancel', 'Cancel', cancelBody, 'danger'));
+  if (pt.cancelled || stepState === 'cancelled') {
+    b.push(btn('resume', 'Resume', [`The upgrade of ${where} goes on${bg ? ' from its phase' : ': nodes not upgraded yet start again within the pool\u2019s budget'}. Refused when the cluster was registered again since the cancel.`]));
+  }
+  if (mig && !finished && !pt.rollingBack) {
     b.push(btn('rollback', 'Roll back', bg
       ? [`${where}: draining stops, the blue nodes are uncordoned, the green groups are deleted and blue\u2019s autoscaling range is restored. Refused once blue is being deleted or the pool finished.`]
       : [`Every node of ${where} this upgrade touched goes back to ${u.from}, zones in reverse order, within the same surge budget. A node whose replacement exists but was not replaced yet loses its replacement and is uncordoned. Refused once the pool finished.`], 'danger'));
   }
-  if (bg) {
+  if (bg && phase === 'NODE_POOL_SOAKING') {
     b.push(btn('complete', 'Complete', [`The soak of ${where} ends now and the blue pool is deleted: pods left on blue are deleted (not evicted: PodDisruptionBudgets do not hold them, grace capped at 60 minutes), then the blue groups and their nodes. This phase cannot be paused. Allowed only while the pool soaks.`], 'danger'));
   }
-  return h('div', { class: 'row' }, b);
+  return b.length ? h('div', { class: 'row' }, b) : h('p', { class: 'muted small', text: 'No pool command applies now.' });
 }
 
 function poolCard(c, u, pt, out) {
@@ -636,7 +645,7 @@ function nodeTable(c, u, agents, ctl, out) {
         h('td', { text: n.pool }),
         h('td', null, badge(n.state)),
         h('td', null, h('progress', { max: steps.length || 1, value: k, 'aria-label': `${n.node}: step ${k} of ${steps.length}` }), ` ${k}/${steps.length} `, h('span', { class: 'small', text: cur })),
-        h('td', { class: 'num', text: n.attempt || '' }),
+        h('td', { class: 'num', text: n.attempt ? n.attempt + 1 : '' }), // attempts count from 1 here, from 0 on the wire
         h('td', { class: 'mono', text: n.version }),
         h('td', { class: 'small' }, timeEl(n.startedAt)),
         h('td', { class: 'small', text: a ? (a.missing ? 'missing' : a.healthy ? 'healthy' : a.registered ? 'unhealthy' : 'not registered') : 'not registered' }),
@@ -646,7 +655,7 @@ function nodeTable(c, u, agents, ctl, out) {
           type: 'button', 'data-action': 'retry', 'data-node': n.node,
           onclick: () => act(out, {
             title: `Retry node ${n.node}?`, yes: `Retry node ${n.node}`,
-            body: [`Node ${n.node} of pool ${n.pool} (cluster ${c}) failed at “${nodeStepLabel(steps[n.cursor])}”${n.error ? `: ${n.error}` : ''}.`, `It gets attempt ${(n.attempt || 0) + 1} at that step; its pool, halted by the failure, goes on.`],
+            body: [`Node ${n.node} of pool ${n.pool} (cluster ${c}) failed at “${nodeStepLabel(steps[n.cursor])}”${n.error ? `: ${n.error}` : ''}.`, `It gets attempt ${(n.attempt || 0) + 2} at that step; its pool, halted by the failure, goes on.`],
             run: () => api('POST', `${cpath(c)}/nodes/${enc(n.node)}/retry`, {}), done: () => `Node ${n.node}: retry accepted.`,
           }),
         }, 'Retry') : ''));
