@@ -174,7 +174,7 @@ func (*clusterOps) ApplyAddons(context.Context, phases.Version, []api.AddonManif
 	return nil
 }
 func (*clusterOps) Health(context.Context, phases.Version, []string) error { return nil }
-func (*clusterOps) PreflightReader() preflight.ClusterReader                { return healthy{} }
+func (*clusterOps) PreflightReader() preflight.ClusterReader               { return healthy{} }
 func (*clusterOps) DeletePods(context.Context, string) ([]phases.LeftPod, error) {
 	return nil, nil
 }
@@ -263,6 +263,7 @@ func (a *agents) hold(nodes ...string) { a.set(true, nodes) }
 func (a *agents) release(nodes ...string) {
 	a.set(false, nodes)
 }
+
 // failNext makes node's next upgrade operation fail.
 func (a *agents) failNext(node string) {
 	a.mu.Lock()
