@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moltproject/molt/api"
@@ -162,10 +163,19 @@ func New(svc Service, cfg Config) http.Handler {
 		writeJSONProblem(w, r, http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
 	v1 := r.With(h.consistentIndex)
+	// Operators' reads answer gzip-compressed JSON to clients that accept
+	// it (browsers, and Go's HTTP client, which asks and decompresses on
+	// its own): a 15,000-node cluster is 4 MB of JSON, 12 times less
+	// compressed (docs/web.md). Agents' routes, whose long polls answer
+	// small bodies, and /metrics (compressed by promhttp) are left alone.
+	compress := middleware.Compress(5, "application/json", "application/problem+json")
 	for _, rt := range h.routes() {
 		mw := chi.Middlewares{h.guard(rt.need)}
 		if rt.leader {
 			mw = append(mw, h.leaderOnly)
+		}
+		if rt.method == http.MethodGet && strings.HasPrefix(rt.pattern, "/v1/") && (rt.need == NeedViewer || rt.need == NeedAdmin) {
+			mw = append(mw, compress)
 		}
 		base := chi.Router(r)
 		if strings.HasPrefix(rt.pattern, "/v1/") {

@@ -361,3 +361,31 @@ func TestMaintenanceCalendar(t *testing.T) {
 	}
 	requireProblem(t, serve(h, webReq{method: "GET", path: "/v1/clusters/nope/maintenance-policy/calendar"}), http.StatusNotFound, api.ProblemNotFound)
 }
+
+// TestReadsAreCompressed: an operator's read answers gzip to a client that
+// accepts it, and plain JSON to one that does not.
+func TestReadsAreCompressed(t *testing.T) {
+	h := New(&webMember{policy: maintenance.Policy{}}, Config{})
+	for _, gz := range []bool{true, false} {
+		r := httptest.NewRequest("GET", "/v1/clusters/lab/maintenance-policy", nil)
+		r.Header.Set("Authorization", "Bearer "+viewerToken)
+		if gz {
+			r.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		require.Equal(t, http.StatusOK, rec.Code)
+		body := rec.Body.Bytes()
+		if gz {
+			require.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+			zr, err := gzip.NewReader(rec.Body)
+			require.NoError(t, err)
+			body, err = io.ReadAll(zr)
+			require.NoError(t, err)
+		} else {
+			require.Empty(t, rec.Header().Get("Content-Encoding"))
+		}
+		require.JSONEq(t, `{}`, string(body))
+		require.Equal(t, "7", rec.Header().Get(api.IndexHeader), "the index header is kept")
+	}
+}
