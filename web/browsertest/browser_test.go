@@ -177,9 +177,13 @@ func TestWebView(t *testing.T) {
 		op.wait("the control-plane LB pool running", isState(sel("data-step", "pool/cplb"), "running"))
 		op.wait("its node running", isState(`tr[data-node="cplb-1"]`, "running"))
 		require.Equal(t, "pending", eval[string](t, op.ctx, state(sel("data-step", "pool/cp"))))
+		// A keyboard user on the control plane's Cancel button keeps the
+		// focus there while the pools are redrawn.
+		eval[any](t, op.ctx, `document.querySelector('button[data-action="cancel"][data-pool="cp"]').focus(); null`)
 		labAgents.release("cplb-1")
 		op.wait("the LB pool done", isState(sel("data-step", "pool/cplb"), "done"))
 		op.wait("the control plane running", isState(sel("data-step", "pool/cp"), "running"))
+		require.Equal(t, "cancel cp", eval[string](t, op.ctx, `(document.activeElement.dataset.action || '') + ' ' + (document.activeElement.dataset.pool || '')`), "the focus survives the redraw")
 		op.wait("cp-1 running", isState(`tr[data-node="cp-1"]`, "running"))
 		labAgents.release("cp-1", "cp-2", "cp-3", "lb-1")
 		op.wait("the control plane done", isState(sel("data-step", "pool/cp"), "done"))

@@ -40,9 +40,19 @@ function h(tag, attrs, ...kids) {
   return el;
 }
 
+// focusKey is a selector that finds an element again after a redraw
+// built it anew: its id, or its action and what the action is on.
+function focusKey(e) {
+  if (!e || e === document.body) return '';
+  if (e.id) return `#${CSS.escape(e.id)}`;
+  const parts = ['action', 'pool', 'node'].filter((k) => e.dataset && e.dataset[k] !== undefined).map((k) => `[data-${k}="${CSS.escape(e.dataset[k])}"]`);
+  return parts.length ? parts.join('') : '';
+}
+
 // region is a container re-rendered only when what it shows changed, so
-// that focus, selections and screen readers are not disturbed by polls
-// that bring nothing new.
+// that selections and screen readers are not disturbed by polls that
+// bring nothing new; when it is redrawn, the control that had the
+// keyboard focus gets it back.
 function region(attrs) {
   const el = h('div', attrs);
   let last;
@@ -50,10 +60,12 @@ function region(attrs) {
     const k = typeof key === 'string' ? key : JSON.stringify(key);
     if (k === last) return false;
     last = k;
+    const active = document.activeElement;
+    const keep = active && el.contains(active) ? focusKey(active) : '';
     el.replaceChildren(...[build()].flat(Infinity).filter((x) => x !== null && x !== undefined && x !== false));
+    if (keep) { const again = el.querySelector(keep); if (again) again.focus(); }
     return true;
   };
-  el.reset = () => { last = undefined; };
   return el;
 }
 
@@ -184,10 +196,14 @@ function confirmAction(title, body, yes) {
   const yesBtn = document.getElementById('confirm-yes');
   const noBtn = document.getElementById('confirm-no');
   yesBtn.textContent = yes;
+  const opener = document.activeElement;
+  const openerKey = focusKey(opener);
   return new Promise((resolve) => {
     const done = (v) => {
       yesBtn.onclick = noBtn.onclick = dlg.oncancel = null;
       dlg.close();
+      // A poll may have redrawn the button that opened the dialog.
+      if (opener && !opener.isConnected && openerKey) { const again = document.querySelector(openerKey); if (again) again.focus(); }
       resolve(v);
     };
     yesBtn.onclick = () => done(true);
@@ -354,6 +370,8 @@ async function tick(gen) {
   document.getElementById('nav-audit').hidden = st.routes.audit !== true;
   if (gen !== st.gen) return;
   const took = performance.now() - t0;
+  window.moltUI.stats.refreshes++;
+  window.moltUI.stats.lastRefreshMs = took;
   clearTimeout(st.timer);
   st.timer = setTimeout(() => tick(gen), Math.max(page.every || st.pollMs, 3 * took));
 }
@@ -662,9 +680,9 @@ function nodeTable(c, u, agents, ctl, out) {
     });
     return [
       h('div', { class: 'pager' },
-        h('button', { type: 'button', disabled: ctl.page === 0, onclick: () => { ctl.page--; ctl.redraw(); }, text: 'Previous' }),
+        h('button', { type: 'button', 'data-action': 'previous-page', disabled: ctl.page === 0, onclick: () => { ctl.page--; ctl.redraw(); }, text: 'Previous' }),
         h('span', { 'aria-live': 'polite', text: `${rows.length} node${rows.length === 1 ? '' : 's'}; page ${ctl.page + 1} of ${pages}` }),
-        h('button', { type: 'button', disabled: ctl.page >= pages - 1, onclick: () => { ctl.page++; ctl.redraw(); }, text: 'Next' })),
+        h('button', { type: 'button', 'data-action': 'next-page', disabled: ctl.page >= pages - 1, onclick: () => { ctl.page++; ctl.redraw(); }, text: 'Next' })),
       table(['Node', 'Pool', 'State', 'Progress', 'Attempt', 'Version', 'Started', 'Agent', 'Notes', 'Left behind', ''], body, { id: 'nodes', 'aria-label': 'Nodes of the upgrade' }),
     ];
   };
@@ -1088,7 +1106,8 @@ function auditPage() {
 
 // ------------------------------------------------------------------- start
 
-// Hooks for the browser tests: a faster poll.
-window.moltUI = { setPollInterval(v) { st.pollMs = v; kick(); } };
+// Hooks for the browser tests: a faster poll, and how long the last
+// refresh of the page took (fetch, parse, render).
+window.moltUI = { setPollInterval(v) { st.pollMs = v; kick(); }, stats: { refreshes: 0, lastRefreshMs: 0 } };
 
 boot();
