@@ -116,13 +116,6 @@ func (s *sessionStore) delete(id string) {
 	s.mu.Unlock()
 }
 
-// count is the number of stored sessions, expired ones included.
-func (s *sessionStore) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byID)
-}
-
 // safeMethod: methods a session cookie may use without the CSRF header.
 func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead }
 

@@ -35,6 +35,7 @@ import (
 // Heartbeat, PollOperations and ReportResult, no HTTPS): the benchmark
 // is about the view, not about 15,000 TLS clients.
 func BenchmarkClusterView15k(b *testing.B) {
+	requireChromium(b)
 	n := 15000
 	if s := os.Getenv("MOLT_BENCH_NODES"); s != "" { // a smaller cluster, to try the benchmark out
 		n, _ = strconv.Atoi(s)
@@ -103,13 +104,21 @@ func BenchmarkClusterView15k(b *testing.B) {
 	run(b, tab, "type the token", chromedp.KeyEvent(token+"\r"))
 	waitJS(b, tab, "signed in", `!document.getElementById('who').hidden`)
 
-	type sample struct {
-		Render, FCP, Refresh float64
-		Page, API            float64
-		Nodes                int
-	}
-	var sum sample
-	b.ResetTimer()
+	// A sub-benchmark, so that the setup above runs once: a benchmark
+	// that calls Run is itself run once.
+	b.Run("open", func(b *testing.B) { openView(b, tab, base, n) })
+}
+
+// viewSample is what one opening of the page measured.
+type viewSample struct {
+	Render, FCP, Refresh float64
+	Page, API            float64
+	Nodes                int
+}
+
+// openView opens the cluster's page b.N times and reports the means.
+func openView(b *testing.B, tab context.Context, base string, n int) {
+	var sum viewSample
 	for i := 0; i < b.N; i++ {
 		run(b, tab, "open the cluster", chromedp.Navigate(base+"/ui/#/clusters/big"))
 		// A second navigation to the same URL with a hash only would not
@@ -117,7 +126,7 @@ func BenchmarkClusterView15k(b *testing.B) {
 		run(b, tab, "reload", chromedp.Reload())
 		waitJS(b, tab, "the first render", `performance.getEntriesByName('molt:cluster-rendered').length > 0 && !!document.querySelector('#nodes tbody tr')`)
 		waitJS(b, tab, "a later refresh", `window.moltUI.stats.refreshes >= 2`)
-		s := eval[sample](b, tab, `(() => {
+		s := eval[viewSample](b, tab, `(() => {
 			const res = performance.getEntriesByType('resource');
 			const nav = performance.getEntriesByType('navigation')[0];
 			const fcp = performance.getEntriesByType('paint').find(p => p.name === 'first-contentful-paint');
@@ -141,6 +150,7 @@ func BenchmarkClusterView15k(b *testing.B) {
 		sum.API += s.API
 	}
 	b.StopTimer()
+	screenshot(b, tab, "cluster-15k")
 	f := float64(b.N)
 	b.ReportMetric(sum.Render/f, "first-render-ms")
 	b.ReportMetric(sum.FCP/f, "fcp-ms")

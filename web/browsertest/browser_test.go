@@ -65,11 +65,15 @@ func (p *page) confirm(says string, yes bool) {
 
 func (p *page) shot(name string) { p.t.Helper(); screenshot(p.t, p.ctx, name) }
 
-// signIn types the token into the sign-in form and presses Enter.
-func (p *page) signIn(token string) {
+// signIn types the token into the sign-in form and presses Enter; with
+// shot, it saves a screenshot of the form first.
+func (p *page) signIn(token, shot string) {
 	p.t.Helper()
 	p.open("")
 	p.wait("the sign-in form", `document.activeElement && document.activeElement.id === 'token'`)
+	if shot != "" {
+		p.shot(shot)
+	}
 	run(p.t, p.ctx, "type the token", chromedp.KeyEvent(token+"\r"))
 	p.wait("signed in", `!document.getElementById('who').hidden`)
 	eval[any](p.t, p.ctx, `window.moltUI.setPollInterval(150); null`)
@@ -91,6 +95,7 @@ func isState(sel, want string) string { return fmt.Sprintf(`%s === %s`, state(se
 // the maintenance calendar, preflight runs and the audit page (absent
 // on this branch); a screenshot of each page lands in bin/web/.
 func TestWebView(t *testing.T) {
+	requireChromium(t)
 	mem := memory.New(memory.Options{Templates: []string{"base-1-33-6"}, ListsToRun: 2})
 	require.NoError(t, mem.CreateGroup(context.Background(), cloud.GroupRef{Zone: "zone-a", Name: "bg-a"}, "base-1-33-6", 2, "setup/bg-a"))
 	mem.Advance()
@@ -148,7 +153,7 @@ func TestWebView(t *testing.T) {
 
 	t.Run("sign in", func(t *testing.T) {
 		op.t = t
-		op.signIn(operator)
+		op.signIn(operator, "sign-in")
 		op.wait("the fleet", `!!document.querySelector('[data-cluster="lab"]') && !!document.querySelector('[data-cluster="cloudy"]')`)
 		require.Contains(t, op.text("#who"), "operator in the browser")
 		require.Equal(t, "0 0 true", eval[string](t, op.ctx, `localStorage.length + ' ' + sessionStorage.length + ' ' + (document.cookie === '')`),
@@ -211,7 +216,7 @@ func TestWebView(t *testing.T) {
 
 	t.Run("a viewer is refused", func(t *testing.T) {
 		v := &page{t: t, ctx: newTab(t, browser), base: op.base}
-		v.signIn(viewer)
+		v.signIn(viewer, "")
 		v.go_("#/clusters/lab")
 		v.click(`button[data-action="resume"][data-pool="workers"]`)
 		v.confirm("goes on", true)

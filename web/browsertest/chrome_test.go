@@ -22,7 +22,7 @@ import (
 // CI=true a missing chromium fails the test.
 func newBrowser(t testing.TB, m *member) context.Context {
 	t.Helper()
-	path := testenv.RequireBinary(t, "chromium")
+	path := requireChromium(t)
 	leaf, err := x509.ParseCertificate(m.cert.Certificate[0])
 	require.NoError(t, err)
 	pin := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
@@ -38,6 +38,13 @@ func newBrowser(t testing.TB, m *member) context.Context {
 	require.NoError(t, chromedp.Do(bctx), "start chromium")
 	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
 	return bctx
+}
+
+// requireChromium returns the path of Debian's chromium: a test calls it
+// first, so that a machine without it fails (CI=true) or skips at once.
+func requireChromium(t testing.TB) string {
+	t.Helper()
+	return testenv.RequireBinary(t, "chromium")
 }
 
 // newTab opens a tab in a browser context of its own (its own cookies).

@@ -258,11 +258,8 @@ func (a *agents) enroll(t testing.TB, bootstrap, node string) *tls.Certificate {
 	return &kp
 }
 
-// hold and release stop and let through nodes' upgrade operations.
-func (a *agents) hold(nodes ...string) { a.set(true, nodes) }
-func (a *agents) release(nodes ...string) {
-	a.set(false, nodes)
-}
+// release lets nodes' upgrade operations through.
+func (a *agents) release(nodes ...string) { a.set(false, nodes) }
 
 // failNext makes node's next upgrade operation fail.
 func (a *agents) failNext(node string) {

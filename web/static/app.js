@@ -292,7 +292,7 @@ function showSignIn(p) {
   const form = h('form', { class: 'signin', novalidate: true },
     h('h1', { text: 'Sign in to molt' }),
     h('div', { class: 'row' }, h('div', { class: 'grow' }, h('label', { for: 'token', text: 'API token' }), input)),
-    h('p', { id: 'token-help', class: 'muted small', text: 'An API token of this coordinator (moltctl token create --role viewer|operator|admin). It is sent once; this member answers with an HttpOnly session cookie that stands for it until you sign out, close the browser or 12 hours pass. Your role applies to everything you do here.' }),
+    h('p', { id: 'token-help', class: 'muted small', text: 'An API token of this coordinator (moltctl token create --role viewer|operator|admin). It is sent once; this member answers with an HttpOnly session cookie that stands for it until you sign out, close the browser or the session ends (12 hours by default, never after the token expires). Your role applies to everything you do here.' }),
     h('button', { type: 'submit', class: 'primary', text: 'Sign in' }), out);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
