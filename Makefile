@@ -83,7 +83,7 @@ validate-vagrant:
 
 ## bench: the benchmarks whose numbers the docs report
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/
+	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/ ./web/browsertest/
 
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:
