@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test fuzz test-demo test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
+.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
 
 all: build
 
@@ -34,6 +34,11 @@ $(STATICCHECK):
 ## test: every Go test with the race detector
 test:
 	$(GO) test -race -timeout 30m ./...
+
+## test-web: the web view alone: its unit tests and the browser tests in headless Chromium
+## (part of test; screenshots of every page in bin/web/)
+test-web:
+	$(GO) test -race -count=1 ./web/... ./coordinator/httpapi/
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s); not part of test, whose
 ## plain go test runs the checked-in seeds (testdata/fuzz/) only
@@ -78,7 +83,7 @@ validate-vagrant:
 
 ## bench: the benchmarks whose numbers the docs report
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/
+	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/ ./web/browsertest/
 
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:

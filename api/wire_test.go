@@ -27,6 +27,10 @@ var wireTypes = map[string]func() any{
 	"plan":          func() any { return new(api.Plan) },
 	"preflight-run": func() any { return new(api.PreflightRun) },
 	"audit-page":    func() any { return new(api.AuditPage) },
+	// The web view's reads.
+	"session":              func() any { return new(api.Session) },
+	"preflight-summaries":  func() any { return new([]api.PreflightRunSummary) },
+	"maintenance-calendar": func() any { return new(api.MaintenanceCalendar) },
 }
 
 // TestWireJSON encodes each wire type twice, with every field filled and

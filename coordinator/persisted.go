@@ -13,6 +13,10 @@ type RuleError = statemachine.RuleError
 // PreflightRun is one stored preflight run: statemachine.PreflightRun.
 type PreflightRun = statemachine.PreflightRun
 
+// PreflightSummary is a stored run without its operations and results:
+// statemachine.PreflightSummary.
+type PreflightSummary = statemachine.PreflightSummary
+
 // Pool commands (SPEC §7), as the state machine names them.
 const (
 	PoolCancel   = statemachine.PoolCancel

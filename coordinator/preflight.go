@@ -68,6 +68,12 @@ func (c *Coordinator) Preflight(cluster, id string) (PreflightRun, error) {
 	return c.sm.Preflight(cluster, id)
 }
 
+// Preflights lists the cluster's stored preflight runs, newest first,
+// without their operations and results.
+func (c *Coordinator) Preflights(cluster string) ([]PreflightSummary, error) {
+	return c.sm.Preflights(cluster)
+}
+
 // preflightInput gathers what the checks need from the replicated state
 // (statemachine.PreflightInput) and from the leader's liveness.
 func (c *Coordinator) preflightInput(cluster string, to phases.Version, now time.Time) (preflight.Input, error) {

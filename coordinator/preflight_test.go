@@ -103,4 +103,22 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	c1, err := m.c.Cluster("lab")
 	require.NoError(t, err)
 	require.Equal(t, "1.34.4", c1.Spec.Version)
+
+	// The stored runs, newest first, without their host operations.
+	var runs []api.PreflightRunSummary
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight", nil, &runs)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	require.Equal(t, []string{u.Preflight, "lab-1"}, []string{runs[0].ID, runs[1].ID})
+	require.Equal(t, api.PreflightRunSummary{ID: "lab-1", Cluster: "lab", Target: "1.34.4", State: "done",
+		CreatedAt: run.CreatedAt, Deadline: run.Deadline, FinishedAt: run.FinishedAt, Hosts: len(nodes), Verdict: string(preflight.Passed)}, runs[1])
+	var refused []api.PreflightRunSummary
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/lab2/preflight", nil, &refused)
+	require.NoError(t, err)
+	require.Len(t, refused, 1)
+	require.Contains(t, refused[0].Failed, preflight.IDAgentsReporting)
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/nope/preflight", nil, &refused)
+	var p *api.Problem
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, http.StatusNotFound, p.Status)
 }

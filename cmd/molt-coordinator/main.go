@@ -69,6 +69,8 @@ func run() error {
 	auditAge := flag.Duration("audit-max-age", def.AuditMaxAge, "the audit log also drops records older than this (at least 1h; 0: only --audit-max-entries bounds it)")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
+	webView := flag.Bool("web", true, "serve the web view at /ui/ (sign-in with an API token; docs/web.md)")
+	webSessionTTL := flag.Duration("web-session-ttl", httpapi.DefaultSessionTTL, "how long a web view session lasts at most (never past its token's expiry)")
 	keyFile := flag.String("encryption-key-file", "", "key file sealing kubeconfigs at rest, mode 0600, the same on every member (default: <data-dir>/"+encryptionKeyFile+"; created on bootstrap, received on join)")
 	newKey := flag.Bool("new-encryption-key", false, "put a new primary key first in --encryption-key-file (creating it when missing), print its ID and exit; docs/security.md")
 	kcfg := kube.DefaultConfig()
@@ -185,7 +187,8 @@ func run() error {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
-	srv := httpapi.NewServer(httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport()}))
+	srv := httpapi.NewServer(httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport(),
+		DisableWeb: !*webView, SessionTTL: *webSessionTTL}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)

@@ -24,6 +24,8 @@ import (
 //     the certificate's serial is current for a node of the cluster) and
 //     members ("member:<id>");
 //   - an operator's API token, "Authorization: Bearer <id>.<secret>";
+//   - the web view's session cookie, which stands for such a token on the
+//     member that set it (session.go); writes need its CSRF header too;
 //   - a bootstrap token on the enrollment route, checked on the leader
 //     (checkBootstrap) and again by the enrollment itself.
 //
@@ -166,6 +168,9 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
+		if p, ok, err := h.sessionPrincipal(r); ok {
+			return p, err
+		}
 		return Principal{Kind: KindAnonymous, Name: "anonymous"}, nil
 	}
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
@@ -180,11 +185,7 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 	if err != nil {
 		return Principal{}, err
 	}
-	name := "token:" + t.ID
-	if t.Description != "" {
-		name += " (" + t.Description + ")"
-	}
-	return Principal{Kind: KindOperator, Name: name, Role: Role(t.Role)}, nil
+	return tokenPrincipal(t), nil
 }
 
 func authorize(q Requirement, p Principal, r *http.Request) error {
@@ -233,8 +234,11 @@ func checkAgentBody(r *http.Request, cluster, node string) error {
 	return nil
 }
 
-// forwardPrincipal is what a follower adds to a request it forwards.
+// forwardPrincipal is what a follower adds to a request it forwards. The
+// web session cookie stays behind: it means nothing to the leader, which
+// believes the forwarded principal.
 func forwardPrincipal(r *http.Request) {
 	b, _ := json.Marshal(PrincipalFrom(r.Context()))
 	r.Header.Set(principalHeader, string(b))
+	r.Header.Del("Cookie")
 }

@@ -20,6 +20,8 @@ var (
 	errNoLeader   = errors.New("no leader known")
 	// errTooManyPolls refuses a long poll beyond a node's limit.
 	errTooManyPolls = errors.New("too many concurrent long polls")
+	// errTooManySessions refuses a web session beyond the member's limit.
+	errTooManySessions = errors.New("too many web sessions")
 )
 
 // decode reads exactly one JSON value into v, refusing unknown fields,

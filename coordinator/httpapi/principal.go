@@ -34,6 +34,10 @@ type Principal struct {
 	// Serial is an agent certificate's serial number (hex), which a
 	// renewal replaces.
 	Serial string
+	// session is the web session ID an operator authenticated with (its
+	// cookie), "" otherwise. It never leaves the member: a forwarded
+	// principal does not carry it.
+	session string
 }
 
 type principalKey struct{}

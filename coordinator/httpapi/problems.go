@@ -90,7 +90,7 @@ func problemFor(err error) *api.Problem {
 		return p(http.StatusServiceUnavailable, api.ProblemNoLeader, "No leader", "")
 	case errors.Is(err, raftstore.ErrTimeout), errors.Is(err, raftstore.ErrLeadershipLost), errors.Is(err, raftstore.ErrClosed):
 		return p(http.StatusServiceUnavailable, api.ProblemUnavailable, "Unavailable; the outcome of a write is unknown", "")
-	case errors.Is(err, errTooManyPolls):
+	case errors.Is(err, errTooManyPolls), errors.Is(err, errTooManySessions):
 		return p(http.StatusTooManyRequests, api.ProblemTooManyRequests, "Too many requests", rule)
 	}
 	return p(http.StatusInternalServerError, api.ProblemInternal, "Internal error", "")

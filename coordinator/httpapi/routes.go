@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/moltproject/molt/web"
 )
 
 // route is one endpoint. Its requirement and how it is served are part of
@@ -28,6 +30,10 @@ type serving struct {
 	// it answers when its write applied (the status of the record that
 	// the write's own log entry carries; audit.go).
 	audit int
+	// local routes change only this member's memory (web sessions): the
+	// member the caller reaches serves them, and nothing is replicated
+	// or recorded.
+	local bool
 }
 
 var (
@@ -37,6 +43,8 @@ var (
 	// polls, results), served by the leader and not recorded in the
 	// audit log (docs/security.md says why).
 	agentCall = serving{leader: true}
+	// local: a change of this member's own memory (web sessions).
+	local = serving{local: true}
 )
 
 // write is an audited write that answers ok when it applied.
@@ -49,6 +57,8 @@ func (h *handlers) routes() []route {
 	rs := []route{
 		{"GET", "/healthz", Public, read, f(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })},
 		{"GET", "/readyz", Public, read, f(h.readyz)},
+
+		{"GET", "/v1/session", NeedViewer, read, f(h.getSession)},
 
 		{"GET", "/v1/members", NeedViewer, read, f(h.members)},
 		{"POST", "/v1/members", NeedAdmin, write(200), f(h.join)},
@@ -77,10 +87,12 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/clusters/{name}/pools/{pool}/{verb}", NeedOperator, write(200), f(h.poolVerb)},
 		{"POST", "/v1/clusters/{name}/nodes/{node}/retry", NeedOperator, write(204), f(h.retryNode)},
 		{"POST", "/v1/clusters/{name}/preflight", NeedOperator, write(202), f(h.startPreflight)},
+		{"GET", "/v1/clusters/{name}/preflight", NeedViewer, read, f(h.preflights)},
 		{"GET", "/v1/clusters/{name}/preflight/{id}", NeedViewer, read, f(h.preflight)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy", NeedViewer, read, f(h.policy)},
 		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, write(200), f(h.putPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, read, f(h.checkPolicy)},
+		{"GET", "/v1/clusters/{name}/maintenance-policy/calendar", NeedViewer, read, f(h.calendar)},
 
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, write(200), f(h.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, agentCall, f(h.register)},
@@ -88,6 +100,19 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentCall, f(h.heartbeat)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.result)},
+	}
+	if !h.cfg.DisableWeb {
+		// The web view: its files are public (they hold no data; the page
+		// reads /v1 as its signed-in caller), the session routes are the
+		// API's. Sessions are this member's own, so nothing is forwarded.
+		ui := web.Handler(f(notFound))
+		rs = append(rs,
+			route{"GET", "/", Public, read, ui},
+			route{"GET", "/ui", Public, read, ui},
+			route{"GET", web.Prefix + "*", Public, read, ui},
+			route{"POST", "/v1/session", NeedViewer, local, f(h.createSession)},
+			route{"DELETE", "/v1/session", NeedViewer, local, f(h.deleteSession)},
+		)
 	}
 	if h.cfg.Gatherer != nil {
 		// GET and HEAD only; any other method answers 405 method-not-allowed.

@@ -10,7 +10,8 @@ import (
 // TestEveryRouteSaysHowItIsServed: a route that is not a GET or HEAD
 // changes something, so it is either an audited write or an agent's call
 // (which docs/security.md says the audit log leaves out); an agent's call
-// is an agent route; a read is served by any member. A write route added
+// is an agent route; a read is served by any member; only the web view's
+// sessions are a member's own. A write route added
 // without a success status, or a read on the leader, fails here.
 func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 	audited := 0
@@ -20,6 +21,8 @@ func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 		switch rt.serve {
 		case read:
 			require.True(t, reads, "%s changes state: declare it write(status) or agentCall", name)
+		case local:
+			require.Contains(t, []string{"POST /v1/session", "DELETE /v1/session"}, name, "only web sessions live in one member's memory")
 		case agentCall:
 			require.Equal(t, NeedAgent, rt.need, "%s: only agents' own calls go unrecorded", name)
 		default:

@@ -9,11 +9,13 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moltproject/molt/api"
@@ -57,6 +59,9 @@ type Service interface {
 
 	StartPreflight(ctx context.Context, cluster, version string) (string, error)
 	Preflight(cluster, id string) (coordinator.PreflightRun, error)
+	// Preflights lists a cluster's stored runs, newest first, without
+	// their operations and results.
+	Preflights(cluster string) ([]coordinator.PreflightSummary, error)
 
 	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
 	Policy(cluster string) (maintenance.Policy, error)
@@ -120,6 +125,15 @@ type Config struct {
 	AuditRefusalBurst int
 	// Clock measures that rate; nil is the wall clock.
 	Clock coordinator.Clock
+	// DisableWeb turns the web view off: no /ui/, no /v1/session, and
+	// session cookies are not looked at.
+	DisableWeb bool
+	// SessionTTL bounds a web session's life (default DefaultSessionTTL;
+	// never past its token's expiry); MaxSessions how many this member
+	// holds at once (default DefaultMaxSessions; one more is refused with
+	// 429 too-many-requests, rule session-limit).
+	SessionTTL  time.Duration
+	MaxSessions int
 }
 
 // DefaultMaxPollsPerNode is the default of Config.MaxPollsPerNode: an
@@ -153,16 +167,29 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = wallClock{}
 	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}, refusals: newRefusalLimiter(cfg.AuditRefusalEvery, cfg.AuditRefusalBurst)}
+	if !cfg.DisableWeb {
+		h.sessions = newSessionStore(cfg.Clock.Now, cfg.SessionTTL, cfg.MaxSessions)
+	}
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
-	})
+	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSONProblem(w, r, http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
 	v1 := r.With(h.consistentIndex)
+	// Operators' reads answer gzip-compressed JSON to clients that accept
+	// it (browsers, and Go's HTTP client, which asks and decompresses on
+	// its own): a 15,000-node cluster is 4 MB of JSON, 12 times less
+	// compressed (docs/web.md). Agents' routes, whose long polls answer
+	// small bodies, and /metrics (compressed by promhttp) are left alone.
+	compress := middleware.Compress(5, "application/json", "application/problem+json")
 	for _, rt := range h.routes() {
 		// Who the caller is; the leader for what it serves; who an
 		// enrollment's token is; the audit record of a write (which sees
@@ -170,6 +197,9 @@ func New(svc Service, cfg Config) http.Handler {
 		mw := chi.Middlewares{h.authenticate(rt.need)}
 		if rt.serve.leader {
 			mw = append(mw, h.leaderOnly)
+		}
+		if rt.method == http.MethodGet && strings.HasPrefix(rt.pattern, "/v1/") && (rt.need == NeedViewer || rt.need == NeedAdmin) {
+			mw = append(mw, compress)
 		}
 		if rt.need == NeedBootstrapToken {
 			mw = append(mw, h.checkBootstrap)
@@ -187,6 +217,11 @@ func New(svc Service, cfg Config) http.Handler {
 	return r
 }
 
+// notFound answers a path no route serves.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
+}
+
 func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix, detail string) {
 	p := &api.Problem{Type: api.ProblemTypeBase + suffix, Title: http.StatusText(status), Status: status, Detail: detail, Instance: r.URL.Path}
 	w.Header().Set("Content-Type", "application/problem+json")
@@ -197,6 +232,9 @@ func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix
 type handlers struct {
 	svc Service
 	cfg Config
+	// sessions are the web view's sessions on this member (session.go);
+	// nil with Config.DisableWeb.
+	sessions *sessionStore
 
 	pollMu sync.Mutex
 	polls  map[string]int // open long polls by "cluster/node"
@@ -626,6 +664,70 @@ func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, preflightRunToAPI(run))
+}
+
+func (h *handlers) preflights(w http.ResponseWriter, r *http.Request) {
+	runs, err := h.svc.Preflights(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	out := make([]api.PreflightRunSummary, len(runs))
+	for i, run := range runs {
+		out[i] = preflightSummaryToAPI(run)
+	}
+	writeJSON(w, 200, out)
+}
+
+// calendar lays the cluster's maintenance policy out over days (default
+// 60, at most maintenance.MaxCalendarSpan) from from (default: today,
+// 00:00 UTC, on the API's clock): the window's open stretches and the
+// exclusions in that range.
+func (h *handlers) calendar(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bad := func(rule, detail string) {
+		writeProblem(w, r, &coordinator.RuleError{Rule: rule, Detail: detail, Err: coordinator.ErrInvalid})
+	}
+	const day = 24 * time.Hour
+	from := h.cfg.Clock.Now().UTC().Truncate(day)
+	if s := q.Get("from"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			bad("from", fmt.Sprintf("from=%q is not RFC 3339", s))
+			return
+		}
+		from = t.UTC()
+	}
+	days, maxDays := 60, int(maintenance.MaxCalendarSpan/day)
+	if s := q.Get("days"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxDays {
+			bad("days", fmt.Sprintf("days=%q: want a whole number from 1 to %d", s, maxDays))
+			return
+		}
+		days = n
+	}
+	to := from.Add(time.Duration(days) * day)
+	p, err := h.svc.Policy(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	c, err := p.Compile()
+	if err != nil { // a stored policy compiled when it was set
+		writeProblem(w, r, fmt.Errorf("stored maintenance policy: %v: %w", err, coordinator.ErrPolicyInvalid))
+		return
+	}
+	out := api.MaintenanceCalendar{From: from, To: to, Window: []api.TimeRange{}, Exclusions: []api.CalendarExclusion{}}
+	for _, s := range c.WindowStretches(from, to) {
+		out.Window = append(out.Window, api.TimeRange{Start: s.Start, End: s.End})
+	}
+	for _, e := range c.Policy().Exclusions {
+		if e.Start.Before(to) && e.End.After(from) {
+			out.Exclusions = append(out.Exclusions, api.CalendarExclusion{Name: e.Name, Start: e.Start, End: e.End, Scope: string(e.Scope)})
+		}
+	}
+	writeJSON(w, 200, out)
 }
 
 func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {

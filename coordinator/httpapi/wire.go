@@ -23,3 +23,14 @@ func preflightRunToAPI(run coordinator.PreflightRun) api.PreflightRun {
 		Report: conv.Ptr(run.Report, convert.PreflightReportToAPI),
 	}
 }
+
+// preflightSummaryToAPI renders a stored run without its operations.
+func preflightSummaryToAPI(s coordinator.PreflightSummary) api.PreflightRunSummary {
+	run := s.Run
+	out := api.PreflightRunSummary{ID: run.ID, Cluster: run.Cluster, Target: run.Target.String(), State: run.State,
+		CreatedAt: run.CreatedAt, Deadline: run.Deadline, FinishedAt: run.FinishedAt, Hosts: s.Hosts}
+	if run.Report != nil {
+		out.Verdict, out.Failed = string(run.Report.Verdict), run.Report.Failed
+	}
+	return out
+}

@@ -257,6 +257,38 @@ func (f *Machine) Preflight(cluster, id string) (PreflightRun, error) {
 	return PreflightRun{}, fmt.Errorf("preflight %s/%s: %w", cluster, id, ErrNotFound)
 }
 
+// Preflights returns the cluster's stored preflight runs, newest first,
+// without their host operations and results (Operations, Results nil;
+// the Report is a copy), or an error wrapping ErrNotFound. Hosts counts
+// each run's nodes with operations.
+func (f *Machine) Preflights(cluster string) ([]PreflightSummary, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, err := f.st.cluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PreflightSummary, 0, len(r.Preflights))
+	for i := len(r.Preflights) - 1; i >= 0; i-- {
+		p := r.Preflights[i]
+		run := *p
+		run.Operations, run.Results = nil, nil
+		if p.Report != nil {
+			rep := *p.Report
+			run.Report = &rep
+		}
+		out = append(out, PreflightSummary{Run: run, Hosts: len(p.Operations)})
+	}
+	return out, nil
+}
+
+// PreflightSummary is a stored run without its operations and results,
+// and how many hosts it sent checks to.
+type PreflightSummary struct {
+	Run   PreflightRun
+	Hosts int
+}
+
 // PreflightOfOperation returns the ID of the cluster's stored preflight run
 // that operation id belongs to ("preflight-<run>-…"), or "" when none does.
 func (f *Machine) PreflightOfOperation(cluster, id string) string {

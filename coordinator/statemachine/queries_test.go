@@ -73,6 +73,10 @@ func TestQueriesReturnCopies(t *testing.T) {
 	run.Results["preflight-lab-1-cp-1-peers"] = api.OperationResult{State: api.OpFailed}
 	run.Operations["cp-1"] = nil
 	run.Report.Verdict = "changed"
+	runs, err := f.Preflights("lab")
+	require.NoError(t, err)
+	runs[0].Run.Report.Verdict = "changed"
+	runs[0].Run.ID = "changed"
 	rel, ok := f.Release("1.34.4")
 	require.True(t, ok)
 	rel.Channels, rel.Version = nil, "changed"
@@ -189,6 +193,28 @@ func TestQueries(t *testing.T) {
 	t.Run("preflight done", func(t *testing.T) {
 		f := machineAt(t, firstOf(t, CmdPreflightFinish)+1)
 		require.Empty(t, f.RunningPreflights())
+		runs, err := f.Preflights("lab")
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		got := runs[0]
+		require.Equal(t, "lab-1", got.Run.ID)
+		require.Equal(t, "done", got.Run.State)
+		require.Equal(t, 3, got.Hosts, "three nodes were sent host checks")
+		require.Nil(t, got.Run.Operations, "operations left out")
+		require.Nil(t, got.Run.Results, "results left out")
+		require.NotNil(t, got.Run.Report)
+		_, err = f.Preflights("nope")
+		require.ErrorIs(t, err, ErrNotFound)
+	})
+	t.Run("preflights newest first", func(t *testing.T) {
+		f := machineAt(t, len(goldenEntries()))
+		runs, err := f.Preflights("edge")
+		require.NoError(t, err)
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.Run.ID)
+		}
+		require.Equal(t, []string{"edge-2", "edge-1"}, ids)
 	})
 	t.Run("active upgrades", func(t *testing.T) {
 		f := machineAt(t, len(goldenEntries()))
