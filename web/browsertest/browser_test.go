@@ -92,8 +92,8 @@ func isState(sel, want string) string { return fmt.Sprintf(`%s === %s`, state(se
 // simulated agents: sign-in by keyboard, a live upgrade that advances as
 // agents finish their nodes, a dry run, a pool cancelled and resumed, a
 // viewer refused, a failed node retried, a blue/green pool completed,
-// the maintenance calendar, preflight runs and the audit page (absent
-// on this branch); a screenshot of each page lands in bin/web/.
+// the maintenance calendar, preflight runs and the audit log (refused to
+// the operator, read by an admin); a screenshot of each page lands in bin/web/.
 func TestWebView(t *testing.T) {
 	requireChromium(t)
 	mem := memory.New(memory.Options{Templates: []string{"base-1-33-6"}, ListsToRun: 2})
@@ -249,6 +249,9 @@ func TestWebView(t *testing.T) {
 	t.Run("blue/green phases and complete", func(t *testing.T) {
 		op.t = t
 		op.go_("#/clusters/cloudy")
+		// The form is drawn before the cluster's versions arrive: wait
+		// for them, or the confirmation names "?" (seen under -race).
+		op.wait("cloudy's versions", `document.querySelector('#current-version') && document.querySelector('#current-version').innerText === '1.33.6' && document.querySelector('#target-version') && document.querySelector('#target-version').value === '1.34.4'`)
 		op.click("#start-btn")
 		op.confirm("cloudy from 1.33.6 to 1.34.4", true)
 		op.wait("the pool soaking", `!!document.querySelector('[data-pool="bg"] .phases li.current') && document.querySelector('[data-pool="bg"] .phases li.current').innerText === 'NODE_POOL_SOAKING'`)
@@ -288,12 +291,16 @@ func TestWebView(t *testing.T) {
 		op.shot("preflight-run")
 	})
 
-	t.Run("audit log absent", func(t *testing.T) {
+	t.Run("audit log", func(t *testing.T) {
 		op.t = t
 		op.go_("#/audit")
-		op.wait("the notice", `document.querySelector('#audit') && document.querySelector('#audit').innerText.includes('does not serve')`)
-		op.wait("no audit link", `document.getElementById('nav-audit').hidden`)
-		op.shot("audit")
+		op.wait("the notice for a non-admin", `document.querySelector('#audit') && document.querySelector('#audit').innerText.includes('for admins')`)
+		a := &page{t: t, ctx: newTab(t, browser), base: op.base}
+		a.signIn(m.admin, "")
+		a.wait("the audit link", `!document.getElementById('nav-audit').hidden`)
+		a.go_("#/audit")
+		a.wait("the operator's upgrade start", `!!document.querySelector('#audit table') && [...document.querySelectorAll('#audit tr')].some(tr => tr.innerText.includes('/v1/clusters/lab/upgrade') && tr.innerText.includes('operator in the browser'))`)
+		a.shot("audit")
 	})
 
 	t.Run("accessibility", func(t *testing.T) {
