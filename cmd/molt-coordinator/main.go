@@ -65,6 +65,9 @@ func run() error {
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
 	cloudRetry := flag.Duration("cloud-retry-interval", def.CloudRetryInterval, "how long a MIG step that waits for cloud quota or capacity waits before it tries again")
+	healthTimeout := flag.Duration("health-timeout", def.HealthTimeout, "how long an upgrade's final health step is tried before the upgrade fails (0: until it passes); recorded in each upgrade when it starts")
+	gateTimeout := flag.Duration("gate-timeout", def.GateTimeout, "how long a node's health gates may stay red before the node fails (0: until green); recorded in each upgrade when it starts")
+	gateInterval := flag.Duration("gate-interval", def.GateInterval, "how often a node's red or soaking health gates are looked at again")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	keyFile := flag.String("encryption-key-file", "", "key file sealing kubeconfigs at rest, mode 0600, the same on every member (default: <data-dir>/"+encryptionKeyFile+"; created on bootstrap, received on join)")
@@ -165,6 +168,7 @@ func run() error {
 	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	cfg.Clouds = newCloudConnector()
 	cfg.CloudRetryInterval = *cloudRetry
+	cfg.HealthTimeout, cfg.GateTimeout, cfg.GateInterval = *healthTimeout, *gateTimeout, *gateInterval
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)
