@@ -147,6 +147,12 @@ func TestFailureBudgetRollsBackAndAlerts(t *testing.T) {
 	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/pools/cp/upgrade:rollback", "application/json", []byte(`{}`))
 	require.Equal(t, http.StatusConflict, code)
 	require.Equal(t, "rollback-skew", prob.Rule, "lb-1's kubelet runs 1.34.4")
+	put(t, cl, "/v1/releases/1.34.5", release("1.34.5"))
+	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/upgrade", "application/json", []byte(`{"version":"1.34.5"}`))
+	require.Equal(t, http.StatusUnprocessableEntity, code)
+	require.Equal(t, "mixed-cluster", prob.Rule)
+	code, _, body := raw(t, m, "POST", "/v1/clusters/lab/upgrade", "application/json", []byte(`{"version":"1.34.4","dryRun":true}`))
+	require.Equal(t, http.StatusOK, code, "%s", body)
 }
 
 // TestManualRollbackOfFailedPool: with the default policy the failed pool

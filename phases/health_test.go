@@ -494,3 +494,35 @@ func TestRollbackProperties(t *testing.T) {
 		}
 	})
 }
+
+// TestRollbackOfCancelledPool: an operator cancels a bare-metal pool
+// midway; once the upgrade halted cancelled, a rollback takes the nodes it
+// upgraded back (the last first) and the upgrade ends cancelled again, not
+// failed.
+func TestRollbackOfCancelledPool(t *testing.T) {
+	c := workersCluster(4, nil)
+	s := newSim(t, c, v1344, gates)
+	var order []string
+	s.observe = func() {
+		if n, _ := s.u.Node("w0-1"); n.State == StateDone && !n.Rollback {
+			_ = s.u.PoolCommand("w0", PoolCancel, s.now)
+		}
+		for _, n := range s.u.Nodes {
+			if n.Rollback && !slices.Contains(order, n.Node) {
+				order = append(order, n.Node)
+			}
+		}
+	}
+	s.run(10_000)
+	require.Equal(t, UpgradeCancelled, s.u.State)
+	checkPoolCommand(t, s.u, "cp", PoolRollback, "rollback-skew")
+	require.NoError(t, s.u.PoolCommand("w0", PoolRollback, s.now))
+	s.run(10_000)
+	require.Equal(t, UpgradeCancelled, s.u.State)
+	require.Empty(t, s.u.Reason)
+	require.Equal(t, []string{"w0-1", "w0-0"}, order)
+	for _, name := range []string{"w0-0", "w0-1", "w0-2", "w0-3"} {
+		n, _ := s.u.Node(name)
+		require.Equal(t, v1336, n.Version, name)
+	}
+}
