@@ -307,3 +307,27 @@ func promtoolUpgradeFailedFires(t *testing.T, lines []string, cluster string) {
 	out, err := exec.Command(promtool, "test", "rules", path).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 }
+
+// TestGateDeadlineFailsNode: a built-in gate (the node not Ready at its
+// version after its uncordon) still red at the gate deadline fails the
+// node, and the default budget fails the pool and the upgrade.
+func TestGateDeadlineFailsNode(t *testing.T) {
+	ops := newFakeOps()
+	ops.setUnready("worker-1", "node worker-1 is not Ready")
+	tc := newTestCluster(t, 1, ops, func(c *coordinator.Config) { c.GateTimeout, c.GateInterval = time.Second, 20*time.Millisecond })
+	cl := tc.members[0].client()
+	spec := registerLab(t, cl)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runAgents(ctx, tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	u := waitLabUpgrade(t, cl, "upgrade failed", func(u *phases.Upgrade) bool { return u.State == phases.UpgradeFailed })
+	w1, _ := u.Node("worker-1")
+	require.Equal(t, phases.StateFailed, w1.State)
+	require.Equal(t, "gates: gate node-ready red: node worker-1 is not Ready, still after the 1s gate deadline", w1.Error)
+	require.Contains(t, u.Reason, "pool workers: 1 of 2 nodes failed")
+	w2, _ := u.Node("worker-2")
+	require.Equal(t, phases.StatePending, w2.State)
+}

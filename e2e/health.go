@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -71,7 +70,8 @@ func (e *Env) PublishBrokenRelease(ctx context.Context, base, version string) (a
 	if err != nil {
 		return api.Release{}, err
 	}
-	if _, err := io.WriteString(f, header); err == nil {
+	_, err = io.WriteString(f, header)
+	if err == nil {
 		_, err = io.Copy(f, stamped)
 	}
 	if cerr := f.Close(); err == nil {
@@ -146,15 +146,6 @@ func (e *Env) WatchUntil(ctx context.Context, id string, what string, done func(
 }
 
 const waitUpgradeTimeout = 20 * time.Minute
-
-// nodeStates is "node=state" for every node of u, for messages.
-func nodeStates(u *phases.Upgrade) string {
-	var parts []string
-	for _, n := range u.Nodes {
-		parts = append(parts, fmt.Sprintf("%s=%s@%s", n.Node, n.State, n.Version))
-	}
-	return strings.Join(parts, " ")
-}
 
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)

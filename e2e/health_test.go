@@ -215,3 +215,12 @@ func workerKubelets(t *testing.T, ctx context.Context, env *Env) map[string]stri
 	}
 	return out
 }
+
+// nodeStates is "node=state" for every node of u, for messages.
+func nodeStates(u *phases.Upgrade) string {
+	var parts []string
+	for _, n := range u.Nodes {
+		parts = append(parts, fmt.Sprintf("%s=%s@%s", n.Node, n.State, n.Version))
+	}
+	return strings.Join(parts, " ")
+}
