@@ -19,7 +19,9 @@ import (
 // pods become evictable. A manual upgrade does not read protections.
 func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 	ops := newFakeOps()
-	until := time.Now().Add(2 * time.Second).UTC().Truncate(time.Millisecond)
+	// Long enough that the pool starts while worker-1 is still protected,
+	// also under -race on a loaded machine (every node has a gates step).
+	until := time.Now().Add(8 * time.Second).UTC().Truncate(time.Millisecond)
 	ops.protected = map[string]time.Time{"worker-1": until}
 	tc := newTestCluster(t, 1, ops)
 	cl := tc.anyClient(0)
