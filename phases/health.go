@@ -91,6 +91,9 @@ func (s UpgradeSettings) validateHealth(p *Pool) error {
 	if s.MaxFailedNodes != nil && (*s.MaxFailedNodes < 1 || *s.MaxFailedNodes > len(p.Nodes)) {
 		return invalid("max-failed-nodes", "pool %s: maxFailedNodes %d is outside 1..%d (its nodes)", p.Name, *s.MaxFailedNodes, len(p.Nodes))
 	}
+	if s.Strategy == StrategyBlueGreen && (s.MaxFailedNodes != nil || s.Rollback == RollbackAuto) {
+		return invalid("max-failed-nodes", "pool %s: a blue/green pool has no failure budget and no automatic rollback (it halts at a failed node; roll it back with its command)", p.Name)
+	}
 	switch s.Rollback {
 	case "", RollbackManual, RollbackNever:
 	case RollbackAuto:
@@ -178,12 +181,14 @@ type GateCheck struct {
 // gates step at the end of each forward path, the failure budget, the
 // rollback policy and steps, the gates.
 func layoutHealth(t *PoolTrack, p *Pool, c *ClusterSpec) {
-	t.MaxFailedNodes = p.Settings.FailureBudget()
 	t.RollbackPolicy = p.Settings.RollbackPolicy()
-	t.Gates = append(append([]HealthGate(nil), c.HealthGates...), p.Settings.HealthGates...)
 	if t.BlueGreen != nil {
-		return // blue/green soaks the whole pool; its nodes have no gates step
+		// Blue/green soaks the whole pool: its nodes have no gates step,
+		// and a failed blue node halts the pool as before (no budget).
+		return
 	}
+	t.MaxFailedNodes = p.Settings.FailureBudget()
+	t.Gates = append(append([]HealthGate(nil), c.HealthGates...), p.Settings.HealthGates...)
 	t.NodeSteps = append(t.NodeSteps, NodeStep{Kind: NodeGates})
 	if t.UnavailableSteps != nil {
 		t.UnavailableSteps = append(t.UnavailableSteps, NodeStep{Kind: NodeGates})

@@ -106,6 +106,9 @@ func (u *Upgrade) PoolCommand(pool, cmd string, now time.Time) error {
 		p.Cancelled = false
 		u.reopen(s)
 	case PoolRollback:
+		if p.RollbackPolicy == RollbackNever {
+			return refuse("rollback-never", "pool %s's rollback policy is never", pool)
+		}
 		if p.Strategy == "" {
 			return u.rollbackInPlacePool(p, s)
 		}
@@ -180,8 +183,6 @@ func (u *Upgrade) rollbackInPlacePool(p *PoolTrack, s *Step) error {
 	switch {
 	case p.RollbackSteps == nil:
 		return refuse("rollback-bare-metal", "pool %s was laid out before bare-metal rollback (layout %d); it cannot be rolled back", p.Name, u.Options.StepLayout)
-	case p.RollbackPolicy == RollbackNever:
-		return refuse("rollback-never", "pool %s's rollback policy is never", p.Name)
 	case u.State == UpgradeRunning:
 		return refuse("rollback-while-running", "a bare-metal pool rolls back once its upgrade failed or was cancelled; cancel pool %s first", p.Name)
 	case s.State == StateRolledBack, p.RollingBack:

@@ -393,8 +393,8 @@ func (u *Upgrade) RetryNode(name string, now time.Time) error {
 	if p.RollingBack && !n.Rollback {
 		return stale("node %s: its pool is rolling back, and so will the node", name)
 	}
-	if p.FailReason != "" && !n.Rollback {
-		return stale("node %s: pool %s failed (%s); roll it back or start a new upgrade", name, p.Name, p.FailReason)
+	if u.failing() && !n.Rollback {
+		return stale("node %s: upgrade %s fails (%s): nothing new starts; roll pools back or start a new upgrade", name, u.ID, u.failReason())
 	}
 	if p.MaxFailedNodes > 0 && p.Strategy != StrategySurge && !n.Rollback && budget(u, p) <= 0 {
 		// The failed node is no longer under upgrade; a retry starts it
