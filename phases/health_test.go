@@ -526,3 +526,22 @@ func TestRollbackOfCancelledPool(t *testing.T) {
 		require.Equal(t, v1336, n.Version, name)
 	}
 }
+
+// TestHealthSettingsOnMIGPools: blue/green pools take no failure budget
+// and no automatic rollback; a surge pool may roll back automatically,
+// and a never policy refuses its rollback command.
+func TestHealthSettingsOnMIGPools(t *testing.T) {
+	var ve *ValidationError
+	for _, s := range []func(*UpgradeSettings){
+		func(s *UpgradeSettings) { s.MaxFailedNodes = ptr(1) },
+		func(s *UpgradeSettings) { s.Rollback = RollbackAuto },
+	} {
+		require.ErrorAs(t, migCluster(StrategyBlueGreen, 1, 2, s).Validate(), &ve)
+		require.Equal(t, "max-failed-nodes", ve.Rule)
+	}
+	require.NoError(t, migCluster(StrategySurge, 1, 2, func(s *UpgradeSettings) { s.Rollback = RollbackAuto }).Validate())
+	u := NewUpgrade("u", migCluster(StrategySurge, 1, 2, func(s *UpgradeSettings) { s.Rollback = RollbackNever }), v1344, gates, time.Time{})
+	p := u.Pools[len(u.Pools)-1]
+	checkPoolCommand(t, u, p.Name, PoolRollback, "rollback-never")
+	require.Equal(t, NodeGates, p.NodeSteps[len(p.NodeSteps)-1].Kind)
+}
