@@ -85,7 +85,9 @@ func TestDrainWorkloadsComeBack(t *testing.T) {
 	require.ErrorIs(t, err, kube.ErrWorkloadsNotReady)
 	require.Equal(t, "kube: workloads not back to their desired ready replicas: Deployment "+ns+"/web: 1 of 2 ready", err.Error())
 
-	dep.Status.ReadyReplicas = 2
+	dep, err = apps.Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	dep.Status.Replicas, dep.Status.ReadyReplicas = 2, 2
 	_, err = apps.Deployments(ns).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, c.WorkloadsReady(ctx, res.Workloads))
