@@ -545,3 +545,22 @@ func TestHealthSettingsOnMIGPools(t *testing.T) {
 	checkPoolCommand(t, u, p.Name, PoolRollback, "rollback-never")
 	require.Equal(t, NodeGates, p.NodeSteps[len(p.NodeSteps)-1].Kind)
 }
+
+// TestPlanCountsGateSoak: a dry run times every node of a pool with gates
+// with the longest for: of its gates on top.
+func TestPlanCountsGateSoak(t *testing.T) {
+	c := workersCluster(2, func(s *UpgradeSettings) {
+		s.HealthGates = []HealthGate{{Name: "errors", Expr: "up == 1", For: 3 * time.Minute, Prometheus: "http://p:9090"}}
+	})
+	c.HealthGates = []HealthGate{{Name: "slo", Expr: "up == 1", For: time.Minute, Prometheus: "http://p:9090"}}
+	d := DefaultDurations()
+	plan := MakePlan(c, v1344, gates, d, time.Time{})
+	for _, s := range plan.Steps {
+		if s.Pool == "w0" {
+			require.Equal(t, d.Node[RoleWorker]+3*time.Minute, s.Batches[0].End.Sub(s.Batches[0].Start))
+		}
+		if s.Pool == "cp" {
+			require.Equal(t, d.Node[RoleControlPlane]+time.Minute, s.Batches[0].End.Sub(s.Batches[0].Start), "the cluster's gates apply to every pool")
+		}
+	}
+}
