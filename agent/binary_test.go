@@ -145,3 +145,43 @@ func TestUpgradeBinaryFromCoordinatorPath(t *testing.T) {
 	require.Equal(t, sum, sha(t, h.kubelet()))
 	require.NoError(t, stop())
 }
+
+// TestRollbackOfFailedOrNoOpUpgrades: what a pool rollback sends for every
+// component an upgrade operation may have changed (SPEC §16). The undo of
+// an upgrade whose new kubelet never became healthy (the agent restored
+// the previous binary then) restores it again — nothing to copy — and
+// restarts it healthy; the undo of an upgrade that changed nothing (the
+// binary was already at its sha256, or the download failed before any
+// change) succeeds at once with nothing restored and no restart.
+func TestRollbackOfFailedOrNoOpUpgrades(t *testing.T) {
+	coord := newFakeCoordinator(t)
+	h := newFakeHost(t, coord)
+	old := sha(t, h.kubelet())
+	brokenURL, brokenSum := h.serve("kubelet-broken", kubeletScript("v1.34.0", true))
+	goodURL, _ := h.serve("kubelet", kubeletScript("v1.34.0", false))
+	_, _ = runAgent(t, h.cfg)
+
+	coord.enqueue(upgradeOp("broken", brokenURL, brokenSum, "v1.34.0"))
+	require.Equal(t, api.OpFailed, coord.waitResult(t, "broken").State)
+	restarts := h.restartCount("kubelet.service")
+	coord.enqueue(api.Operation{ID: "rb-broken", Kind: api.OpRollback, Rollback: &api.Rollback{OperationID: "broken"}})
+	res := coord.waitResult(t, "rb-broken")
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+	require.Equal(t, old, sha(t, h.kubelet()))
+	require.Equal(t, "v1.33.0", res.Details["runningVersion"])
+	require.Equal(t, restarts+1, h.restartCount("kubelet.service"))
+
+	coord.enqueue(upgradeOp("bad-sum", goodURL, brokenSum, "v1.34.0"))
+	require.Equal(t, api.OpFailed, coord.waitResult(t, "bad-sum").State)
+	coord.enqueue(upgradeOp("same", brokenURL, old, "v1.33.0"))
+	require.Equal(t, api.OpSucceeded, coord.waitResult(t, "same").State)
+	for _, id := range []string{"bad-sum", "same"} {
+		restarts := h.restartCount("kubelet.service")
+		coord.enqueue(api.Operation{ID: "rb-" + id, Kind: api.OpRollback, Rollback: &api.Rollback{OperationID: id}})
+		res := coord.waitResult(t, "rb-"+id)
+		require.Equal(t, api.OpSucceeded, res.State, res.Message)
+		require.Equal(t, "nothing: operation "+id+" changed nothing", res.Details["restored"])
+		require.Equal(t, restarts, h.restartCount("kubelet.service"), "nothing restarted")
+		require.Equal(t, old, sha(t, h.kubelet()))
+	}
+}

@@ -10,8 +10,7 @@ import (
 )
 
 // ErrRollbackUnavailable means the operation cannot be rolled back: it is
-// unknown here, not an upgrade, did not change anything, or a later
-// upgrade replaced the backup.
+// unknown here, not an upgrade, or a later upgrade replaced the backup.
 var ErrRollbackUnavailable = errors.New("rollback unavailable")
 
 // rollback restores what a finished upgrade replaced: the previous binary
@@ -24,10 +23,13 @@ func (r *run) rollback(ctx context.Context) (map[string]string, error) {
 	if !ok || st.Result == nil {
 		return nil, fmt.Errorf("%w: operation %s is not a finished operation of this host", ErrRollbackUnavailable, target)
 	}
-	if !st.Steps[StepBackedUp] {
-		return nil, fmt.Errorf("%w: operation %s changed nothing", ErrRollbackUnavailable, target)
-	}
 	details := map[string]string{"target": target}
+	if !st.Steps[StepBackedUp] {
+		// It replaced nothing (the component was already at its target,
+		// or it failed before): the host is as it was before it.
+		details["restored"] = "nothing: operation " + target + " changed nothing"
+		return details, nil
+	}
 	switch st.Op.Kind {
 	case api.OpUpgradeBinary:
 		comp := st.Op.UpgradeBinary.Component

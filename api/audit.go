@@ -52,9 +52,11 @@ type AuditEntry struct {
 	// upgrade's target, whether a kubeconfig came with a cluster); it
 	// never holds a secret.
 	Detail string `json:"detail,omitempty"`
-	// Action names what a record kept from the old audit trail did
-	// ("pool-cancel", "node-retry", "maintenance-policy",
-	// "emergency-override").
+	// Action names what a record that no request made did: records kept
+	// from the old audit trail ("pool-cancel", "node-retry",
+	// "maintenance-policy", "emergency-override"), and what the leader
+	// decided on its own ("pool-failed", "pool-rollback" when a pool's
+	// policy rolls it back, "upgrade-failed").
 	Action string `json:"action,omitempty"`
 	// Suppressed counts refusals of this principal since its previous
 	// recorded refusal that were not recorded (refusals are recorded at a

@@ -16,6 +16,21 @@ type ClusterSpec struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Cloud names the cloud adapter of the cluster's MIG pools.
 	Cloud *CloudSpec `json:"cloud,omitempty"`
+	// HealthGates must hold after each node of every pool (SPEC §16,
+	// docs/health.md), besides each pool's own.
+	HealthGates []HealthGate `json:"healthGates,omitempty"`
+}
+
+// HealthGate is a PromQL expression that must hold after each node of a
+// pool before the pool goes on: it holds while the query
+// (`/api/v1/query` of the Prometheus at Prometheus) returns a non-empty
+// result, and must have held for For (whole seconds, "120s"; empty is 0)
+// together with the node's other checks.
+type HealthGate struct {
+	Name       string `json:"name"`
+	Expr       string `json:"expr"`
+	For        string `json:"for,omitempty"`
+	Prometheus string `json:"prometheus"`
 }
 
 // CloudSpec names the cloud adapter that drives a cluster's MIG pools:
@@ -114,6 +129,16 @@ type UpgradeSettings struct {
 	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
 	// BlueGreenSettings configure the blueGreen strategy (GKE's names).
 	BlueGreenSettings *BlueGreenSettings `json:"blueGreenSettings,omitempty"`
+	// MaxFailedNodes is the pool's failure budget: the pool, and the
+	// upgrade, fail when that many of its nodes failed (default 1).
+	MaxFailedNodes *int `json:"maxFailedNodes,omitempty"`
+	// Rollback is what a pool past its budget does: "manual" (default:
+	// it fails; an operator may roll it back), "auto" (it rolls back at
+	// once; not for control-plane pools) or "never".
+	Rollback string `json:"rollback,omitempty"`
+	// HealthGates must hold after each node of the pool, besides the
+	// cluster's.
+	HealthGates []HealthGate `json:"healthGates,omitempty"`
 }
 
 // BlueGreenSettings are a blue/green pool's batches and soaks. Durations

@@ -33,6 +33,10 @@ type Upgrade struct {
 	// Closed: the cluster changed after this upgrade was cancelled, so it
 	// cannot be resumed.
 	Closed bool `json:"closed,omitempty"`
+	// Reason says why a failed upgrade failed: the pool past its failure
+	// budget with its failed nodes, or the step that gave up, and the
+	// pools that were rolled back.
+	Reason string `json:"reason,omitempty"`
 }
 
 // UpgradeState is where a whole cluster upgrade is.
@@ -54,8 +58,14 @@ type UpgradeOptions struct {
 	ConcurrentWorkerPools int    `json:"concurrentWorkerPools,omitempty"`
 	EmergencyReason       string `json:"emergencyReason,omitempty"`
 	// StepLayout numbers how the steps were laid out (0: with a lifecycle
-	// step, as before layouts had numbers; 1: without).
+	// step, as before layouts had numbers; 1: without; 2: MIG strategies;
+	// 3: health gates, failure budgets and bare-metal rollback).
 	StepLayout int `json:"stepLayout,omitempty"`
+	// HealthTimeout is how long the final health step is tried before the
+	// upgrade fails; GateTimeout how long a node's gates may stay red
+	// before the node fails ("600s"; empty: no deadline).
+	HealthTimeout string `json:"healthTimeout,omitempty"`
+	GateTimeout   string `json:"gateTimeout,omitempty"`
 }
 
 // StepState is where a step or a node's upgrade is.
@@ -124,6 +134,15 @@ type PoolTrack struct {
 	RollingBack bool `json:"rollingBack,omitempty"`
 	// BlueGreen is a blue/green pool's phase and progress.
 	BlueGreen *BlueGreenTrack `json:"blueGreen,omitempty"`
+	// MaxFailedNodes is the pool's failure budget and RollbackPolicy
+	// what it does past it (auto, manual, never); Gates the PromQL gates
+	// its nodes' gates step checks (the cluster's and the pool's).
+	MaxFailedNodes int          `json:"maxFailedNodes,omitempty"`
+	RollbackPolicy string       `json:"rollbackPolicy,omitempty"`
+	Gates          []HealthGate `json:"gates,omitempty"`
+	// FailReason says why the pool failed (its failure budget was
+	// reached, and by which nodes).
+	FailReason string `json:"failReason,omitempty"`
 }
 
 // BlueGreenTrack is where a blue/green pool upgrade is: its phase (GKE's
@@ -205,10 +224,37 @@ type NodeTask struct {
 	Current     string `json:"current,omitempty"`
 	// Rollback: the node goes (or went) back to the upgrade's From.
 	Rollback bool `json:"rollback,omitempty"`
-	// Waiting says why the node's step waits (no quota, no capacity),
-	// until RetryAt; the node is not failed.
+	// Waiting says why the node's step waits (no quota, no capacity, a
+	// red health gate with its last value, gates soaking), until RetryAt;
+	// the node is not failed.
 	Waiting string    `json:"waiting,omitempty"`
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Applied are the agent operations that changed the node's components
+	// on its way forward, which a rollback undoes.
+	Applied []AppliedOp `json:"applied,omitempty"`
+	// Drained are the controllers whose pods the node's drain evicted;
+	// its gates wait until they are back to their desired ready replicas.
+	Drained []Workload `json:"drained,omitempty"`
+	// RedGate names the gate that was red when the node's gates step last
+	// looked: the node's pool starts no other node meanwhile.
+	RedGate string `json:"redGate,omitempty"`
+	// GreenSince is when every gate of the node last turned green.
+	GreenSince time.Time `json:"greenSince,omitzero"`
+}
+
+// AppliedOp is an agent operation that changed a component of a node
+// ("kubelet", "containerd", "staticPods").
+type AppliedOp struct {
+	Component string `json:"component"`
+	ID        string `json:"id"`
+}
+
+// Workload is a controller (Deployment, StatefulSet, ReplicaSet,
+// ReplicationController) whose pods a drain evicted.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // LeftPod is a pod a drain did not remove before its deadline.

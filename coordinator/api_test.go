@@ -196,7 +196,7 @@ func TestAPI(t *testing.T) {
 	require.Equal(t, "1.34.4", got.Spec.Version, "spec.version is the target once an upgrade starts")
 	require.Equal(t, "1.33.6", got.Status.Version, "status.version moves only at the end")
 
-	// Pool commands: cancel, resume (both forms), rollback refused on bare metal.
+	// Pool commands: cancel, resume (both forms); a bare-metal pool rolls back only once its upgrade failed or was cancelled.
 	for _, p := range []string{"/v1/clusters/lab/pools/workers/upgrade/cancel", "/v1/clusters/lab/pools/workers/upgrade:resume"} {
 		code, prob, body := raw(t, m, "POST", p, "application/json", []byte(`{}`))
 		require.Equal(t, 200, code, "%s %v %s", p, prob, body)
@@ -204,7 +204,7 @@ func TestAPI(t *testing.T) {
 	code, prob, _ = raw(t, m, "POST", "/v1/clusters/lab/pools/workers/upgrade/rollback", "application/json", []byte(`{}`))
 	require.Equal(t, 409, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemCommandNotAllowed, prob.Type)
-	require.Equal(t, "rollback-bare-metal", prob.Rule)
+	require.Equal(t, "rollback-while-running", prob.Rule)
 
 	// Cluster shape cannot change during an upgrade.
 	code, prob, _ = raw(t, m, "PUT", "/v1/clusters/lab", "application/json", mustJSON(t, clusterSpec("lab", "1.33.6")))

@@ -24,6 +24,12 @@ func tokenClient(t *testing.T, admin *api.Client, addr, role, description string
 	require.NoError(t, err)
 	cl := api.NewClient("https://"+addr, httpsClient(nil))
 	cl.SetBearerToken(tok.Secret)
+	// The member at addr may not have applied the token yet (a follower):
+	// wait until it knows it, as a client that came back later would.
+	eventually(t, "token "+tok.ID+" known at "+addr, func() bool {
+		_, err := cl.Do(context.Background(), http.MethodGet, "/v1/releases", nil, nil)
+		return err == nil
+	})
 	return cl, tok
 }
 

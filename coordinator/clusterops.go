@@ -15,10 +15,18 @@ import (
 // whatever work was in flight, and a repeat must be harmless.
 type ClusterOps interface {
 	Cordon(ctx context.Context, node string) error
-	// Drain evicts best effort and returns the pods it left behind; giving
-	// up after the drain timeout is not an error (SPEC §6).
-	Drain(ctx context.Context, node string, automatic bool) ([]phases.LeftPod, error)
+	// Drain evicts best effort and returns the pods it left behind and
+	// the controllers of those it evicted; giving up after the drain
+	// timeout is not an error (SPEC §6).
+	Drain(ctx context.Context, node string, automatic bool) (Drained, error)
 	WaitReady(ctx context.Context, node, kubeletVersion string) error
+	// NodeReady returns nil when the node is Ready with its kubelet at
+	// kubeletVersion, else an error saying what it is (one read, no wait).
+	NodeReady(ctx context.Context, node, kubeletVersion string) error
+	// WorkloadsReady returns nil when every controller in ws has its
+	// desired replicas ready (one read each, no wait), else an error
+	// naming those short with their counts.
+	WorkloadsReady(ctx context.Context, ws []phases.Workload) error
 	Uncordon(ctx context.Context, node string) error
 	// ProtectedUntil returns when the last pod protected from eviction on
 	// the node frees up (zero: none), judged at now (the leader's clock).
@@ -41,6 +49,14 @@ type ClusterOps interface {
 	// DeleteNode deletes the Node object of a deleted instance; a Node
 	// already gone is not an error.
 	DeleteNode(ctx context.Context, node string) error
+}
+
+// Drained is what a best-effort drain did: the pods it left behind, and
+// the controllers of the pods it evicted (the node's health gates wait for
+// them to be back, SPEC §16).
+type Drained struct {
+	Left      []phases.LeftPod
+	Workloads []phases.Workload
 }
 
 // ProtectedInfo describes pods on a node protected from eviction.

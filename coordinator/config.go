@@ -84,12 +84,32 @@ type Config struct {
 	// alike; a new value applies from the next record on.
 	AuditMaxEntries int
 	AuditMaxAge     time.Duration
+	// HealthTimeout is how long the final health step of an upgrade is
+	// tried before the upgrade fails; GateTimeout how long a node's health
+	// gates may stay red before the node fails (SPEC §16). Both are
+	// recorded in each upgrade when it starts (phases.Options); 0 means
+	// no deadline. GateInterval is how often a node's gates are looked at
+	// again while they are red or soaking.
+	HealthTimeout time.Duration
+	GateTimeout   time.Duration
+	GateInterval  time.Duration
+	// Gates evaluates PromQL health gates; nil means a promgate.Client
+	// over http.DefaultTransport.
+	Gates GateQuerier
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
 	Clock    Clock
 	Logger   *slog.Logger
 }
+
+// Defaults of the health settings (Config.HealthTimeout, GateTimeout,
+// GateInterval).
+const (
+	DefaultHealthTimeout = 30 * time.Minute
+	DefaultGateTimeout   = 10 * time.Minute
+	DefaultGateInterval  = 15 * time.Second
+)
 
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
@@ -117,6 +137,9 @@ func DefaultConfig() Config {
 		InstancePoll:        DefaultInstancePoll,
 		CloudRetryInterval:  DefaultCloudRetryInterval,
 		AuditMaxEntries:     statemachine.DefaultAuditMaxEntries,
+		HealthTimeout:       DefaultHealthTimeout,
+		GateTimeout:         DefaultGateTimeout,
+		GateInterval:        DefaultGateInterval,
 		Clock:               realClock{},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/promgate"
 	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/trust"
 )
@@ -27,6 +28,8 @@ type Coordinator struct {
 
 	mu       sync.Mutex
 	opsCache map[string]cachedOps
+	// gates evaluates PromQL health gates (Config.Gates).
+	gates GateQuerier
 
 	// runMu guards the member's lifecycle: closed is set (and quit closed)
 	// by Close or Kill; running is closed when the Run in progress returns
@@ -76,11 +79,18 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.CloudRetryInterval <= 0 {
 		cfg.CloudRetryInterval = DefaultCloudRetryInterval
 	}
+	if cfg.GateInterval <= 0 {
+		cfg.GateInterval = DefaultGateInterval
+	}
+	if cfg.Gates == nil {
+		cfg.Gates = promgate.New(nil, 0)
+	}
 	c := &Coordinator{
 		cfg: cfg, log: cfg.Logger, sm: statemachine.New(),
 		wake:     make(chan struct{}, 1),
 		dispatch: newDispatcher(),
 		opsCache: map[string]cachedOps{},
+		gates:    cfg.Gates,
 		quit:     make(chan struct{}),
 	}
 	c.live = newLiveness()

@@ -272,6 +272,20 @@ type fakeOps struct {
 	// addonsHold makes ApplyAddons wait, as a rollout that does not
 	// finish, until its context ends (the step's deadline).
 	addonsHold bool
+	// unready: node → why NodeReady says it is not Ready at the version;
+	// workloadsShort, when set, is what WorkloadsReady says is short.
+	unready        map[string]string
+	workloadsShort string
+}
+
+// setUnready makes NodeReady of node fail with why ("" makes it pass).
+func (f *fakeOps) setUnready(node, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unready == nil {
+		f.unready = map[string]string{}
+	}
+	f.unready[node] = why
 }
 
 // protectedUntil is when node's protection ends, once it was read.
@@ -339,9 +353,25 @@ func (f *fakeOps) called(s string) bool {
 	}
 	return false
 }
-func (f *fakeOps) Drain(_ context.Context, node string, _ bool) ([]phases.LeftPod, error) {
+func (f *fakeOps) Drain(_ context.Context, node string, _ bool) (coordinator.Drained, error) {
 	f.record("drain " + node)
-	return nil, nil
+	return coordinator.Drained{Workloads: []phases.Workload{{Kind: "Deployment", Namespace: "default", Name: "web"}}}, nil
+}
+func (f *fakeOps) NodeReady(_ context.Context, node, v string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if why := f.unready[node]; why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+func (f *fakeOps) WorkloadsReady(_ context.Context, ws []phases.Workload) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.workloadsShort != "" && len(ws) > 0 {
+		return errors.New(f.workloadsShort)
+	}
+	return nil
 }
 func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
 	f.record("ready " + node + " " + v)
@@ -439,9 +469,12 @@ type simAgent struct {
 	onExecute func(node string, op api.Operation)
 	// preflightOnly agents answer preflight host checks and nothing else.
 	preflightOnly bool
-	mu            sync.Mutex
-	executed      map[string]int
-	results       map[string]api.OperationResult
+	// fail, when set, decides that an operation fails, with that message
+	// ("" lets it succeed).
+	fail     func(node string, op api.Operation) string
+	mu       sync.Mutex
+	executed map[string]int
+	results  map[string]api.OperationResult
 }
 
 func runAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string) map[string]*simAgent {
@@ -505,6 +538,11 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			res, done := a.results[op.ID]
 			if !done {
 				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: simDetails(op)}
+				if a.fail != nil {
+					if msg := a.fail(a.node, op); msg != "" {
+						res.State, res.Message = api.OpFailed, msg
+					}
+				}
 				if op.CheckArtifacts == nil && op.ProbePeers == nil {
 					a.executed[op.ID]++ // count host changes only
 					if a.onExecute != nil {

@@ -37,12 +37,37 @@ func ConnectKube(cluster string, kubeconfig []byte, cfg kube.Config, log *slog.L
 func (o *kubeOps) Cordon(ctx context.Context, node string) error   { return o.k.Cordon(ctx, node) }
 func (o *kubeOps) Uncordon(ctx context.Context, node string) error { return o.k.Uncordon(ctx, node) }
 
-func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) ([]phases.LeftPod, error) {
+func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) (Drained, error) {
 	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Automatic: automatic})
 	if err != nil {
-		return nil, err
+		return Drained{}, err
 	}
-	return leftPods(res.LeftBehind), nil
+	d := Drained{Left: leftPods(res.LeftBehind)}
+	for _, w := range res.Workloads {
+		d.Workloads = append(d.Workloads, phases.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name})
+	}
+	return d, nil
+}
+
+func (o *kubeOps) NodeReady(ctx context.Context, node, kubeletVersion string) error {
+	st, err := o.k.NodeState(ctx, node)
+	switch {
+	case err != nil:
+		return err
+	case !st.Ready:
+		return fmt.Errorf("node %s is not Ready", node)
+	case st.KubeletVersion != kubeletVersion:
+		return fmt.Errorf("node %s runs kubelet %s, want %s", node, st.KubeletVersion, kubeletVersion)
+	}
+	return nil
+}
+
+func (o *kubeOps) WorkloadsReady(ctx context.Context, ws []phases.Workload) error {
+	refs := make([]kube.WorkloadRef, 0, len(ws))
+	for _, w := range ws {
+		refs = append(refs, kube.WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name})
+	}
+	return o.k.WorkloadsReady(ctx, refs)
 }
 
 func (o *kubeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error) {
@@ -110,15 +135,7 @@ func (o *kubeOps) ApplyAddons(ctx context.Context, v phases.Version, addons []ap
 func (o *kubeOps) Health(ctx context.Context, v phases.Version, nodes []string) error {
 	var errs []error
 	for _, n := range nodes {
-		st, err := o.k.NodeState(ctx, n)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case !st.Ready:
-			errs = append(errs, fmt.Errorf("node %s is not Ready", n))
-		case st.KubeletVersion != v.KubeletVersion():
-			errs = append(errs, fmt.Errorf("node %s runs kubelet %s, want %s", n, st.KubeletVersion, v.KubeletVersion()))
-		}
+		errs = append(errs, o.NodeReady(ctx, n, v.KubeletVersion()))
 	}
 	return errors.Join(errs...)
 }

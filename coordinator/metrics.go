@@ -128,10 +128,26 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 				pv.NodesFailed++
 			}
 		}
+		if u.Options.StepLayout >= phases.StepLayoutGates && p.BlueGreen == nil {
+			pv.Gates = []string{phases.CheckNodeReady, phases.CheckAgent, phases.CheckWorkloads}
+			for _, g := range p.Gates {
+				pv.Gates = append(pv.Gates, g.Name)
+			}
+			pv.Red, pv.MaxFailedNodes = map[string]int{}, p.MaxFailedNodes
+			for _, n := range u.PoolNodes(p) {
+				if n.RedGate != "" && n.State == phases.StateRunning {
+					pv.Red[n.RedGate]++
+				}
+			}
+		}
 		step, _ := u.Step(phases.PoolStepID(p.Name))
 		pv.Phase = poolPhase(p, step, v.Phase == "paused")
-		if pv.NodesFailed > 0 {
+		switch {
+		case p.MaxFailedNodes == 0 && pv.NodesFailed > 0:
+			// Layouts before failure budgets: a failed node halts the pool.
 			pv.Phase = "failed"
+		case p.FailReason != "" && pv.Phase == "running":
+			pv.Phase = "failed" // past its budget; started nodes finishing
 		}
 		v.Pools = append(v.Pools, pv)
 	}

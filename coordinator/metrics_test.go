@@ -23,6 +23,7 @@ func scrape(t *testing.T, m *member, prefix string) []string {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, prefix) {

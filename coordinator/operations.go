@@ -58,9 +58,34 @@ func materialize(a phases.Action, rel *api.Release, to phases.Version) (api.Oper
 	return op, ""
 }
 
-// parseOperationID splits "<upgrade>/<node>/<cursor>/a<attempt>".
+// rollbackOp is the agent operation of a rollback step (SPEC §16): undo
+// the operation that changed the step's component on the node's way
+// forward (phases.NodeTask.Applied), from the copy the agent kept. When no
+// operation changed it there is nothing to undo, and the step completes
+// without the agent.
+func rollbackOp(a phases.Action, u *phases.Upgrade) (api.Operation, string) {
+	op := api.Operation{ID: a.ID}
+	n, ok := u.Node(a.Node)
+	if !ok {
+		return op, "no node " + a.Node
+	}
+	target, ok := n.AppliedOpOf(a.NodeStep.Op.Component)
+	if !ok {
+		return op, "nothing to undo: no operation changed " + a.NodeStep.Op.Component + " on " + a.Node
+	}
+	op.Kind = api.OpRollback
+	op.Rollback = &api.Rollback{OperationID: target}
+	return op, ""
+}
+
+// parseOperationID splits "<upgrade>/<node>/<cursor>/a<attempt>", and the
+// rollback form "<upgrade>/<node>/rollback/<cursor>/a<attempt>"
+// (phases.Upgrade.RollbackOperationID).
 func parseOperationID(id string) (upgrade, node string, cursor, attempt int, ok bool) {
 	parts := strings.Split(id, "/")
+	if len(parts) == 5 && parts[2] == "rollback" {
+		parts = append(parts[:2], parts[3:]...)
+	}
 	if len(parts) != 4 || !strings.HasPrefix(parts[3], "a") {
 		return "", "", 0, 0, false
 	}

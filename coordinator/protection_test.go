@@ -19,10 +19,10 @@ import (
 // pods become evictable. A manual upgrade does not read protections.
 func TestProtectionsCommittedWithThePoolStart(t *testing.T) {
 	ops := newFakeOps()
-	// Protected for 3 s from when the pool start reads it: a fixed wall
-	// clock deadline passed before the pool started on a loaded machine,
-	// and then nothing made worker-1 go last.
-	ops.protectFor = map[string]time.Duration{"worker-1": 3 * time.Second}
+	// Protected for 8 s from when the pool start reads it (every node has
+	// a gates step): a fixed wall-clock deadline passed before the pool
+	// started on a loaded machine, and then nothing made worker-1 go last.
+	ops.protectFor = map[string]time.Duration{"worker-1": 8 * time.Second}
 	var until time.Time
 	tc := newTestCluster(t, 1, ops)
 	cl := tc.anyClient(0)

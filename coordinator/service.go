@@ -109,7 +109,7 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	if err != nil {
 		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
 	}
-	if err := phases.CheckOptions(upgradeOptions(req)); err != nil {
+	if err := phases.CheckOptions(c.upgradeOptions(req)); err != nil {
 		return phases.Plan{}, err
 	}
 	r, err := c.sm.CheckUpgrade(cluster, to)
@@ -121,15 +121,16 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	}
 	spec := r.Spec
 	spec.Version = r.StatusVersion
-	return phases.MakePlan(&spec, to, upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now()), nil
+	return phases.MakePlan(&spec, to, c.upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now()), nil
 }
 
 // upgradeOptions are the options of an upgrade request. An emergency
 // override's reason is kept with the upgrade and in the request's audit
 // record; its self-declared "by" is ignored: the record names the
 // authenticated caller.
-func upgradeOptions(req api.UpgradeRequest) phases.Options {
-	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: phases.CurrentStepLayout}
+func (c *Coordinator) upgradeOptions(req api.UpgradeRequest) phases.Options {
+	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: phases.CurrentStepLayout,
+		HealthTimeout: c.cfg.HealthTimeout, GateTimeout: c.cfg.GateTimeout}
 	if req.Emergency != nil {
 		o.EmergencyReason = req.Emergency.Reason
 	}
@@ -166,7 +167,7 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 			r.Reason = req.Emergency.Reason
 		}
 	})
-	if _, err := c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
+	if _, err := c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: c.upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
 	return c.Upgrade(cluster)

@@ -117,6 +117,9 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 				commits = append(commits, a)
 			case a.Kind == phases.ActDispatch:
 				op, nothing := materialize(a, p.release, p.upgrade.To)
+				if a.NodeStep.Op != nil && a.NodeStep.Op.Kind == phases.OpRollback {
+					op, nothing = rollbackOp(a, p.upgrade)
+				}
 				if nothing != "" {
 					c.startWork(ctx, a.ID, func(ctx context.Context) {
 						c.commitNodeResult(ctx, p.cluster, a, nil, nothing, nil)

@@ -78,7 +78,11 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 		live, target = n.Live(), p.upgrade.TargetOf(n)
 	}
 	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
-	var left []phases.LeftPod
+	if a.NodeStep.Kind == phases.NodeGates {
+		c.runGates(ctx, p, a, ops, err)
+		return
+	}
+	var drained Drained
 	var wait string
 	if err == nil {
 		switch a.NodeStep.Kind {
@@ -86,9 +90,9 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, live) })
 		case phases.NodeDrain:
 			start := time.Now()
-			err = c.retry(ctx, "drain", func() (e error) { left, e = ops.Drain(ctx, live, p.upgrade.Options.Automatic); return e })
+			err = c.retry(ctx, "drain", func() (e error) { drained, e = ops.Drain(ctx, live, p.upgrade.Options.Automatic); return e })
 			if err == nil {
-				c.observeDrain(p.cluster, a.Pool, time.Since(start), left)
+				c.observeDrain(p.cluster, a.Pool, time.Since(start), drained.Left)
 			}
 		case phases.NodeWaitReady:
 			err = c.waitReady(ctx, ops, live, target)
@@ -110,9 +114,14 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 			Wait: wait, RetryAt: c.cloudRetryAt(), Message: wait}, a.ID)
 		return
 	default:
-		log.Info("node step done", "left_behind", len(left))
+		log.Info("node step done", "left_behind", len(drained.Left), "workloads", len(drained.Workloads))
 	}
-	c.commitNodeResult(ctx, p.cluster, a, err, "", left)
+	r := phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: err == nil,
+		LeftBehind: drained.Left, Drained: drained.Workloads}
+	if err != nil {
+		r.Message = err.Error()
+	}
+	c.commitNode(ctx, p.cluster, r, a.ID)
 }
 
 func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a phases.Action, err error, msg string, left []phases.LeftPod) {
@@ -154,7 +163,11 @@ func (c *Coordinator) observeNode(cluster string, v any) {
 	if c.cfg.Recorder == nil || !ok {
 		return
 	}
-	if n.State == phases.StateDone || n.State == phases.StateFailed {
+	switch {
+	case n.State != phases.StateDone && n.State != phases.StateFailed:
+	case n.Rollback:
+		c.cfg.Recorder.NodeRolledBack(cluster, n.Pool, n.State == phases.StateDone)
+	default:
 		c.cfg.Recorder.NodeUpgraded(cluster, n.Pool, n.FinishedAt.Sub(n.StartedAt), n.State == phases.StateDone)
 	}
 }

@@ -60,6 +60,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	}
 	fmt.Fprintf(out, "==> everything up in %s; from another terminal:\n    sudo ip netns exec %s %s --config %s upgrade watch %s\n",
 		time.Since(t0).Round(time.Second), env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.MoltctlConfig(), ClusterName)
+	fmt.Fprintf(out, "    Prometheus (members, agents, the workload probes; molt's alert rules): %s\n      sudo ip netns exec %s curl -s '%s/api/v1/query?query=molt_cluster_upgrade_phase==1'\n",
+		env.PrometheusURL(), env.Lab.Network().LabNS(), env.PrometheusURL())
 
 	before, err := env.Lab.ContainerdVersions(ctx)
 	if err != nil {

@@ -73,7 +73,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	env, err = Up(ctx, Config{
 		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180,
 		Releases: []string{fromVersion, minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
-		Out: tlog{t},
+		Out: tlog{t}, AlertFor: 10 * time.Second, GateInterval: 3 * time.Second, AgentHealthTimeout: time.Minute,
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -98,13 +98,20 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	// summary), so `make demo` is exercised here too.
 	t.Run("patch upgrade", func(t *testing.T) {
 		probes := env.StartProbes(ctx)
+		gate := startGateHold(t, ctx, env) // health_test.go: a red PromQL gate holds the workers first
 		u, took, err := env.RunUpgrade(ctx, patchVersion)
+		t.Logf("gate %s held %s", gateName, gate.Wait(t))
 		require.NoError(t, err)
 		t.Logf("MEASURED upgrade to %s: %s\n%s", patchVersion, took.Round(time.Second), Summary(u))
 		requireProbed(t, patchVersion, probes.Stop())
 		requireOrder(t, u)
 		requireClusterAt(t, ctx, env, u, patchVersion)
 	})
+	if t.Failed() {
+		return
+	}
+	// Last: it leaves the cluster failed and mixed (health_test.go).
+	t.Run("broken kubelet: budget, rollback, alert", func(t *testing.T) { testBrokenKubelet(t, ctx, env) })
 }
 
 // testRefusals: a skipped minor and a downgrade are refused with the rule

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -44,6 +45,13 @@ type Config struct {
 	// Out receives progress lines; Log structured detail.
 	Out io.Writer
 	Log *slog.Logger
+	// AlertFor, when set, replaces every for: of the alert rules the
+	// lab's Prometheus evaluates (prometheus.go).
+	AlertFor time.Duration
+	// GateInterval is the members' --gate-interval, AgentHealthTimeout
+	// the agents' --health-timeout (0: their defaults).
+	GateInterval       time.Duration
+	AgentHealthTimeout time.Duration
 }
 
 // Env is a running environment: lab, members, agents.
@@ -53,6 +61,11 @@ type Env struct {
 	Members []*Member
 	hc      *http.Client
 	client  *api.Client
+	// prom is the lab's Prometheus (prometheus.go), exporter what this
+	// process serves it.
+	prom     *exec.Cmd
+	promDone chan struct{}
+	exporter *labExporter
 	// caPin, adminToken and bootstrapToken are the coordinator's trust:
 	// the CA's pin agents check it by, the first admin's token, and the
 	// token the hosts' agents enroll with.
@@ -85,6 +98,9 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.DrainTimeout > 0 {
 		common = append(common, "--drain-timeout", cfg.DrainTimeout.String())
 	}
+	if cfg.GateInterval > 0 {
+		common = append(common, "--gate-interval", cfg.GateInterval.String())
+	}
 	e.Members = memberSet(cfg.Members, cfg.BasePort, cfg.WorkDir, common)
 
 	var urls []string
@@ -95,8 +111,11 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	script := filepath.Join(cfg.Lab.ModuleDir, "systemd", "install.sh")
 	lcfg := cfg.Lab
 	lcfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
-		return lab.InstallAgent(ctx, h, script, bin("molt-agent"),
-			"coordinator="+strings.Join(urls, ","), "token="+e.bootstrapToken, "ca_pin="+e.caPin, "cluster="+ClusterName, "node="+spec.Name)
+		args := []string{"coordinator=" + strings.Join(urls, ","), "token=" + e.bootstrapToken, "ca_pin=" + e.caPin, "cluster=" + ClusterName, "node=" + spec.Name}
+		if cfg.AgentHealthTimeout > 0 {
+			args = append(args, "health-timeout="+cfg.AgentHealthTimeout.String())
+		}
+		return lab.InstallAgent(ctx, h, script, bin("molt-agent"), args...)
 	}
 	l, err := lab.New(lcfg)
 	if err != nil {
@@ -137,6 +156,10 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 		}
 	}
 	if err := e.waitMembers(ctx, len(e.Members)); err != nil {
+		return e, err
+	}
+	e.step("prometheus at %s in namespace %s", e.PrometheusURL(), l.Network().LabNS())
+	if err := e.startPrometheus(ctx); err != nil {
 		return e, err
 	}
 	// One bootstrap token enrolls every host's agent; it expires in an
@@ -318,8 +341,9 @@ func (e *Env) WaitAgents(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// Close stops the members (the lab stays; see Down).
+// Close stops Prometheus and the members (the lab stays; see Down).
 func (e *Env) Close() {
+	e.stopPrometheus()
 	for _, m := range e.Members {
 		m.Stop()
 	}

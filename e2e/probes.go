@@ -18,6 +18,10 @@ func (e *Env) StartProbes(ctx context.Context) *Probes {
 	p := &Probes{}
 	for _, cfg := range e.Lab.WorkloadProbes() {
 		cfg.Rate = 20
+		if x := e.exporter; x != nil {
+			name := cfg.Name
+			cfg.OnResult = func(passed bool) { x.probeResult(name, passed) }
+		}
 		p.running = append(p.running, lab.StartProbe(ctx, cfg))
 	}
 	return p

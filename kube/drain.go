@@ -70,6 +70,10 @@ type DrainResult struct {
 	TimedOut bool
 	// Started and Finished bracket the drain.
 	Started, Finished time.Time
+	// Workloads are the controllers of the Evicted pods (workloadsOf):
+	// what should be back to its desired ready replicas once the pods
+	// were rescheduled.
+	Workloads []WorkloadRef
 }
 
 type podState int
@@ -147,6 +151,13 @@ func (c *Client) Drain(ctx context.Context, node string, opts DrainOptions) (Dra
 		}
 	}
 	res = c.result(res, tracked)
+	var gone []corev1.Pod
+	for _, p := range tracked {
+		if p.state == stateGone {
+			gone = append(gone, p.pod)
+		}
+	}
+	res.Workloads = c.workloadsOf(ctx, gone)
 	log.Info("drain finished", "evicted", len(res.Evicted), "leftBehind", len(res.LeftBehind),
 		"timedOut", res.TimedOut, "took", res.Finished.Sub(res.Started))
 	return res, nil

@@ -31,6 +31,9 @@ type ProbeConfig struct {
 	// Transport dials and resolves (e.g. inside a lab host's namespace).
 	// It should not keep connections alive.
 	Transport http.RoundTripper
+	// OnResult, when set, is told of every request's outcome as it ends
+	// (the lab's Prometheus counts them).
+	OnResult func(passed bool)
 }
 
 // ProbeFailure is one failed request.
@@ -124,6 +127,9 @@ func (p *Probe) run(ctx context.Context) {
 				p.mu.Lock()
 				p.results = append(p.results, probeResult{at: now, err: err})
 				p.mu.Unlock()
+				if p.cfg.OnResult != nil {
+					p.cfg.OnResult(err == "")
+				}
 			}()
 		}
 	}

@@ -46,6 +46,8 @@ const (
 	PoolUpgradePhase            = "molt_pool_upgrade_phase"
 	PoolNodes                   = "molt_pool_nodes"
 	PoolCloudWaiting            = "molt_pool_cloud_waiting"
+	PoolGateRed                 = "molt_pool_health_gate_red"
+	PoolFailedNodesBudget       = "molt_pool_max_failed_nodes"
 	ClusterNodes                = "molt_cluster_nodes"
 	ClusterSkewViolation        = "molt_cluster_version_skew_violation"
 	ClusterEndOfSupport         = "molt_cluster_end_of_support_timestamp_seconds"
@@ -67,6 +69,8 @@ const (
 	RaftCommitDuration          = "molt_raft_commit_duration_seconds"
 	RaftLeaderChangesTotal      = "molt_raft_leader_changes_total"
 	AgentOperationsReported     = "molt_agent_operations_reported_total"
+	NodeRollbacksTotal          = "molt_node_rollbacks_total"
+	HealthGateChecksTotal       = "molt_health_gate_checks_total"
 	AgentOperationsTotal        = "molt_agent_operations_total"
 	AgentOperationDuration      = "molt_agent_operation_duration_seconds"
 	AgentHeartbeatLastSuccess   = "molt_agent_last_heartbeat_success_timestamp_seconds"
@@ -113,6 +117,8 @@ var catalog = []Info{
 	{PoolInfo, Gauge, []string{"cluster", "pool", "role"}, "Always 1; labels carry the pool's role.", ExporterCoordinator},
 	{PoolUpgradePhase, Gauge, []string{"cluster", "pool", "phase"}, "1 for the pool's current upgrade phase, 0 for the others.", ExporterCoordinator},
 	{PoolNodes, Gauge, []string{"cluster", "pool", "state"}, "Nodes of the pool by upgrade state (pending, upgrading, done, failed); sums to the pool size.", ExporterCoordinator},
+	{PoolGateRed, Gauge, []string{"cluster", "pool", "gate"}, "Nodes of the pool whose health gate of that name (node-ready, agent, workloads, or a PromQL gate) was red when last looked at; a red gate holds the pool.", ExporterCoordinator},
+	{PoolFailedNodesBudget, Gauge, []string{"cluster", "pool"}, "The pool's failure budget in its upgrade (maxFailedNodes): the pool fails when this many of its nodes failed.", ExporterCoordinator},
 	{PoolCloudWaiting, Gauge, []string{"cluster", "pool", "reason"}, "Steps of a MIG pool waiting for the cloud (reason quota or stockout): its nodes' steps, and a blue/green pool's own work.", ExporterCoordinator},
 	{ClusterNodes, Gauge, []string{"cluster", "version"}, "Nodes of the cluster running each kubelet version.", ExporterCoordinator},
 	{ClusterSkewViolation, Gauge, []string{"cluster"}, "1 while the cluster breaks a version skew rule, else 0.", ExporterCoordinator},
@@ -137,6 +143,8 @@ var catalog = []Info{
 	{RaftCommitDuration, Histogram, nil, "Time from proposing a Raft command to its commit on this leader.", ExporterCoordinator},
 	{RaftLeaderChangesTotal, Counter, nil, "Raft leader changes this member observed.", ExporterCoordinator},
 	{AgentOperationsReported, Counter, []string{"kind", "result"}, "Agent operation results as reported to the coordinator.", ExporterCoordinator},
+	{NodeRollbacksTotal, Counter, []string{"cluster", "pool", "result"}, "Nodes taken back to the version before the upgrade (a pool rollback), by result (succeeded, failed).", ExporterCoordinator},
+	{HealthGateChecksTotal, Counter, []string{"cluster", "pool", "gate", "result"}, "Health gate checks after a node, by gate and result (green, red).", ExporterCoordinator},
 	// Agent (AgentMetrics).
 	{AgentOperationsTotal, Counter, []string{"kind", "result"}, "Typed operations this agent finished, by kind and result.", ExporterAgent},
 	{AgentOperationDuration, Histogram, []string{"kind"}, "Time this agent spent on one operation, by kind.", ExporterAgent},

@@ -11,7 +11,7 @@ import (
 var stateMetrics = []string{
 	ClusterInfo, ClusterUpgradePhase, MaintenancePaused,
 	UpgradeStepState, UpgradeStepStarted, UpgradeStepExpected,
-	PoolInfo, PoolUpgradePhase, PoolNodes, PoolCloudWaiting,
+	PoolInfo, PoolUpgradePhase, PoolNodes, PoolGateRed, PoolFailedNodesBudget, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
@@ -121,6 +121,12 @@ func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl Cl
 			"pending": pending, "upgrading": p.NodesUpgrading, "done": p.NodesDone, "failed": p.NodesFailed,
 		} {
 			c.gauge(ch, PoolNodes, float64(v), n, p.Name, state)
+		}
+		for _, g := range p.Gates {
+			c.gauge(ch, PoolGateRed, float64(p.Red[g]), n, p.Name, g)
+		}
+		if p.MaxFailedNodes > 0 {
+			c.gauge(ch, PoolFailedNodesBudget, float64(p.MaxFailedNodes), n, p.Name)
 		}
 		if p.Cloud {
 			for _, reason := range CloudWaitReasons {

@@ -20,6 +20,8 @@ type Recorder struct {
 	raftCommit          prometheus.Histogram
 	leaderChanges       prometheus.Counter
 	agentOperations     *prometheus.CounterVec
+	nodeRollbacks       *prometheus.CounterVec
+	gateChecks          *prometheus.CounterVec
 }
 
 // NewRecorder creates the coordinator's event metrics and registers them
@@ -38,6 +40,8 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		raftCommit:          histogram(f, RaftCommitDuration, raftCommitBuckets),
 		leaderChanges:       counter(f, RaftLeaderChangesTotal),
 		agentOperations:     counterVec(f, AgentOperationsReported),
+		nodeRollbacks:       counterVec(f, NodeRollbacksTotal),
+		gateChecks:          counterVec(f, HealthGateChecksTotal),
 	}
 }
 
@@ -72,6 +76,27 @@ func (r *Recorder) Drained(cluster, pool string, d time.Duration, timedOut bool,
 			r.podsLeftBehind.WithLabelValues(cluster, pool, reason).Add(float64(n))
 		}
 	}
+}
+
+// NodeRolledBack records one node of a pool taken back to the version
+// before its upgrade (ok), or failing on its way back.
+func (r *Recorder) NodeRolledBack(cluster, pool string, ok bool) {
+	result := ResultFailed
+	if ok {
+		result = ResultSucceeded
+	}
+	r.nodeRollbacks.WithLabelValues(cluster, pool, ResultSucceeded).Add(0)
+	r.nodeRollbacks.WithLabelValues(cluster, pool, ResultFailed).Add(0)
+	r.nodeRollbacks.WithLabelValues(cluster, pool, result).Inc()
+}
+
+// Gate records one look at a node's health gate: green or red.
+func (r *Recorder) Gate(cluster, pool, gate string, green bool) {
+	result := "red"
+	if green {
+		result = "green"
+	}
+	r.gateChecks.WithLabelValues(cluster, pool, gate, result).Inc()
 }
 
 // PreflightCheck records one preflight check result ("pass", "warn", "fail").

@@ -150,14 +150,17 @@ func exercised(t *testing.T) *prometheus.Registry {
 	r.RaftCommit(time.Millisecond)
 	r.LeaderChange()
 	r.AgentOperation("UpgradeBinary", ResultSucceeded)
+	r.NodeRolledBack("c", "wk", true)
+	r.Gate("c", "wk", "errors", false)
 	a := NewAgentMetrics(reg)
 	a.Operation("UpgradeBinary", ResultSucceeded, time.Second)
 	a.HeartbeatSucceeded(t0)
 	a.HeartbeatFailed()
 	reg.MustRegister(NewCoordinatorCollector(&fakeSource{raft: leaderRaft, now: t0,
 		clusters: []ClusterView{{Name: "c", Phase: "running",
-			Steps:           []StepView{{Name: "s", State: "running", StartedAt: t0, Expected: time.Hour}},
-			Pools:           []PoolView{{Name: "p", NodesTotal: 1, Cloud: true, Waiting: map[string]int{"stockout": 1}}},
+			Steps: []StepView{{Name: "s", State: "running", StartedAt: t0, Expected: time.Hour}},
+			Pools: []PoolView{{Name: "p", NodesTotal: 1, Cloud: true, Waiting: map[string]int{"stockout": 1},
+				Gates: []string{"node-ready", "errors"}, Red: map[string]int{"errors": 1}, MaxFailedNodes: 1}},
 			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0}},
 		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}}}))
 	return reg

@@ -40,6 +40,13 @@ type PoolView struct {
 	// (CloudWaitReasons); exported for MIG pools (Cloud true) only.
 	Cloud   bool
 	Waiting map[string]int
+	// Gates are the names of the pool's health gates (built-in checks and
+	// PromQL gates; none for upgrades laid out before gates), and Red
+	// counts, by gate, the nodes waiting on it red. MaxFailedNodes is the
+	// pool's failure budget (0: none, not exported).
+	Gates          []string
+	Red            map[string]int
+	MaxFailedNodes int
 }
 
 // ClusterView is one cluster's versions and upgrade progress.

@@ -29,6 +29,12 @@ const (
 	// upgrade is cancelled: another may start, and a resume or rollback
 	// of its pool opens it again.
 	ActHalt ActionKind = "halt"
+	// ActFailPool records that a pool reached its failure budget
+	// (PoolTrack.FailReason): nothing new starts in the upgrade, and a
+	// pool whose policy is RollbackAuto starts rolling back.
+	ActFailPool ActionKind = "failPool"
+	// ActFailStep fails the final health step after Options.HealthTimeout.
+	ActFailStep ActionKind = "failStep"
 
 	ActRunNodeStep ActionKind = "runNodeStep"
 	ActDispatch    ActionKind = "dispatch"
@@ -68,7 +74,7 @@ type Action struct {
 // the log (as opposed to work to run).
 func (a Action) Commits() bool {
 	switch a.Kind {
-	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish, ActPoolPhase, ActHaltStep, ActHalt:
+	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish, ActPoolPhase, ActHaltStep, ActHalt, ActFailPool, ActFailStep:
 		return true
 	}
 	return false

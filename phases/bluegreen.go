@@ -160,6 +160,14 @@ func decideBlueGreen(u *Upgrade, s *Step, p *PoolTrack, now time.Time, gate Gate
 	if failed > 0 && bg.Phase != PhaseRollbackStarted {
 		return // an operator retries the node, or rolls back
 	}
+	if u.failing() && bg.Phase != PhaseDeletingBlue && bg.Phase != PhaseRollbackStarted {
+		// Another pool failed: nothing new starts anywhere; the pool
+		// stops in its phase once nothing of it runs.
+		if running == 0 {
+			d.Actions = append(d.Actions, actHaltStep(u, s, StateCancelled))
+		}
+		return
+	}
 	if bg.Phase != PhaseDeletingBlue && bg.Phase != PhaseRollbackStarted {
 		// Deleting blue is not pausable, and a rollback restores service.
 		t, _ := s.Target()

@@ -65,6 +65,7 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 	if maxWorkers <= 0 {
 		maxWorkers = 1
 	}
+	failing := u.failing()
 	for i := range u.Steps {
 		s := &u.Steps[i]
 		if s.State != StateDone {
@@ -72,7 +73,7 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 		}
 		switch s.State {
 		case StatePending:
-			if !depsDone(u, s) {
+			if !depsDone(u, s) || failing {
 				continue
 			}
 			if t, gated := s.Target(); gated {
@@ -96,6 +97,16 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 					decideNodes(u, s, p, now, gate, &d)
 				}
 				continue
+			}
+			if s.Kind == StepHealth && s.Attempts > 0 && u.Options.HealthTimeout > 0 {
+				// Retry with judgement (SPEC §16): past its deadline the
+				// health step fails instead of being tried forever.
+				deadline := s.StartedAt.Add(u.Options.HealthTimeout)
+				if !now.Before(deadline) {
+					d.Actions = append(d.Actions, Action{ID: u.ID + "/fail/" + s.ID, Kind: ActFailStep, Upgrade: u.ID, Step: s.ID})
+					continue
+				}
+				d.wake(deadline)
 			}
 			if s.Attempts > 0 && now.Before(s.FinishedAt.Add(StepRetryInterval)) {
 				d.wake(s.FinishedAt.Add(StepRetryInterval))
@@ -149,17 +160,27 @@ func countState(nodes []NodeTask, st State) int {
 
 // budget is how many more nodes of the pool may start now: at most
 // Concurrency under upgrade at once, and never fewer than MinAvailable left
-// schedulable. Failed nodes stay cordoned and count as unavailable.
+// schedulable. Failed nodes stay cordoned and count as unavailable; with
+// a failure budget (StepLayoutGates) they are no longer under upgrade and
+// leave their place in Concurrency to the next node, as they did not
+// before.
 func budget(u *Upgrade, p *PoolTrack) int {
 	nodes := u.PoolNodes(p)
-	busy := 0
+	running, failed := 0, 0
 	for i := range nodes {
-		if nodes[i].State == StateRunning || nodes[i].State == StateFailed {
-			busy++
+		switch nodes[i].State {
+		case StateRunning:
+			running++
+		case StateFailed:
+			failed++
 		}
 	}
-	room := p.Concurrency - busy
-	if avail := len(nodes) - busy - p.MinAvailable; avail < room {
+	inFlight := running + failed
+	if p.MaxFailedNodes > 0 {
+		inFlight = running
+	}
+	room := p.Concurrency - inFlight
+	if avail := len(nodes) - running - failed - p.MinAvailable; avail < room {
 		room = avail
 	}
 	return room

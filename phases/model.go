@@ -77,6 +77,8 @@ type ClusterSpec struct {
 	// Cloud says which cloud adapter drives the cluster's MIG pools (nil
 	// when it has none).
 	Cloud *CloudSpec
+	// HealthGates must hold after each node of every pool (health.go).
+	HealthGates []HealthGate
 }
 
 // Model validation errors.
@@ -119,6 +121,9 @@ func (c *ClusterSpec) Validate() error {
 	}
 	if c.Version.IsZero() {
 		return invalid("cluster-version", "version (what the cluster runs now) is required")
+	}
+	if err := validateGates("cluster "+c.Name, c.HealthGates); err != nil {
+		return err
 	}
 	pools := map[string]bool{}
 	nodes := map[string]bool{}

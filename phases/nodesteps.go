@@ -28,6 +28,12 @@ const (
 	// NodeUndoReplacement rolls back a surge node that was not replaced
 	// yet: its replacement is deleted and the node uncordoned.
 	NodeUndoReplacement NodeStepKind = "undoReplacement"
+	// NodeGates checks the node's health gates (SPEC §16): its agent
+	// healthy, the workloads its drain evicted back to their desired ready
+	// replicas, and the pool's and cluster's PromQL gates holding for
+	// their time. A red gate holds the pool (the step waits, with the gate
+	// and its last value) until Options.GateTimeout, then fails the node.
+	NodeGates NodeStepKind = "gates"
 )
 
 // OpKind is the kind of agent operation a node step dispatches. The values
@@ -39,6 +45,9 @@ const (
 	OpImportImages      OpKind = "ImportImages"
 	OpUpgradeStaticPods OpKind = "UpgradeStaticPods"
 	OpUpgradeBinary     OpKind = "UpgradeBinary"
+	// OpRollback undoes the operation that changed a component
+	// (OpSpec.Component) on the node's way forward (NodeTask.Applied).
+	OpRollback OpKind = "Rollback"
 )
 
 // OpSpec says what an operation does; the coordinator fills in artifacts
@@ -142,10 +151,24 @@ type NodeTask struct {
 	// version (a pool rollback), and stays set once it did.
 	Rollback bool
 	// Waiting says why the node's current step waits (no quota, no
-	// capacity in the zone), and RetryAt when it is tried again; the
-	// node is not failed.
+	// capacity in the zone, a red health gate, gates soaking), and RetryAt
+	// when it is tried again; the node is not failed.
 	Waiting string
 	RetryAt time.Time
+	// Applied lists the agent operations that changed the node's
+	// components on its way forward (done or failed), which a rollback
+	// undoes.
+	Applied []AppliedOp
+	// Drained lists the workloads whose pods the node's drain evicted; its
+	// gates wait for them to be back.
+	Drained []Workload
+	// RedGate names the check that was red when the node's gates step
+	// last looked ("" when none): the node waits, and its pool starts no
+	// other node (SPEC §16). Waiting says the gate's last value.
+	RedGate string
+	// GreenSince is when every check of the node's gates step last turned
+	// green; the node passes once they held for its pool's GateSoak.
+	GreenSince time.Time
 }
 
 // Node paths (NodeTask.Path).

@@ -120,6 +120,13 @@ func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start tim
 				break
 			}
 			nodeDur := dur.Node[s.Role]
+			if opts.StepLayout >= StepLayoutGates {
+				// Each node's gates hold for the longest for: of the
+				// cluster's and the pool's gates before the node is done.
+				for _, g := range append(append([]HealthGate(nil), c.HealthGates...), p.Settings.HealthGates...) {
+					nodeDur = max(nodeDur, dur.Node[s.Role]+g.For)
+				}
+			}
 			width := min(p.Concurrency(), len(p.Nodes)-p.Settings.MinimumAvailableNodes)
 			width = max(width, 1)
 			at := begin

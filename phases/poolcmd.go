@@ -45,8 +45,12 @@ func refuse(rule, format string, args ...any) error {
 //     unless the cluster's shape changed since (Closed).
 //   - rollback: a surge pool takes every node it touched back to the old
 //     version; a blue/green pool uncordons blue and deletes green. Not
-//     once the pool finished, nor while blue is being deleted.
-//     Bare-metal pools have no rollback yet.
+//     once the pool finished, nor while blue is being deleted. A
+//     bare-metal pool (upgrades laid out at StepLayoutGates on) takes
+//     every node it upgraded or touched back, in the reverse order, once
+//     the upgrade failed or was cancelled, unless its policy is never; a
+//     control-plane pool only while no other node runs the new version.
+//     A failed upgrade accepts rollback only.
 //   - complete: a soaking blue/green pool ends its soak now.
 func (u *Upgrade) PoolCommand(pool, cmd string, now time.Time) error {
 	p, ok := u.Pool(pool)
@@ -62,6 +66,13 @@ func (u *Upgrade) PoolCommand(pool, cmd string, now time.Time) error {
 		}
 		if u.Closed {
 			return refuse("resume-after-change", "the cluster changed after upgrade %s was cancelled; start a new upgrade", u.ID)
+		}
+	case UpgradeFailed:
+		if cmd != PoolRollback || u.Options.StepLayout < StepLayoutGates {
+			return refuse("upgrade-failed", "upgrade %s failed (%s); a pool of it may be rolled back", u.ID, u.Reason)
+		}
+		if u.Closed {
+			return refuse("resume-after-change", "the cluster changed after upgrade %s failed; start a new upgrade", u.ID)
 		}
 	default:
 		return refuse("upgrade-finished", "upgrade %s is %s", u.ID, u.State)
@@ -95,9 +106,13 @@ func (u *Upgrade) PoolCommand(pool, cmd string, now time.Time) error {
 		p.Cancelled = false
 		u.reopen(s)
 	case PoolRollback:
+		if p.RollbackPolicy == RollbackNever {
+			return refuse("rollback-never", "pool %s's rollback policy is never", pool)
+		}
+		if p.Strategy == "" {
+			return u.rollbackInPlacePool(p, s)
+		}
 		switch {
-		case p.Backing != BackingMIG || p.Strategy == "":
-			return refuse("rollback-bare-metal", "pool %s is bare metal; rollback applies to MIG pools (surge and blue/green)", pool)
 		case s.State == StateDone, bg != nil && bg.Phase == PhaseCompleted:
 			return refuse("rollback-after-done", "pool %s finished its upgrade; a rollback is possible only before", pool)
 		case s.State == StateRolledBack, p.RollingBack, bg != nil && (bg.Phase == PhaseRollbackStarted || bg.Phase == PhaseRolledBack):
@@ -141,9 +156,11 @@ func (u *Upgrade) PoolCommand(pool, cmd string, now time.Time) error {
 	return nil
 }
 
-// reopen runs a halted pool step, and a cancelled upgrade, again.
+// reopen runs a halted pool step, and a cancelled (or failed) upgrade,
+// again.
 func (u *Upgrade) reopen(s *Step) {
-	if s.State == StateCancelled {
+	switch s.State {
+	case StateCancelled, StateFailed, StateDone:
 		if s.StartedAt.IsZero() {
 			s.State = StatePending
 		} else {
@@ -151,9 +168,35 @@ func (u *Upgrade) reopen(s *Step) {
 		}
 		s.FinishedAt = time.Time{}
 	}
-	if u.State == UpgradeCancelled {
+	if u.State == UpgradeCancelled || u.State == UpgradeFailed {
 		u.State, u.FinishedAt = UpgradeRunning, time.Time{}
 	}
+}
+
+// rollbackInPlacePool starts the rollback of a bare-metal pool (SPEC
+// §16): once its upgrade failed or was cancelled, every node it upgraded
+// or touched goes back to the version before, in reverse order, within
+// the pool's budget. The version rules hold: a control-plane pool goes
+// back only while no other pool's node runs the new version (kubelets
+// never newer than the control plane).
+func (u *Upgrade) rollbackInPlacePool(p *PoolTrack, s *Step) error {
+	switch {
+	case p.RollbackSteps == nil:
+		return refuse("rollback-bare-metal", "pool %s was laid out before bare-metal rollback (layout %d); it cannot be rolled back", p.Name, u.Options.StepLayout)
+	case u.State == UpgradeRunning:
+		return refuse("rollback-while-running", "a bare-metal pool rolls back once its upgrade failed or was cancelled; cancel pool %s first", p.Name)
+	case s.State == StateRolledBack, p.RollingBack:
+		return refuse("already-rolling-back", "pool %s is rolled back or rolling back", p.Name)
+	case s.State == StatePending || s.StartedAt.IsZero():
+		return refuse("rollback-before-start", "pool %s has not started; nothing to roll back", p.Name)
+	}
+	if err := u.rollbackSkew(p); err != nil {
+		return err
+	}
+	p.Cancelled, p.RollingBack = false, true
+	u.reopen(s)
+	u.Revision++
+	return nil
 }
 
 // legacyPoolCommand is what cancel and resume did to upgrades laid out

@@ -14,11 +14,13 @@ import (
 func decideNodes(u *Upgrade, s *Step, p *PoolTrack, now time.Time, gate Gate, d *Decision) {
 	nodes := u.PoolNodes(p)
 	done, failed, running := 0, 0, 0
+	held := false
 	for i := range nodes {
 		n := &nodes[i]
 		switch n.State {
 		case StateRunning:
 			running++
+			held = held || n.RedGate != ""
 			if n.RetryAt.After(now) {
 				d.wake(n.RetryAt)
 				continue
@@ -44,11 +46,32 @@ func decideNodes(u *Upgrade, s *Step, p *PoolTrack, now time.Time, gate Gate, d 
 		}
 		return
 	}
-	// A failed node halts the pool until an operator retries it (or rolls
-	// the pool back): starting more nodes after an unexplained failure
-	// risks repeating it fleet-wide.
-	if failed > 0 {
+	switch {
+	case p.FailReason != "":
+		// Past its budget, not rolling back: started nodes finish, then
+		// the step fails.
+		if running == 0 {
+			d.Actions = append(d.Actions, actHaltStep(u, s, StateFailed))
+		}
 		return
+	case p.MaxFailedNodes > 0 && failed >= p.MaxFailedNodes:
+		d.Actions = append(d.Actions, Action{ID: u.ID + "/fail/" + p.Name, Kind: ActFailPool, Upgrade: u.ID, Pool: p.Name})
+		return
+	case p.MaxFailedNodes == 0 && failed > 0:
+		// Upgrades laid out before failure budgets: a failed node halts
+		// the pool until an operator retries it (or rolls it back):
+		// starting more nodes after an unexplained failure risks
+		// repeating it fleet-wide.
+		return
+	case u.failing():
+		// Another pool failed: nothing new starts anywhere; this pool
+		// halts once its started nodes finished.
+		if running == 0 {
+			d.Actions = append(d.Actions, actHaltStep(u, s, StateCancelled))
+		}
+		return
+	case held:
+		return // a red health gate holds the pool
 	}
 	t, _ := s.Target()
 	if ok, reason := gate.Allow(t); !ok {
@@ -141,6 +164,10 @@ func decideRollback(u *Upgrade, s *Step, p *PoolTrack, running int, d *Decision)
 			return
 		}
 	}
+	if p.Strategy != StrategySurge {
+		rollbackInPlace(u, s, p, running, d)
+		return
+	}
 	zone, surge, unavailable := surgeRoom(u, p)
 	if zone == "" {
 		if running == 0 {
@@ -171,6 +198,62 @@ func decideRollback(u *Upgrade, s *Step, p *PoolTrack, running int, d *Decision)
 			unavailable--
 		}
 	}
+}
+
+// rollbackInPlace takes an in-place pool's nodes back in rollbackOrder
+// (the reverse of the order they started in), within the pool's budget: at
+// most Concurrency nodes at once, never fewer than MinAvailable
+// schedulable. A node that failed on its way forward is already down and
+// takes a place in Concurrency only. Nodes still going forward finish
+// first; the next node waits for room, and none after it goes first.
+func rollbackInPlace(u *Upgrade, s *Step, p *PoolTrack, running int, d *Decision) {
+	nodes := u.PoolNodes(p)
+	for i := range nodes {
+		if nodes[i].State == StateRunning && !nodes[i].Rollback {
+			return // nodes still going forward finish first: then the order is known
+		}
+	}
+	room, undone := max(budget(u, p), 0), max(p.Concurrency-running, 0)
+	left := false
+	for _, i := range rollbackOrder(nodes) {
+		n := &nodes[i]
+		if !u.needsRollback(p, n) {
+			continue
+		}
+		left = true
+		if undone <= 0 || n.State == StateDone && room <= 0 {
+			break
+		}
+		d.Actions = append(d.Actions, actStartRollback(u, n, PathRollback))
+		undone--
+		room--
+	}
+	if !left && running == 0 {
+		d.Actions = append(d.Actions, actHaltStep(u, s, StateRolledBack))
+	}
+}
+
+// nextInRollback reports whether n is the first node of the pool's
+// rollbackOrder still to go back.
+func (u *Upgrade) nextInRollback(p *PoolTrack, n *NodeTask) bool {
+	nodes := u.PoolNodes(p)
+	for _, i := range rollbackOrder(nodes) {
+		if u.needsRollback(p, &nodes[i]) {
+			return nodes[i].Node == n.Node
+		}
+	}
+	return false
+}
+
+// rollbackLeft reports whether a rolling-back pool has nodes to take back
+// or in flight.
+func (u *Upgrade) rollbackLeft(p *PoolTrack) bool {
+	for _, n := range u.PoolNodes(p) {
+		if n.State == StateRunning || u.needsRollback(p, &n) || n.Rollback && n.State == StateFailed {
+			return true
+		}
+	}
+	return false
 }
 
 // needsRollback reports whether a node of a rolling-back pool still has
@@ -213,16 +296,17 @@ func (p *PoolTrack) StepsOf(n *NodeTask) []NodeStep { return p.steps(n.Path) }
 // cancelled or rolled back.
 func (u *Upgrade) stuck() bool {
 	halted := false
+	failing := u.failing()
 	for i := range u.Steps {
 		s := &u.Steps[i]
 		switch s.State {
 		case StateRunning:
 			return false
 		case StatePending:
-			if depsDone(u, s) {
+			if depsDone(u, s) && !failing {
 				return false
 			}
-		case StateCancelled, StateRolledBack:
+		case StateCancelled, StateRolledBack, StateFailed:
 			halted = true
 		}
 	}

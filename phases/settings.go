@@ -23,6 +23,14 @@ type UpgradeSettings struct {
 	MaxUnavailable *int
 	// BlueGreen configures the blueGreen strategy (strategy.go).
 	BlueGreen *BlueGreenSettings
+	// MaxFailedNodes is the pool's failure budget (nil: 1): when that
+	// many of its nodes failed, the pool fails (health.go).
+	MaxFailedNodes *int
+	// Rollback is what a pool past its budget does: RollbackManual (the
+	// default), RollbackAuto, RollbackNever.
+	Rollback string
+	// HealthGates must hold after each node, besides the cluster's.
+	HealthGates []HealthGate
 }
 
 // Validate checks the settings against the pool they belong to.
@@ -44,6 +52,9 @@ func (s UpgradeSettings) Validate(p *Pool) error {
 	}
 	if p.Backing != BackingMIG && (s.Strategy != "" || s.MaxSurge != nil || s.MaxUnavailable != nil || s.BlueGreen != nil) {
 		return invalid("strategy", "pool %s: strategy, maxSurge, maxUnavailable and blueGreenSettings apply to mig pools only", p.Name)
+	}
+	if err := s.validateHealth(p); err != nil {
+		return err
 	}
 	if p.Backing != BackingMIG {
 		return nil

@@ -27,6 +27,9 @@ type sim struct {
 	spec *ClusterSpec
 	// observe, when set, runs after every transition.
 	observe func()
+	// noRetry leaves failed nodes failed (for failure budgets) instead of
+	// retrying them at once as an operator would.
+	noRetry bool
 }
 
 func newSim(t fataler, c *ClusterSpec, to Version, opts Options) *sim {
@@ -60,7 +63,7 @@ func (s *sim) step() bool {
 				s.history = append(s.history, a.Step)
 			}
 			if err := s.u.Apply(a, s.now); err != nil {
-				s.t.Fatalf("fresh action %s refused: %v", a.ID, err)
+				s.t.Fatalf("fresh action %s refused: %v\n%s", a.ID, err, describe(s.u, s.now))
 			}
 			// Applying the same action twice must be refused as stale.
 			if a.Kind != ActPause && a.Kind != ActResume {
@@ -114,7 +117,10 @@ func (s *sim) step() bool {
 		r := NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}
 		m := s.u.NodeResultMembership(r)
 		err = s.u.ApplyNodeStepResult(r, s.now)
-		if err == nil {
+		if after, _ := s.u.Node(a.Node); err == nil && after.State == StateRunning && after.Cursor == a.Cursor && after.Attempt == a.Attempt {
+			// The node waits at its step (a red or soaking gate): the
+			// step is looked at again, and the next result counts.
+		} else if err == nil {
 			s.spec.ApplyMembership(m)
 			// A duplicate report (agent retry, new leader) is stale.
 			if dup := s.u.ApplyNodeStepResult(NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: ok}, s.now); dup == nil {
@@ -126,7 +132,7 @@ func (s *sim) step() bool {
 			s.t.Fatalf("node %s went back from %s to %s", n.Node, s.versions[n.Node], n.Version)
 		}
 		s.versions[n.Node] = n.Version
-		if !ok {
+		if !ok && !s.noRetry {
 			if err := s.u.RetryNode(a.Node, s.now); err != nil {
 				s.t.Fatalf("retry %s: %v", a.Node, err)
 			}
@@ -211,10 +217,13 @@ func (s *sim) checkBudgets() {
 	s.t.Helper()
 	for i := range s.u.Pools {
 		p := &s.u.Pools[i]
-		busy := 0
+		busy, down := 0, 0
 		for _, n := range s.u.PoolNodes(p) {
-			if n.State == StateRunning || n.State == StateFailed {
+			if n.State == StateRunning || n.State == StateFailed && p.MaxFailedNodes == 0 {
 				busy++
+			}
+			if n.State == StateRunning || n.State == StateFailed {
+				down++
 			}
 		}
 		if busy > p.Concurrency && p.Strategy != StrategySurge {
@@ -223,8 +232,8 @@ func (s *sim) checkBudgets() {
 		if p.Role == RoleControlPlane && busy > 1 {
 			s.t.Fatalf("control-plane nodes overlap: %d busy", busy)
 		}
-		if p.Count-busy < p.MinAvailable {
-			s.t.Fatalf("pool %s: %d schedulable, minimum %d", p.Name, p.Count-busy, p.MinAvailable)
+		if p.Count-down < p.MinAvailable {
+			s.t.Fatalf("pool %s: %d schedulable, minimum %d", p.Name, p.Count-down, p.MinAvailable)
 		}
 	}
 }

@@ -101,8 +101,12 @@ const (
 	// zones one after another and two node paths, or blue/green phases
 	// (layoutMIG). Earlier layouts gave every MIG pool SurgeNodeSteps.
 	StepLayoutMIG = 2
+	// StepLayoutGates adds health gates after each node (NodeGates), a
+	// failure budget per pool and rollback steps for bare-metal pools
+	// (health.go).
+	StepLayoutGates = 3
 	// CurrentStepLayout is what new upgrades and plans use.
-	CurrentStepLayout = StepLayoutMIG
+	CurrentStepLayout = StepLayoutGates
 )
 
 // buildSteps lays out the step graph of SPEC §4 for a cluster:

@@ -52,6 +52,13 @@ func (u *Upgrade) Apply(a Action, now time.Time) error {
 			return stale("upgrade %s can still go on", u.ID)
 		}
 		u.State, u.FinishedAt, u.PauseReason = UpgradeCancelled, now, ""
+		if u.failing() {
+			u.State, u.Reason = UpgradeFailed, u.haltReason()
+		}
+	case ActFailPool:
+		err = u.failPool(a.Pool)
+	case ActFailStep:
+		err = u.failHealth(a.Step, now)
 	default:
 		return fmt.Errorf("action kind %q is work, not a transition", a.Kind)
 	}
@@ -119,15 +126,19 @@ func (u *Upgrade) haltStep(id string, to State, now time.Time) error {
 	}
 	switch to {
 	case StateCancelled:
-		if !p.Cancelled {
+		if !p.Cancelled && !u.failing() {
 			return stale("pool %s is not cancelled", p.Name)
+		}
+	case StateFailed:
+		if p.FailReason == "" || p.RollingBack {
+			return stale("pool %s has not failed, or rolls back", p.Name)
 		}
 	case StateRolledBack:
 		if bg := p.BlueGreen; bg != nil {
 			if bg.Phase != PhaseRolledBack {
 				return stale("pool %s is %s", p.Name, bg.Phase)
 			}
-		} else if !p.RollingBack || surgeZone(u, p) != "" {
+		} else if !p.RollingBack || u.rollbackLeft(p) {
 			return stale("pool %s has nodes to roll back", p.Name)
 		}
 	default:
@@ -149,6 +160,9 @@ func (u *Upgrade) startNode(a Action, now time.Time) error {
 	}
 	if p.Cancelled {
 		return stale("pool %s is cancelled", p.Name)
+	}
+	if !a.Rollback && p.BlueGreen == nil && u.failing() {
+		return stale("upgrade %s is failing: nothing new starts", u.ID)
 	}
 	if n.Attempt != a.Attempt || n.Cursor != a.Cursor && !a.Rollback {
 		return stale("node %s is at step %d attempt %d", a.Node, n.Cursor, n.Attempt)
@@ -208,12 +222,17 @@ func (u *Upgrade) startNodeRollback(p *PoolTrack, n *NodeTask, path int, now tim
 	if !u.needsRollback(p, n) {
 		return stale("node %s needs no rollback", n.Node)
 	}
-	zone, surge, unavailable := surgeRoom(u, p)
-	if n.Zone != zone || path != rollbackPath(p, n) && !(path == PathUnavailable && rollbackPath(p, n) == PathMain) {
-		return stale("node %s does not go back on %s now", n.Node, pathName(path))
-	}
-	if n.State == StateDone && (path == PathUnavailable && unavailable <= 0 || path != PathUnavailable && surge <= 0) {
-		return stale("pool %s: no budget to roll node %s back", p.Name, n.Node)
+	if p.Strategy == StrategySurge {
+		zone, surge, unavailable := surgeRoom(u, p)
+		if n.Zone != zone || path != rollbackPath(p, n) && !(path == PathUnavailable && rollbackPath(p, n) == PathMain) {
+			return stale("node %s does not go back on %s now", n.Node, pathName(path))
+		}
+		if n.State == StateDone && (path == PathUnavailable && unavailable <= 0 || path != PathUnavailable && surge <= 0) {
+			return stale("pool %s: no budget to roll node %s back", p.Name, n.Node)
+		}
+	} else if path != PathRollback || !u.nextInRollback(p, n) || forwardRunning(u, p) ||
+		n.State == StateDone && budget(u, p) <= 0 || n.State == StateFailed && p.Concurrency-runningIn(u, p) <= 0 {
+		return stale("pool %s: node %s does not go back on %s now", p.Name, n.Node, pathName(path))
 	}
 	n.Rollback, n.Path, n.Attempt = true, path, n.Attempt+1
 	n.Replacement = ""
@@ -224,7 +243,7 @@ func (u *Upgrade) startNodeRollback(p *PoolTrack, n *NodeTask, path int, now tim
 		n.Replacement = ReplacementName(p.groupOf(n.Zone), u.ReplacementPurpose(false), n.Node)
 	}
 	n.State, n.Cursor, n.StartedAt, n.StepStartedAt, n.FinishedAt, n.Error = StateRunning, 0, now, now, time.Time{}, ""
-	n.Waiting, n.RetryAt = "", time.Time{}
+	n.Waiting, n.RetryAt, n.RedGate, n.GreenSince = "", time.Time{}, "", time.Time{}
 	return nil
 }
 
@@ -244,10 +263,16 @@ type NodeStepResult struct {
 	Message    string
 	LeftBehind []LeftPod
 	// Wait, when set, says the step could not run for a reason that
-	// passes (no quota, no capacity in the zone): the node stays at the
-	// step, reports the reason, and the step runs again at RetryAt.
+	// passes (no quota, no capacity in the zone, a red health gate): the
+	// node stays at the step, reports the reason, and the step runs again
+	// at RetryAt.
 	Wait    string
 	RetryAt time.Time
+	// Drained lists the workloads whose pods a drain evicted.
+	Drained []Workload
+	// Gates are the checks a gates step observed; Apply judges them
+	// (applyGates): RetryAt is then when to look again if the node waits.
+	Gates []GateCheck
 }
 
 // ApplyNodeStepResult advances the node past a finished step, or marks it
@@ -269,18 +294,32 @@ func (u *Upgrade) ApplyNodeStepResult(r NodeStepResult, now time.Time) error {
 	steps := p.steps(n.Path)
 	ns := steps[n.Cursor]
 	u.Revision++
-	if r.Wait != "" {
+	if ns.Kind == NodeGates {
+		passed, failure := u.applyGates(n, p, r, now)
+		switch {
+		case failure != "":
+			r.OK, r.Message = false, failure
+		case !passed:
+			return nil
+		}
+	} else if r.Wait != "" {
 		n.Waiting, n.RetryAt = r.Wait, r.RetryAt
 		return nil
 	}
-	n.Waiting, n.RetryAt = "", time.Time{}
+	n.Waiting, n.RetryAt, n.RedGate, n.GreenSince = "", time.Time{}, "", time.Time{}
+	if c := ns.changes(); c != "" && !n.Rollback && u.Options.StepLayout >= StepLayoutGates {
+		// Done or failed, the operation may have changed the component:
+		// a rollback undoes it. (Upgrades laid out before had no
+		// bare-metal rollback, and replay as they applied.)
+		n.Applied = append(n.Applied, AppliedOp{Component: c, ID: u.OperationID(n.Node, n.Cursor, n.Attempt)})
+	}
 	if !r.OK {
 		n.State, n.Error, n.FinishedAt = StateFailed, fmt.Sprintf("%s: %s", ns, r.Message), now
 		return nil
 	}
 	switch ns.Kind {
 	case NodeDrain:
-		n.LeftBehind = r.LeftBehind
+		n.LeftBehind, n.Drained = r.LeftBehind, r.Drained
 	case NodeWaitReady, NodeWaitReplacement:
 		// The node's (or its replacement's) kubelet was seen Ready at
 		// the target version: from here on it runs that version (SPEC
@@ -350,10 +389,20 @@ func (u *Upgrade) RetryNode(name string, now time.Time) error {
 	if n.State != StateFailed {
 		return stale("node %s is %s, not failed", name, n.State)
 	}
-	if p, _ := u.Pool(n.Pool); p.RollingBack && !n.Rollback {
+	p, _ := u.Pool(n.Pool)
+	if p.RollingBack && !n.Rollback {
 		return stale("node %s: its pool is rolling back, and so will the node", name)
 	}
+	if u.failing() && !n.Rollback {
+		return stale("node %s: upgrade %s fails (%s): nothing new starts; roll pools back or start a new upgrade", name, u.ID, u.failReason())
+	}
+	if p.MaxFailedNodes > 0 && p.Strategy != StrategySurge && !n.Rollback && budget(u, p) <= 0 {
+		// The failed node is no longer under upgrade; a retry starts it
+		// again within the pool's concurrency.
+		return stale("node %s: pool %s has as many nodes under upgrade as it may", name, p.Name)
+	}
 	n.State, n.Attempt, n.Error, n.StepStartedAt, n.FinishedAt = StateRunning, n.Attempt+1, "", now, time.Time{}
+	n.Waiting, n.RetryAt, n.RedGate, n.GreenSince = "", time.Time{}, "", time.Time{}
 	u.Revision++
 	return nil
 }
@@ -382,4 +431,24 @@ func (u *Upgrade) Cancel(now time.Time) error {
 	u.State, u.FinishedAt = UpgradeCancelled, now
 	u.Revision++
 	return nil
+}
+
+// forwardRunning reports whether a node of the pool is on its way forward.
+func forwardRunning(u *Upgrade, p *PoolTrack) bool {
+	for _, n := range u.PoolNodes(p) {
+		if n.State == StateRunning && !n.Rollback {
+			return true
+		}
+	}
+	return false
+}
+
+func runningIn(u *Upgrade, p *PoolTrack) int {
+	k := 0
+	for _, n := range u.PoolNodes(p) {
+		if n.State == StateRunning {
+			k++
+		}
+	}
+	return k
 }

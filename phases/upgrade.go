@@ -38,6 +38,12 @@ type Options struct {
 	// StepLayout is the layout NewUpgrade used (StepLayoutLifecycle, the
 	// zero value, for upgrades recorded before layouts had numbers).
 	StepLayout int
+	// HealthTimeout is how long the final health step is retried before
+	// the upgrade fails (0: until it passes, as before StepLayoutGates);
+	// GateTimeout how long a node's health gates may stay red before the
+	// node fails. The coordinator records its settings at start.
+	HealthTimeout time.Duration
+	GateTimeout   time.Duration
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the
@@ -80,6 +86,17 @@ type PoolTrack struct {
 	RollingBack bool
 	// BlueGreen is a blue/green pool's phase track (bluegreen.go).
 	BlueGreen *BlueGreenTrack
+	// MaxFailedNodes is the pool's failure budget (0: upgrades laid out
+	// before StepLayoutGates, where a failed node holds the pool until it
+	// is retried); RollbackPolicy what the pool does past it; Gates the
+	// PromQL gates its nodes' NodeGates step checks (the pool's and the
+	// cluster's).
+	MaxFailedNodes int
+	RollbackPolicy string
+	Gates          []HealthGate
+	// FailReason says why the pool failed (its failure budget was
+	// reached); set once, kept while a rollback runs.
+	FailReason string
 }
 
 // Upgrade is the replicated record of one cluster upgrade. Every field that
@@ -118,6 +135,8 @@ type Upgrade struct {
 	// Closed is set on a cancelled upgrade once the cluster's shape
 	// changed after it: it can no longer be resumed.
 	Closed bool
+	// Reason says why a failed upgrade failed.
+	Reason string
 
 	nodeIdx map[string]int
 	stepIdx map[string]int
@@ -160,6 +179,9 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 			} else {
 				nodes = layoutMIG(&t, &p, now)
 			}
+		}
+		if opts.StepLayout >= StepLayoutGates {
+			layoutHealth(&t, &p, c)
 		}
 		u.Pools = append(u.Pools, t)
 		for _, n := range nodes {

@@ -12,8 +12,27 @@ func ClusterSpecToAPI(s phases.ClusterSpec) api.ClusterSpec {
 	return api.ClusterSpec{
 		Name: s.Name, Kind: api.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: s.Version.String(), Pools: conv.Slice(s.Pools, poolToAPI),
-		Cloud: conv.Ptr(s.Cloud, func(c phases.CloudSpec) api.CloudSpec { return api.CloudSpec(c) }),
+		Cloud:       conv.Ptr(s.Cloud, func(c phases.CloudSpec) api.CloudSpec { return api.CloudSpec(c) }),
+		HealthGates: conv.Slice(s.HealthGates, HealthGateToAPI),
 	}
+}
+
+// HealthGateToAPI renders a health gate for the wire ("for" in whole
+// seconds, empty when 0).
+func HealthGateToAPI(g phases.HealthGate) api.HealthGate {
+	out := api.HealthGate{Name: g.Name, Expr: g.Expr, Prometheus: g.Prometheus}
+	if g.For != 0 {
+		out.For = DurationToAPI(g.For)
+	}
+	return out
+}
+
+func healthGateFromAPI(d *fromAPI, where string, g api.HealthGate) phases.HealthGate {
+	out := phases.HealthGate{Name: g.Name, Expr: g.Expr, Prometheus: g.Prometheus}
+	if g.For != "" {
+		out.For = d.duration(where+": health gate "+g.Name+": for", g.For)
+	}
+	return out
 }
 
 // ClusterSpecFromAPI reads a cluster's shape from the wire; the Kubeconfig
@@ -26,6 +45,9 @@ func ClusterSpecFromAPI(s api.ClusterSpec) (phases.ClusterSpec, error) {
 		Version: d.version("version", s.Version),
 		Pools:   conv.Slice(s.Pools, func(p api.Pool) phases.Pool { return poolFromAPI(&d, p) }),
 		Cloud:   conv.Ptr(s.Cloud, func(c api.CloudSpec) phases.CloudSpec { return phases.CloudSpec(c) }),
+		HealthGates: conv.Slice(s.HealthGates, func(g api.HealthGate) phases.HealthGate {
+			return healthGateFromAPI(&d, "cluster "+s.Name, g)
+		}),
 	}
 	return out, d.err
 }
@@ -63,7 +85,8 @@ func settingsToAPI(s phases.UpgradeSettings) api.UpgradeSettings {
 				}
 			}
 			return out
-		})}
+		}),
+		MaxFailedNodes: conv.Ptr(s.MaxFailedNodes, conv.Same[int]), Rollback: s.Rollback, HealthGates: conv.Slice(s.HealthGates, HealthGateToAPI)}
 }
 
 func settingsFromAPI(d *fromAPI, pool string, s api.UpgradeSettings) phases.UpgradeSettings {
@@ -83,7 +106,9 @@ func settingsFromAPI(d *fromAPI, pool string, s api.UpgradeSettings) phases.Upgr
 				}
 			}
 			return out
-		})}
+		}),
+		MaxFailedNodes: conv.Ptr(s.MaxFailedNodes, conv.Same[int]), Rollback: s.Rollback,
+		HealthGates: conv.Slice(s.HealthGates, func(g api.HealthGate) phases.HealthGate { return healthGateFromAPI(d, "pool "+pool, g) })}
 }
 
 func nodeToAPI(n phases.Node) api.Node {

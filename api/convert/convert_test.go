@@ -30,7 +30,7 @@ func filler() *filltest.Filler {
 			switch name {
 			case "Version", "From", "To":
 				return fmt.Sprintf("1.%d.%d", n, n), true
-			case "BatchSoak", "PoolSoak", "Soaked", "NodePoolSoakDuration", "BatchSoakDuration":
+			case "BatchSoak", "PoolSoak", "Soaked", "NodePoolSoakDuration", "BatchSoakDuration", "For", "HealthTimeout", "GateTimeout":
 				return fmt.Sprintf("%ds", n), true
 			}
 			return "", false

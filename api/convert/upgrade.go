@@ -17,12 +17,12 @@ func UpgradeToAPI(u *phases.Upgrade) *api.Upgrade {
 	}
 	return &api.Upgrade{
 		ID: u.ID, Cluster: u.Cluster, From: u.From.String(), To: u.To.String(),
-		Options: api.UpgradeOptions(u.Options), State: UpgradeStateToAPI(u.State),
+		Options: optionsToAPI(u.Options), State: UpgradeStateToAPI(u.State),
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt,
 		PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToAPI), Pools: conv.Slice(u.Pools, poolTrackToAPI), Nodes: conv.Slice(u.Nodes, nodeTaskToAPI),
-		Revision: u.Revision, Closed: u.Closed,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
 	}
 }
 
@@ -35,21 +35,43 @@ func UpgradeFromAPI(u *api.Upgrade) (*phases.Upgrade, error) {
 	var d fromAPI
 	out := &phases.Upgrade{
 		ID: u.ID, Cluster: u.Cluster, From: d.version("from", u.From), To: d.version("to", u.To),
-		Options: phases.Options(u.Options), State: phases.UpgradeState(u.State),
+		Options: optionsFromAPI(&d, u.Options), State: phases.UpgradeState(u.State),
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt,
 		PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
-		Steps: conv.Slice(u.Steps, stepFromAPI), Pools: conv.Slice(u.Pools, poolTrackFromAPI),
+		Steps: conv.Slice(u.Steps, stepFromAPI), Pools: conv.Slice(u.Pools, func(p api.PoolTrack) phases.PoolTrack { return poolTrackFromAPI(&d, p) }),
 		Nodes: conv.Slice(u.Nodes, func(n api.NodeTask) phases.NodeTask {
 			return nodeTaskFromAPI(&d, n)
 		}),
-		Revision: u.Revision, Closed: u.Closed,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("upgrade %s: %w", u.ID, d.err)
 	}
 	out.BuildIndex()
 	return out, nil
+}
+
+func optionsToAPI(o phases.Options) api.UpgradeOptions {
+	out := api.UpgradeOptions{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	if o.HealthTimeout != 0 {
+		out.HealthTimeout = DurationToAPI(o.HealthTimeout)
+	}
+	if o.GateTimeout != 0 {
+		out.GateTimeout = DurationToAPI(o.GateTimeout)
+	}
+	return out
+}
+
+func optionsFromAPI(d *fromAPI, o api.UpgradeOptions) phases.Options {
+	out := phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	if o.HealthTimeout != "" {
+		out.HealthTimeout = d.duration("healthTimeout", o.HealthTimeout)
+	}
+	if o.GateTimeout != "" {
+		out.GateTimeout = d.duration("gateTimeout", o.GateTimeout)
+	}
+	return out
 }
 
 // UpgradeStateToAPI renders an upgrade's state for the wire.
@@ -71,16 +93,19 @@ func poolTrackToAPI(p phases.PoolTrack) api.PoolTrack {
 		Backing: api.Backing(p.Backing), Strategy: p.Strategy,
 		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepToAPI), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepToAPI),
 		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, groupToAPI),
-		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToAPI)}
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToAPI),
+		MaxFailedNodes: p.MaxFailedNodes, RollbackPolicy: p.RollbackPolicy, Gates: conv.Slice(p.Gates, HealthGateToAPI), FailReason: p.FailReason}
 }
 
-func poolTrackFromAPI(p api.PoolTrack) phases.PoolTrack {
+func poolTrackFromAPI(d *fromAPI, p api.PoolTrack) phases.PoolTrack {
 	return phases.PoolTrack{Name: p.Name, Role: phases.Role(p.Role), NodeSteps: conv.Slice(p.NodeSteps, nodeStepFromAPI),
 		Concurrency: p.Concurrency, MinAvailable: p.MinAvailable, Cancelled: p.Cancelled, First: p.First, Count: p.Count,
 		Backing: phases.Backing(p.Backing), Strategy: p.Strategy,
 		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepFromAPI), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepFromAPI),
 		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, groupFromAPI),
-		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromAPI)}
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromAPI),
+		MaxFailedNodes: p.MaxFailedNodes, RollbackPolicy: p.RollbackPolicy, FailReason: p.FailReason,
+		Gates: conv.Slice(p.Gates, func(g api.HealthGate) phases.HealthGate { return healthGateFromAPI(d, "pool "+p.Name, g) })}
 }
 
 func blueGreenToAPI(b phases.BlueGreenTrack) api.BlueGreenTrack {
@@ -122,14 +147,20 @@ func nodeTaskToAPI(n phases.NodeTask) api.NodeTask {
 	return api.NodeTask{Node: n.Node, Pool: n.Pool, State: api.StepState(n.State), Cursor: n.Cursor, Attempt: n.Attempt,
 		Version: n.Version.String(), StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt,
 		ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodToAPI), Error: n.Error,
-		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt,
+		Applied: conv.Slice(n.Applied, func(a phases.AppliedOp) api.AppliedOp { return api.AppliedOp(a) }),
+		Drained: conv.Slice(n.Drained, func(w phases.Workload) api.Workload { return api.Workload(w) }),
+		RedGate: n.RedGate, GreenSince: n.GreenSince}
 }
 
 func nodeTaskFromAPI(d *fromAPI, n api.NodeTask) phases.NodeTask {
 	return phases.NodeTask{Node: n.Node, Pool: n.Pool, State: phases.State(n.State), Cursor: n.Cursor, Attempt: n.Attempt,
 		Version: d.version("node "+n.Node+": version", n.Version), StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt,
 		FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil, LeftBehind: conv.Slice(n.LeftBehind, leftPodFromAPI), Error: n.Error,
-		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt,
+		Applied: conv.Slice(n.Applied, func(a api.AppliedOp) phases.AppliedOp { return phases.AppliedOp(a) }),
+		Drained: conv.Slice(n.Drained, func(w api.Workload) phases.Workload { return phases.Workload(w) }),
+		RedGate: n.RedGate, GreenSince: n.GreenSince}
 }
 
 func leftPodToAPI(p phases.LeftPod) api.LeftPod {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh VERSION [COMPONENTS...]
+# build.sh [--stamp STAMP] VERSION [COMPONENTS...]
 #
 # Builds real Kubernetes binaries from the Go module proxy (no git, no
 # kubernetes checkout) into ${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}/k8s/vVERSION/bin/
@@ -11,6 +11,12 @@
 # kubelet kube-proxy. Work is skipped when every requested binary already exists, so
 # callers (kubetest, the lab, e2e) may run this unconditionally. Concurrent
 # runs for the same version serialise on a lock file.
+#
+# --stamp STAMP builds VERSION's sources but stamps them as version STAMP
+# (the -X version flags), into .../k8s/vVERSION-as-vSTAMP/bin/: a kubelet
+# that reports a release nobody built, for tests that need one (the e2e
+# test's deliberately broken release, docs/e2e.md). With VERSION's build
+# cached this is a link, not a compile.
 #
 # Why a scratch module: k8s.io/kubernetes pins its staging modules
 # (k8s.io/api, k8s.io/client-go, ...) to v0.0.0 and resolves them with
@@ -35,13 +41,24 @@ main() {
     ! kill -0 "$1" 2>/dev/null
   }
 
-  usage() { echo "usage: $0 VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy ...]" >&2; exit 2; }
+  usage() { echo "usage: $0 [--stamp X.Y.Z] VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy ...]" >&2; exit 2; }
   [[ $# -ge 1 ]] || usage
+  stamp=""
+  if [[ "$1" == --stamp ]]; then
+    [[ $# -ge 3 ]] || usage
+    stamp="${2#v}"; shift 2
+    [[ "$stamp" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "build.sh: --stamp must be X.Y.Z, got $stamp" >&2; exit 2; }
+  fi
 
   version="${1#v}"; shift
   [[ "$version" =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || { echo "build.sh: version must be X.Y.Z, got $version" >&2; exit 2; }
   major="${BASH_REMATCH[1]}"; minor="${BASH_REMATCH[2]}"; patch="${BASH_REMATCH[3]}"
   staging="v0.${minor}.${patch}"
+  label="$version"
+  if [[ -n "$stamp" ]]; then
+    [[ "$stamp" =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]]
+    label="$stamp"; major="${BASH_REMATCH[1]}"; minor="${BASH_REMATCH[2]}"
+  fi
 
   all=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
   if [[ $# -eq 0 ]]; then comps=("${all[@]}"); else comps=("$@"); fi
@@ -51,9 +68,10 @@ main() {
 
   cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
   root="$cache/k8s/v$version"
-  bin="$root/bin"
   mod="$root/src"
-  log() { echo "build.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }
+  if [[ -n "$stamp" ]]; then root="$cache/k8s/v$version-as-v$stamp"; fi
+  bin="$root/bin"
+  log() { echo "build.sh[v$version${stamp:+ as v$stamp}] $(date -u +%H:%M:%S) $*" >&2; }
 
   have_all() {
     local c
@@ -113,7 +131,7 @@ main() {
 
   ld="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $p.gitVersion=v$version -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    ld+=" -X $p.gitVersion=v$label -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
 
   tmp="$root/.out.$$"

@@ -67,6 +67,9 @@ func run() error {
 	cloudRetry := flag.Duration("cloud-retry-interval", def.CloudRetryInterval, "how long a MIG step that waits for cloud quota or capacity waits before it tries again")
 	auditMax := flag.Int("audit-max-entries", def.AuditMaxEntries, "the audit log keeps at most this many records of operators' requests, and as many of agents' (docs/security.md)")
 	auditAge := flag.Duration("audit-max-age", def.AuditMaxAge, "the audit log also drops records older than this (at least 1h; 0: only --audit-max-entries bounds it)")
+	healthTimeout := flag.Duration("health-timeout", def.HealthTimeout, "how long an upgrade's final health step is tried before the upgrade fails (0: until it passes); recorded in each upgrade when it starts")
+	gateTimeout := flag.Duration("gate-timeout", def.GateTimeout, "how long a node's health gates may stay red before the node fails (0: until green); recorded in each upgrade when it starts")
+	gateInterval := flag.Duration("gate-interval", def.GateInterval, "how often a node's red or soaking health gates are looked at again")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	webView := flag.Bool("web", true, "serve the web view at /ui/ (sign-in with an API token; docs/web.md)")
@@ -171,6 +174,7 @@ func run() error {
 	cfg.CloudRetryInterval = *cloudRetry
 	cfg.AuditMaxEntries = *auditMax
 	cfg.AuditMaxAge = *auditAge
+	cfg.HealthTimeout, cfg.GateTimeout, cfg.GateInterval = *healthTimeout, *gateTimeout, *gateInterval
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)

@@ -36,6 +36,11 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 	case phases.UpgradeRefused:
 		fmt.Fprintf(w, "  refused by preflight %s: %s (nothing was touched; moltctl preflight get %s %s)\n", u.Preflight, strings.Join(u.RefusedChecks, ", "), u.Cluster, u.Preflight)
 		return
+	case phases.UpgradeFailed:
+		fmt.Fprintf(w, "  failed: %s\n\n", u.Reason)
+	}
+	if r := u.FailReason(); r != "" && u.State == phases.UpgradeRunning {
+		fmt.Fprintf(w, "  failing, nothing new starts: %s\n\n", r)
 	}
 	doneNodes := 0
 	for _, n := range u.Nodes {
@@ -82,8 +87,14 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 					line += " (waiting: " + bg.Waiting + ")"
 				}
 			}
-			if p.RollingBack {
+			if p.RollingBack && s.State == phases.StateRunning {
 				line += " ROLLING BACK"
+			}
+			for _, n := range nodes {
+				if n.RedGate != "" && n.State == phases.StateRunning {
+					line += "  HELD by gate " + n.RedGate
+					break
+				}
 			}
 			if len(inflight) > 0 {
 				line += "  " + strings.Join(inflight, ", ")

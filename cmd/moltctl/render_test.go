@@ -73,6 +73,25 @@ func TestRenderUpgradeGolden(t *testing.T) {
 			u.Nodes[5].State, u.Nodes[5].Error = phases.StateFailed, "UpgradeKubelet: sha256 mismatch"
 			return u
 		},
+		"red-gate": func() *phases.Upgrade {
+			u := midway()
+			u.Nodes[5].RedGate, u.Nodes[5].Waiting = "errors", "gate errors red: no result"
+			return u
+		},
+		"failed-rolled-back": func() *phases.Upgrade {
+			u := midway()
+			p, _ := u.Pool("workers")
+			p.FailReason = "1 of 4 nodes failed, its failure budget is 1 (maxFailedNodes): workers-2 (operation:UpgradeBinary:kubelet: component not healthy)"
+			p.RollingBack = true
+			s, _ := u.Step("pool/workers")
+			s.State = phases.StateRolledBack
+			for i := 4; i < 7; i++ {
+				u.Nodes[i].State, u.Nodes[i].Rollback, u.Nodes[i].Version = phases.StateDone, true, u.From
+			}
+			u.State, u.FinishedAt = phases.UpgradeFailed, now
+			u.Reason = "pool workers: " + p.FailReason + "; rolled back: workers"
+			return u
+		},
 		"paused": func() *phases.Upgrade {
 			u := midway()
 			u.PauseReason, u.PausedAt = "MAINTENANCE_WINDOW", now

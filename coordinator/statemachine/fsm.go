@@ -210,9 +210,9 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	old.Spec = spec
 	old.pruneAgentCerts()
 	old.setKubeconfig(c)
-	if u := old.Upgrade; u != nil && u.State == phases.UpgradeCancelled && !u.Closed {
-		// A cancelled upgrade was laid out for the old shape: it is not
-		// resumed on the new one.
+	if u := old.Upgrade; u != nil && (u.State == phases.UpgradeCancelled || u.State == phases.UpgradeFailed) && !u.Closed {
+		// A cancelled or failed upgrade was laid out for the old shape: it
+		// is not resumed or rolled back on the new one.
 		u.Closed = true
 		u.Revision++
 	}
@@ -246,9 +246,9 @@ func (s *state) checkUpgrade(name string, to phases.Version) (*ClusterRecord, er
 	if u := r.PendingUpgrade(); u != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s to %s is %s: %w", name, u.ID, u.To, u.State, ErrUpgradeInProgress)
 	}
-	if u := r.Upgrade; u != nil && u.State == phases.UpgradeCancelled && u.To != to && u.VersionCounts()[u.To] > 0 {
+	if u := r.Upgrade; u != nil && (u.State == phases.UpgradeCancelled || u.State == phases.UpgradeFailed) && u.To != to && u.VersionCounts()[u.To] > 0 {
 		// SPEC §3 rule 5: nodes run at most the old and the new version.
-		return nil, &RuleError{Rule: "mixed-cluster", Detail: fmt.Sprintf("cancelled upgrade %s left nodes at %s; upgrade to %s (or roll its pools back) before another version", u.ID, u.To, u.To), Err: ErrInvalid}
+		return nil, &RuleError{Rule: "mixed-cluster", Detail: fmt.Sprintf("%s upgrade %s left nodes at %s; upgrade to %s (or roll its pools back) before another version", u.State, u.ID, u.To, u.To), Err: ErrInvalid}
 	}
 	if _, ok := s.Releases[to.String()]; !ok {
 		return nil, &RuleError{Rule: phases.RuleUnknown, Detail: fmt.Sprintf("version %s is not in the release catalog", to), Err: ErrUnknownVersion}
@@ -334,8 +334,20 @@ func (s *state) advance(c AdvanceCmd) (any, error) {
 		if a.Kind == phases.ActStartStep && len(c.Protections) > 0 {
 			protectPool(u, a.Step, c.Protections)
 		}
-		if a.Kind == phases.ActFinish {
+		switch a.Kind {
+		case phases.ActFinish:
 			s.finish(r, u)
+		case phases.ActFailPool:
+			// The leader decided these; the audit trail says so.
+			p, _ := u.Pool(a.Pool)
+			s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "pool-failed", Detail: a.Pool + ": " + p.FailReason})
+			if p.RollingBack {
+				s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "pool-rollback", Detail: a.Pool + ": automatic (rollback policy auto)"})
+			}
+		case phases.ActHalt:
+			if u.State == phases.UpgradeFailed {
+				s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "upgrade-failed", Detail: u.ID + ": " + u.Reason})
+			}
 		}
 	}
 	return res, nil
@@ -430,7 +442,7 @@ func (s *state) poolCommand(c PoolCommandCmd) (any, error) {
 		return nil, fmt.Errorf("pool %s/%s: %w", c.Cluster, c.Pool, ErrNotFound)
 	}
 	u := r.Upgrade
-	if u == nil || !u.Active() && u.State != phases.UpgradeCancelled {
+	if u == nil || !u.Active() && u.State != phases.UpgradeCancelled && u.State != phases.UpgradeFailed {
 		return nil, fmt.Errorf("cluster %s: %w", c.Cluster, ErrNoUpgrade)
 	}
 	if err := u.PoolCommand(c.Pool, c.Command, c.Now); err != nil {

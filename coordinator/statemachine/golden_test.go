@@ -404,6 +404,87 @@ func goldenEntries() []goldenEntry {
 	renewal.Cluster, renewal.Node, renewal.Detail = "ledger", "worker-1", "certificate serial 1a → 1b"
 	add(CmdAudited, audited(renewal, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "ledger", Node: "worker-1", Old: "1a", Serial: "1b", Now: renewal.Time}))
 	add(CmdSetPolicy, SetPolicyCmd{Cluster: "ledger", Now: now()})
+	// Health gates, failure budget and rollback (phases.StepLayoutGates):
+	// the control-plane node's gates step waits on a red PromQL gate, then
+	// passes; the first worker's kubelet fails, the workers' budget (1)
+	// fails the pool, rollback auto takes the worker back and the upgrade
+	// ends failed; an operator then rolls the control plane back.
+	gates := []phases.HealthGate{{Name: "errors", Expr: "sum(rate(probe_failures_total[1m])) == 0", For: time.Minute, Prometheus: "http://prometheus.test:9090"}}
+	add(CmdPutCluster, PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "gated", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+		HealthGates: gates,
+		Pools: []phases.Pool{
+			{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal, Nodes: []phases.Node{{Name: "g-cp-1", Address: "10.0.2.11"}}},
+			{Name: "workers", Role: phases.RoleWorker, Backing: phases.BackingBareMetal,
+				Settings: phases.UpgradeSettings{MaxFailedNodes: &one, Rollback: phases.RollbackAuto},
+				Nodes:    []phases.Node{{Name: "g-w-1", Address: "10.0.2.21"}, {Name: "g-w-2", Address: "10.0.2.22"}}},
+		}}})
+	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "gated", To: phases.MustParseVersion("1.34.4"), Now: now(),
+		Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: 3, HealthTimeout: 30 * time.Minute, GateTimeout: 10 * time.Minute}})
+	const gu = "gated-1.34.4-1"
+	gadvance := func(acts ...phases.Action) {
+		add(CmdAdvance, AdvanceCmd{Cluster: "gated", Upgrade: gu, Actions: acts, Now: now()})
+	}
+	gstep := func(kind phases.ActionKind, verb, step string) phases.Action {
+		return phases.Action{ID: gu + "/" + verb + "/" + step, Kind: kind, Upgrade: gu, Step: step}
+	}
+	gnode := func(node string, cursor, attempt int, ok bool, msg string) NodeStepResultCmd {
+		return NodeStepResultCmd{Cluster: "gated", Now: now(), Result: phases.NodeStepResult{Upgrade: gu, Node: node, Cursor: cursor, Attempt: attempt, OK: ok, Message: msg}}
+	}
+	gchecks := func(node string, cursor int, red string) NodeStepResultCmd {
+		c := gnode(node, cursor, 0, true, "")
+		c.Result.RetryAt = t.Add(15 * time.Second)
+		c.Result.Gates = []phases.GateCheck{{Name: phases.CheckNodeReady, OK: true}, {Name: phases.CheckAgent, OK: true}, {Name: phases.CheckWorkloads, OK: true},
+			{Name: "errors", OK: red == "", Value: "0"}}
+		if red != "" {
+			c.Result.Gates[3].Value = red
+		}
+		return c
+	}
+	gstart := func(pool, node string, attempt, path int, rollback bool) phases.Action {
+		a := phases.Action{ID: fmt.Sprintf("%s/%s/start/a%d", gu, node, attempt), Kind: phases.ActStartNode, Upgrade: gu, Pool: pool, Node: node, Attempt: attempt}
+		if rollback {
+			a.ID, a.Path, a.Rollback = fmt.Sprintf("%s/%s/rollback/start/a%d/p%d", gu, node, attempt+1, path), path, true
+		}
+		return a
+	}
+	const gCPSteps, gWorkerFail, gCPBack, gWorkerBack = 9, 4, 7, 6
+	gadvance(gstep(phases.ActStartStep, "start", "pool/cp"))
+	gadvance(gstart("cp", "g-cp-1", 0, 0, false))
+	for c := range gCPSteps - 1 {
+		add(CmdNodeStepResult, gnode("g-cp-1", c, 0, true, ""))
+	}
+	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, "no result")) // red: waits, holds the pool
+	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, ""))          // green: soaks a minute
+	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, ""))          // held a minute: passes
+	gadvance(gstep(phases.ActCompleteStep, "complete", "pool/cp"), gstep(phases.ActStartStep, "start", "addons"), gstep(phases.ActStartStep, "start", "pool/workers"))
+	add(CmdStepResult, StepResultCmd{Cluster: "gated", Result: phases.StepResult{Upgrade: gu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	gadvance(gstart("workers", "g-w-1", 0, 0, false))
+	add(CmdNodeStepResult, gnode("g-w-1", 0, 0, true, ""))
+	gdrain := gnode("g-w-1", 1, 0, true, "")
+	gdrain.Result.Drained = []phases.Workload{{Kind: "Deployment", Namespace: "default", Name: "web"}}
+	add(CmdNodeStepResult, gdrain)
+	for c := 2; c < gWorkerFail; c++ {
+		add(CmdNodeStepResult, gnode("g-w-1", c, 0, true, ""))
+	}
+	add(CmdNodeStepResult, gnode("g-w-1", gWorkerFail, 0, false, "component not healthy: kubelet after 2m0s; previous binary restored"))
+	refuse(ErrCommandNotAllowed, CmdRetryNode, RetryNodeCmd{Cluster: "gated", Node: "g-w-2", Now: now()})
+	gadvance(phases.Action{ID: gu + "/fail/workers", Kind: phases.ActFailPool, Upgrade: gu, Pool: "workers"}, gstart("workers", "g-w-2", 0, 0, false)) // nothing new starts: stale
+	gadvance(gstart("workers", "g-w-1", 0, phases.PathRollback, true))
+	for c := range gWorkerBack {
+		add(CmdNodeStepResult, gnode("g-w-1", c, 1, true, ""))
+	}
+	gadvance(phases.Action{ID: gu + "/halt/pool/workers/rolledBack", Kind: phases.ActHaltStep, Upgrade: gu, Step: "pool/workers", Reason: "rolledBack"})
+	gadvance(phases.Action{ID: gu + "/halt", Kind: phases.ActHalt, Upgrade: gu})
+	refuse(ErrNoUpgrade, CmdRetryNode, RetryNodeCmd{Cluster: "gated", Node: "g-w-1", Now: now()})
+	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "workers", Command: PoolRollback, Now: now()})
+	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolResume, Now: now()})
+	add(CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolRollback, Now: now()})
+	gadvance(gstart("cp", "g-cp-1", 0, phases.PathRollback, true))
+	for c := range gCPBack {
+		add(CmdNodeStepResult, gnode("g-cp-1", c, 1, true, ""))
+	}
+	gadvance(phases.Action{ID: gu + "/halt/pool/cp/rolledBack", Kind: phases.ActHaltStep, Upgrade: gu, Step: "pool/cp", Reason: "rolledBack"})
+	gadvance(phases.Action{ID: gu + "/halt", Kind: phases.ActHalt, Upgrade: gu})
 	return out
 }
 

@@ -18,6 +18,16 @@ type clusterSpecV1 struct {
 	Pools        []poolV1 `json:"pools"`
 	// Added with MIG pools; absent before.
 	Cloud *cloudSpecV1 `json:"cloud,omitempty"`
+	// Added with health gates; absent before.
+	HealthGates []healthGateV1 `json:"healthGates,omitempty"`
+}
+
+// healthGateV1 is a PromQL health gate; For is nanoseconds.
+type healthGateV1 struct {
+	Name       string        `json:"name"`
+	Expr       string        `json:"expr"`
+	For        time.Duration `json:"for,omitempty"`
+	Prometheus string        `json:"prometheus"`
 }
 
 type cloudSpecV1 struct {
@@ -65,6 +75,10 @@ type upgradeSettingsV1 struct {
 	MaxUnavailable        *int   `json:"maxUnavailable,omitempty"`
 	// Added with MIG strategies; absent before.
 	BlueGreen *blueGreenSettingsV1 `json:"blueGreen,omitempty"`
+	// Added with failure budgets and health gates; absent before.
+	MaxFailedNodes *int           `json:"maxFailedNodes,omitempty"`
+	Rollback       string         `json:"rollback,omitempty"`
+	HealthGates    []healthGateV1 `json:"healthGates,omitempty"`
 }
 
 type nodeV1 struct {
@@ -76,13 +90,18 @@ type nodeV1 struct {
 func clusterSpecToV1(s phases.ClusterSpec) clusterSpecV1 {
 	return clusterSpecV1{Name: s.Name, Kind: string(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: s.Version.String(), Pools: conv.Slice(s.Pools, poolToV1),
-		Cloud: conv.Ptr(s.Cloud, func(c phases.CloudSpec) cloudSpecV1 { return cloudSpecV1(c) })}
+		Cloud:       conv.Ptr(s.Cloud, func(c phases.CloudSpec) cloudSpecV1 { return cloudSpecV1(c) }),
+		HealthGates: conv.Slice(s.HealthGates, healthGateToV1)}
 }
+
+func healthGateToV1(g phases.HealthGate) healthGateV1   { return healthGateV1(g) }
+func healthGateFromV1(g healthGateV1) phases.HealthGate { return phases.HealthGate(g) }
 
 func (d *v1Decoder) clusterSpec(s clusterSpecV1) phases.ClusterSpec {
 	return phases.ClusterSpec{Name: s.Name, Kind: phases.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: d.version(s.Version), Pools: conv.Slice(s.Pools, poolFromV1),
-		Cloud: conv.Ptr(s.Cloud, func(c cloudSpecV1) phases.CloudSpec { return phases.CloudSpec(c) })}
+		Cloud:       conv.Ptr(s.Cloud, func(c cloudSpecV1) phases.CloudSpec { return phases.CloudSpec(c) }),
+		HealthGates: conv.Slice(s.HealthGates, healthGateFromV1)}
 }
 
 func instanceGroupToV1(g phases.InstanceGroup) instanceGroupV1   { return instanceGroupV1(g) }
@@ -96,7 +115,8 @@ func poolToV1(p phases.Pool) poolV1 {
 			BlueGreen: conv.Ptr(s.BlueGreen, func(b phases.BlueGreenSettings) blueGreenSettingsV1 {
 				return blueGreenSettingsV1{BatchNodeCount: conv.Ptr(b.BatchNodeCount, conv.Same[int]), BatchPercentage: conv.Ptr(b.BatchPercentage, conv.Same[float64]),
 					BatchSoak: b.BatchSoak, NodePoolSoak: conv.Ptr(b.NodePoolSoak, conv.Same[time.Duration])}
-			})},
+			}),
+			MaxFailedNodes: conv.Ptr(s.MaxFailedNodes, conv.Same[int]), Rollback: s.Rollback, HealthGates: conv.Slice(s.HealthGates, healthGateToV1)},
 		Nodes:  conv.Slice(p.Nodes, func(n phases.Node) nodeV1 { return nodeV1{Name: n.Name, Address: n.Address, Zone: n.Zone} }),
 		Groups: conv.Slice(p.Groups, instanceGroupToV1), Spot: p.Spot,
 		Autoscaling: conv.Ptr(p.Autoscaling, func(a phases.Autoscaling) autoscalingV1 { return autoscalingV1(a) })}
@@ -110,7 +130,8 @@ func poolFromV1(p poolV1) phases.Pool {
 			BlueGreen: conv.Ptr(s.BlueGreen, func(b blueGreenSettingsV1) phases.BlueGreenSettings {
 				return phases.BlueGreenSettings{BatchNodeCount: conv.Ptr(b.BatchNodeCount, conv.Same[int]), BatchPercentage: conv.Ptr(b.BatchPercentage, conv.Same[float64]),
 					BatchSoak: b.BatchSoak, NodePoolSoak: conv.Ptr(b.NodePoolSoak, conv.Same[time.Duration])}
-			})},
+			}),
+			MaxFailedNodes: conv.Ptr(s.MaxFailedNodes, conv.Same[int]), Rollback: s.Rollback, HealthGates: conv.Slice(s.HealthGates, healthGateFromV1)},
 		Nodes:  conv.Slice(p.Nodes, func(n nodeV1) phases.Node { return phases.Node{Name: n.Name, Address: n.Address, Zone: n.Zone} }),
 		Groups: conv.Slice(p.Groups, instanceGroupFromV1), Spot: p.Spot,
 		Autoscaling: conv.Ptr(p.Autoscaling, func(a autoscalingV1) phases.Autoscaling { return phases.Autoscaling(a) })}

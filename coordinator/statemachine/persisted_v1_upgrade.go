@@ -31,6 +31,8 @@ type upgradeV1 struct {
 	Nodes         []nodeTaskV1  `json:"nodes"`
 	Revision      uint64        `json:"revision"`
 	Closed        bool          `json:"closed,omitempty"`
+	// Added with failure budgets; absent before.
+	Reason string `json:"reason,omitempty"`
 }
 
 type optionsV1 struct {
@@ -39,6 +41,9 @@ type optionsV1 struct {
 	EmergencyReason       string `json:"emergencyReason,omitempty"`
 	// StepLayout was added after V1's first release; absent means 0.
 	StepLayout int `json:"stepLayout,omitempty"`
+	// Added with health gates (nanoseconds); absent means none.
+	HealthTimeout time.Duration `json:"healthTimeout,omitempty"`
+	GateTimeout   time.Duration `json:"gateTimeout,omitempty"`
 }
 
 type stepV1 struct {
@@ -73,6 +78,12 @@ type poolTrackV1 struct {
 	Groups           []instanceGroupV1 `json:"groups,omitempty"`
 	RollingBack      bool              `json:"rollingBack,omitempty"`
 	BlueGreen        *blueGreenTrackV1 `json:"blueGreen,omitempty"`
+	// Added with failure budgets and health gates (StepLayoutGates);
+	// absent before.
+	MaxFailedNodes int            `json:"maxFailedNodes,omitempty"`
+	RollbackPolicy string         `json:"rollbackPolicy,omitempty"`
+	Gates          []healthGateV1 `json:"gates,omitempty"`
+	FailReason     string         `json:"failReason,omitempty"`
 }
 
 // blueGreenTrackV1 is a blue/green pool's progress; durations are
@@ -134,6 +145,31 @@ type nodeTaskV1 struct {
 	Rollback    bool      `json:"rollback,omitempty"`
 	Waiting     string    `json:"waiting,omitempty"`
 	RetryAt     time.Time `json:"retryAt,omitzero"`
+	// Added with failure budgets and health gates; absent before.
+	Applied    []appliedOpV1 `json:"applied,omitempty"`
+	Drained    []workloadV1  `json:"drained,omitempty"`
+	RedGate    string        `json:"redGate,omitempty"`
+	GreenSince time.Time     `json:"greenSince,omitzero"`
+}
+
+// appliedOpV1 is an agent operation that may have changed a component.
+type appliedOpV1 struct {
+	Component string `json:"component"`
+	ID        string `json:"id"`
+}
+
+// workloadV1 is a controller whose pods a drain evicted.
+type workloadV1 struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// gateCheckV1 is one observed check of a gates step.
+type gateCheckV1 struct {
+	Name  string `json:"name"`
+	OK    bool   `json:"ok,omitempty"`
+	Value string `json:"value,omitempty"`
 }
 
 type leftPodV1 struct {
@@ -172,6 +208,9 @@ type nodeStepResultV1 struct {
 	// Added with the MIG strategies; absent before.
 	Wait    string    `json:"wait,omitempty"`
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Added with health gates; absent before.
+	Drained []workloadV1  `json:"drained,omitempty"`
+	Gates   []gateCheckV1 `json:"gates,omitempty"`
 }
 
 // poolWorkResultV1 is the outcome of a blue/green pool's work.
@@ -212,7 +251,7 @@ func upgradeToV1(u phases.Upgrade) upgradeV1 {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToV1), Pools: conv.Slice(u.Pools, poolTrackToV1), Nodes: conv.Slice(u.Nodes, nodeTaskToV1),
-		Revision: u.Revision, Closed: u.Closed,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
 	}
 }
 
@@ -224,18 +263,20 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepFromV1), Pools: conv.Slice(u.Pools, poolTrackFromV1), Nodes: conv.Slice(u.Nodes, d.nodeTask),
-		Revision: u.Revision, Closed: u.Closed,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
 	}
 	out.BuildIndex()
 	return out
 }
 
 func optionsToV1(o phases.Options) optionsV1 {
-	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout}
 }
 
 func optionsFromV1(o optionsV1) phases.Options {
-	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout}
 }
 
 func stepToV1(s phases.Step) stepV1 {
@@ -254,7 +295,8 @@ func poolTrackToV1(p phases.PoolTrack) poolTrackV1 {
 		Backing: string(p.Backing), Strategy: p.Strategy,
 		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepToV1), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepToV1),
 		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, instanceGroupToV1),
-		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToV1)}
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenToV1),
+		MaxFailedNodes: p.MaxFailedNodes, RollbackPolicy: p.RollbackPolicy, Gates: conv.Slice(p.Gates, healthGateToV1), FailReason: p.FailReason}
 }
 
 func poolTrackFromV1(p poolTrackV1) phases.PoolTrack {
@@ -263,7 +305,8 @@ func poolTrackFromV1(p poolTrackV1) phases.PoolTrack {
 		Backing: phases.Backing(p.Backing), Strategy: p.Strategy,
 		UnavailableSteps: conv.Slice(p.UnavailableSteps, nodeStepFromV1), RollbackSteps: conv.Slice(p.RollbackSteps, nodeStepFromV1),
 		MaxSurge: p.MaxSurge, MaxUnavailable: p.MaxUnavailable, Groups: conv.Slice(p.Groups, instanceGroupFromV1),
-		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromV1)}
+		RollingBack: p.RollingBack, BlueGreen: conv.Ptr(p.BlueGreen, blueGreenFromV1),
+		MaxFailedNodes: p.MaxFailedNodes, RollbackPolicy: p.RollbackPolicy, Gates: conv.Slice(p.Gates, healthGateFromV1), FailReason: p.FailReason}
 }
 
 func blueGreenToV1(b phases.BlueGreenTrack) blueGreenTrackV1 {
@@ -304,14 +347,21 @@ func nodeTaskToV1(n phases.NodeTask) nodeTaskV1 {
 	return nodeTaskV1{Node: n.Node, Pool: n.Pool, State: string(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: n.Version.String(),
 		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
 		LeftBehind: conv.Slice(n.LeftBehind, leftPodToV1), Error: n.Error,
-		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt,
+		Applied: conv.Slice(n.Applied, func(a phases.AppliedOp) appliedOpV1 { return appliedOpV1(a) }),
+		Drained: conv.Slice(n.Drained, workloadToV1), RedGate: n.RedGate, GreenSince: n.GreenSince}
 }
+
+func workloadToV1(w phases.Workload) workloadV1   { return workloadV1(w) }
+func workloadFromV1(w workloadV1) phases.Workload { return phases.Workload(w) }
 
 func (d *v1Decoder) nodeTask(n nodeTaskV1) phases.NodeTask {
 	return phases.NodeTask{Node: n.Node, Pool: n.Pool, State: phases.State(n.State), Cursor: n.Cursor, Attempt: n.Attempt, Version: d.version(n.Version),
 		StartedAt: n.StartedAt, StepStartedAt: n.StepStartedAt, FinishedAt: n.FinishedAt, ProtectedUntil: n.ProtectedUntil,
 		LeftBehind: conv.Slice(n.LeftBehind, leftPodFromV1), Error: n.Error,
-		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt}
+		Zone: n.Zone, Path: n.Path, Replacement: n.Replacement, Current: n.Current, Rollback: n.Rollback, Waiting: n.Waiting, RetryAt: n.RetryAt,
+		Applied: conv.Slice(n.Applied, func(a appliedOpV1) phases.AppliedOp { return phases.AppliedOp(a) }),
+		Drained: conv.Slice(n.Drained, workloadFromV1), RedGate: n.RedGate, GreenSince: n.GreenSince}
 }
 
 func leftPodToV1(p phases.LeftPod) leftPodV1 {
@@ -336,12 +386,14 @@ func actionFromV1(a actionV1) phases.Action {
 
 func nodeStepResultToV1(r phases.NodeStepResult) nodeStepResultV1 {
 	return nodeStepResultV1{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
-		LeftBehind: conv.Slice(r.LeftBehind, leftPodToV1), Wait: r.Wait, RetryAt: r.RetryAt}
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodToV1), Wait: r.Wait, RetryAt: r.RetryAt,
+		Drained: conv.Slice(r.Drained, workloadToV1), Gates: conv.Slice(r.Gates, func(g phases.GateCheck) gateCheckV1 { return gateCheckV1(g) })}
 }
 
 func nodeStepResultFromV1(r nodeStepResultV1) phases.NodeStepResult {
 	return phases.NodeStepResult{Upgrade: r.Upgrade, Node: r.Node, Cursor: r.Cursor, Attempt: r.Attempt, OK: r.OK, Message: r.Message,
-		LeftBehind: conv.Slice(r.LeftBehind, leftPodFromV1), Wait: r.Wait, RetryAt: r.RetryAt}
+		LeftBehind: conv.Slice(r.LeftBehind, leftPodFromV1), Wait: r.Wait, RetryAt: r.RetryAt,
+		Drained: conv.Slice(r.Drained, workloadFromV1), Gates: conv.Slice(r.Gates, func(g gateCheckV1) phases.GateCheck { return phases.GateCheck(g) })}
 }
 
 func poolWorkResultToV1(r phases.PoolWorkResult) poolWorkResultV1 {

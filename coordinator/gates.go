@@ -1,0 +1,104 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/promgate"
+)
+
+// GateQuerier evaluates a PromQL health gate on the Prometheus at base:
+// whether it holds now, and the value to report (package promgate).
+type GateQuerier interface {
+	Query(ctx context.Context, base, expr string) (promgate.Result, error)
+}
+
+// runGates is a node's gates step (SPEC §16): it looks once at every
+// check — the node Ready with its kubelet at the version it goes to, its
+// agent healthy, the controllers its drain evicted back to their desired
+// ready replicas, each PromQL gate of its pool — and commits what it saw.
+// The state machine judges (phases.Upgrade.applyGates): a red check holds
+// the pool until the gate deadline, green ones must hold for the pool's
+// soak; either way the step is looked at again after GateInterval.
+// accessErr is why the cluster's API server cannot be reached, if it
+// cannot: the checks that need it are red with that reason.
+func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action, ops ClusterOps, accessErr error) {
+	n, ok := p.upgrade.Node(a.Node)
+	if !ok {
+		return
+	}
+	pool, _ := p.upgrade.Pool(n.Pool)
+	live, target := n.Live(), p.upgrade.TargetOf(n)
+	checks := make([]phases.GateCheck, 3+len(pool.Gates))
+	check := func(i int, name string, err error) {
+		checks[i] = phases.GateCheck{Name: name, OK: err == nil}
+		if err != nil {
+			checks[i].Value = err.Error()
+		}
+	}
+	var wg sync.WaitGroup
+	if accessErr != nil {
+		check(0, phases.CheckNodeReady, accessErr)
+		check(2, phases.CheckWorkloads, accessErr)
+	} else {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			check(0, phases.CheckNodeReady, ops.NodeReady(ctx, live, target.KubeletVersion()))
+		}()
+		go func() { defer wg.Done(); check(2, phases.CheckWorkloads, ops.WorkloadsReady(ctx, n.Drained)) }()
+	}
+	check(1, phases.CheckAgent, c.agentHealthy(p.cluster, live, pool.Backing == phases.BackingMIG))
+	for i, g := range pool.Gates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.gates.Query(ctx, g.Prometheus, g.Expr)
+			checks[3+i] = phases.GateCheck{Name: g.Name, OK: err == nil && res.Holds, Value: res.Value}
+			if err != nil {
+				checks[3+i].Value = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	r := phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: true,
+		Gates: checks, RetryAt: now.Add(c.cfg.GateInterval)}
+	for _, ch := range checks {
+		if !ch.OK {
+			c.log.Info("health gate red", "cluster", p.cluster, "node", a.Node, "gate", ch.Name, "value", ch.Value)
+			break
+		}
+	}
+	c.commitNode(ctx, p.cluster, r, a.ID)
+	if c.cfg.Recorder != nil {
+		for _, ch := range checks {
+			c.cfg.Recorder.Gate(p.cluster, n.Pool, ch.Name, ch.OK)
+		}
+	}
+}
+
+// agentHealthy is nil when the node's agent is registered, reporting and
+// healthy as the replicated state has it. An instance of a MIG pool whose
+// agent never registered passes: molt runs no operation there (the
+// instance template installs what it runs), and its Node's readiness is
+// checked on its own.
+func (c *Coordinator) agentHealthy(cluster, node string, mig bool) error {
+	a, ok := c.sm.Agent(cluster, node)
+	switch {
+	case mig && (!ok || !a.Registered):
+		return nil
+	case !ok || !a.Registered:
+		return fmt.Errorf("agent of %s not registered", node)
+	case a.Missing:
+		return fmt.Errorf("agent of %s missing since %s", node, a.ChangedAt.Format("15:04:05"))
+	case !a.Healthy:
+		return fmt.Errorf("agent of %s reports unhealthy", node)
+	}
+	return nil
+}
