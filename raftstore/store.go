@@ -47,6 +47,12 @@ type Store struct {
 
 	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
 	fanout   leaderFanout
+	// observed receives Raft's leader observations (watchLeader);
+	// leaderMu guards leaderGen, the channel closed at the next change of
+	// leader (LeaderChanged).
+	observed  chan raft.Observation
+	leaderMu  sync.Mutex
+	leaderGen chan struct{}
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -121,7 +127,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	}
 	var trans *raft.NetworkTransport
 	if cfg.TLS != nil {
-		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS)
+		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.WrapConn)
 		if err != nil {
 			return fail(fmt.Errorf("raftstore: transport: %w", err))
 		}
@@ -187,8 +193,15 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		return fail(fmt.Errorf("raftstore: start raft: %w", err))
 	}
 	s.raft = r
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.watchLeadership()
+	s.observed = make(chan raft.Observation, 8)
+	s.leaderGen = make(chan struct{})
+	r.RegisterObserver(raft.NewObserver(s.observed, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	go s.watchLeader()
 	log.Info("raft store open", "raft_addr", trans.LocalAddr(), "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir)
 	return s, nil
 }
@@ -361,6 +374,39 @@ func (s *Store) watchLeadership() {
 					return
 				}
 			}
+		}
+	}
+}
+
+// LeaderChanged returns a channel that is closed when the leader this
+// member knows changes: another member is elected, or the leader is lost
+// (an election starts). A follower forwarding a request to the leader
+// gives up on it then, rather than wait on a leader that may have frozen.
+func (s *Store) LeaderChanged() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderGen
+}
+
+// watchLeader closes the current LeaderChanged channel at every leader
+// observation; once Raft shut down, LeaderChanged returns a closed one.
+func (s *Store) watchLeader() {
+	defer s.wg.Done()
+	next := func() {
+		s.leaderMu.Lock()
+		close(s.leaderGen)
+		s.leaderGen = make(chan struct{})
+		s.leaderMu.Unlock()
+	}
+	for {
+		select {
+		case <-s.observed:
+			next()
+		case <-s.done:
+			s.leaderMu.Lock()
+			close(s.leaderGen) // stays closed: no leader is known any more
+			s.leaderMu.Unlock()
+			return
 		}
 	}
 }
