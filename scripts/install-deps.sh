@@ -63,8 +63,8 @@ fi
 # vagrant and vagrant-libvirt (validating the Vagrantfile: without a
 # provider plugin `vagrant validate` fails "No usable default provider"),
 # ruby (vagrant's own; vagrant/'s tests evaluate the Vagrantfile with it),
-# curl (the demo).
-APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 prometheus vagrant vagrant-libvirt ruby curl)
+# curl (the demo), nftables (partitions in the linearizability test).
+APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 prometheus vagrant vagrant-libvirt ruby curl nftables)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
