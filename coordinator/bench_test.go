@@ -33,9 +33,34 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 	b.Run("kept-6k", func(b *testing.B) { heartbeats(b, 6000, false) })
 }
 
-func heartbeats(b *testing.B, n int, perRequest bool) {
-	tc := newTestCluster(b, 1, newFakeOps())
-	m := tc.members[0]
+// BenchmarkHeartbeats3Members is BenchmarkHeartbeats15k on a 3-member
+// coordinator with production Raft timing: the agents beat at the leader,
+// or at a follower, which forwards each beat to the leader (performance
+// table row P2). CPU and RSS are the whole test process's: three members
+// and the agents' clients.
+func BenchmarkHeartbeats3Members(b *testing.B) {
+	productionTiming = true
+	defer func() { productionTiming = false }()
+	b.Run("leader-15k", func(b *testing.B) { heartbeatsAt(b, 3, false, 15000, true) })
+	b.Run("follower-15k", func(b *testing.B) { heartbeatsAt(b, 3, true, 15000, true) })
+}
+
+func heartbeats(b *testing.B, n int, perRequest bool) { heartbeatsAt(b, 1, false, n, perRequest) }
+
+// heartbeatsAt runs the heartbeat benchmark on a coordinator of size
+// members, the agents talking to the leader or to a follower.
+func heartbeatsAt(b *testing.B, size int, atFollower bool, n int, perRequest bool) {
+	tc := newTestCluster(b, size, newFakeOps())
+	leader := tc.waitLeader()
+	m := leader
+	if atFollower {
+		for _, x := range tc.list() {
+			if x != leader {
+				m = x
+				break
+			}
+		}
+	}
 	spec := api.ClusterSpec{Name: "big", Kind: api.ClusterStandalone, Version: "1.33.6"}
 	spec.Pools = []api.Pool{{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-0"}}}}
 	w := api.Pool{Name: "workers", Role: api.RoleWorker}
@@ -43,7 +68,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 		w.Nodes = append(w.Nodes, api.Node{Name: fmt.Sprintf("w-%d", i)})
 	}
 	spec.Pools = append(spec.Pools, w)
-	put(b, m.client(), "/v1/clusters/big", spec)
+	put(b, leader.client(), "/v1/clusters/big", spec)
 	var nodes []string
 	for _, p := range spec.Pools {
 		for _, nd := range p.Nodes {
@@ -53,7 +78,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	ctx := context.Background()
 	// Every agent holds its own certificate, so its own TLS connection,
 	// as 15,000 real agents do.
-	creds := enrollMany(b, m, "big", nodes)
+	creds := enrollMany(b, leader, "big", nodes)
 	for _, c := range creds {
 		c.perRequest = perRequest
 	}
@@ -75,7 +100,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	b.ResetTimer()
 	var lat []time.Duration
 	var mu sync.Mutex
-	startIdx := m.c.Store().AppliedIndex()
+	startIdx := leader.c.Store().AppliedIndex()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -97,7 +122,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(beats/elapsed.Seconds(), "beats/s")
-	b.ReportMetric(float64(m.c.Store().AppliedIndex()-startIdx)/elapsed.Seconds(), "raft-entries/s")
+	b.ReportMetric(float64(leader.c.Store().AppliedIndex()-startIdx)/elapsed.Seconds(), "raft-entries/s")
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/beats, "cpu-µs/beat")
 	b.ReportMetric(rssMiB(), "rss-MiB")
 }

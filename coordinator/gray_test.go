@@ -107,7 +107,7 @@ type grayCluster struct {
 	api, raft map[string]*freezer
 }
 
-func newGrayCluster(t *testing.T, ops *fakeOps) *grayCluster {
+func newGrayCluster(t testing.TB, ops *fakeOps) *grayCluster {
 	gc := &grayCluster{api: map[string]*freezer{}, raft: map[string]*freezer{}}
 	for i := 1; i <= 3; i++ {
 		id := fmt.Sprintf("m%d", i)
@@ -150,7 +150,7 @@ type patientAgent struct {
 	at            []time.Time
 }
 
-func startPatientAgent(ctx context.Context, t *testing.T, tc *testCluster, cluster, node string, endpoints []string, wait time.Duration) *patientAgent {
+func startPatientAgent(ctx context.Context, t testing.TB, tc *testCluster, cluster, node string, endpoints []string, wait time.Duration) *patientAgent {
 	cred, err := enrollAgent(ctx, tc.waitLeader().client(), tc.waitLeader().addr, cluster, node)
 	require.NoError(t, err)
 	tr := api.ConfigureTransport(&http.Transport{TLSClientConfig: agentTLS(cred.cert)})
@@ -314,4 +314,76 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 			require.True(t, slices.ContainsFunc(others, func(m *member) bool { return m.c.IsLeader() }), "a member that was not frozen leads")
 		})
 	}
+}
+
+// BenchmarkFailoverToNextStep measures, with production Raft timing and
+// agents configured as real ones (ten-minute polls at the leader, pings),
+// the time from a fault of the leader mid-upgrade to the next operation
+// an agent runs (performance table row P3): the leader killed, or frozen.
+// Run with -benchtime=10x for the median and max of ten.
+func BenchmarkFailoverToNextStep(b *testing.B) {
+	productionTiming = true
+	defer func() { productionTiming = false }()
+	for _, fault := range []string{"kill", "freeze"} {
+		b.Run(fault, func(b *testing.B) {
+			var samples []time.Duration
+			for i := 0; i < b.N; i++ {
+				samples = append(samples, nextStepAfter(b, fault))
+			}
+			slices.Sort(samples)
+			b.ReportMetric(samples[len(samples)/2].Seconds(), "median-s")
+			b.ReportMetric(samples[len(samples)-1].Seconds(), "max-s")
+		})
+	}
+}
+
+// nextStepAfter upgrades a fresh 3-member coordinator's cluster until
+// cp-1 is done, then kills or freezes the leader, and returns how long
+// until an agent ran the next operation.
+func nextStepAfter(b *testing.B, fault string) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	gc := newGrayCluster(b, newFakeOps())
+	leader := gc.waitLeader()
+	cl := leader.client()
+	spec := registerLab(b, cl)
+	endpoints := []string{"https://" + leader.addr}
+	for _, m := range gc.list() {
+		if m != leader {
+			endpoints = append(endpoints, "https://"+m.addr)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	agents := map[string]*patientAgent{}
+	for _, n := range nodeNames(spec) {
+		agents[n] = startPatientAgent(ctx, b, gc.testCluster, "lab", n, endpoints, 10*time.Minute)
+	}
+	waitAgents(b, gc.testCluster, "lab", len(agents))
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(b, err)
+	eventually(b, "cp-1 upgraded", func() bool {
+		u, err := getUpgrade(ctx, cl, "lab")
+		if err != nil {
+			return false
+		}
+		n, ok := u.Node("cp-1")
+		return ok && n.State == phases.StateDone
+	})
+	at := time.Now()
+	if fault == "kill" {
+		leader.stop(true)
+	} else {
+		gc.freeze(leader, "all")
+	}
+	var next time.Time
+	eventually(b, "an operation after the fault", func() bool {
+		for _, a := range agents {
+			if _, t, ok := a.firstAfter(at); ok && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+		return !next.IsZero()
+	})
+	return next.Sub(at)
 }
