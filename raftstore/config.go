@@ -29,7 +29,8 @@ type Config struct {
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string
-	// DataDir holds raft.db (bolt log and stable store) and snapshots/.
+	// DataDir holds wal/ (the log and stable store, logstore.go),
+	// snapshots/ and the lock file.
 	DataDir string
 	// Bootstrap makes a fresh DataDir a one-member cluster of this node.
 	// An existing DataDir is never bootstrapped again.

@@ -7,21 +7,19 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 const (
-	// boltFile is the log and stable store inside DataDir.
+	// boltFile is where the log and stable store were inside DataDir
+	// before the WAL (logstore.go).
 	boltFile = "raft.db"
 	// boltOpenTimeout stops Open from hanging forever when another process
-	// holds the bolt file lock (two coordinators on one data dir).
+	// holds the data directory (two coordinators on one data dir).
 	boltOpenTimeout = 5 * time.Second
 	// transportMaxPool is how many idle connections per peer are pooled.
 	transportMaxPool = 3
@@ -43,7 +41,8 @@ type Store struct {
 	fsm   *fsm
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	bolt  *raftboltdb.BoltStore
+	logs  logStore
+	lock  *os.File // lockDataDir's
 
 	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
 	fanout   leaderFanout
@@ -89,16 +88,18 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		return nil, err
 	}
 
-	// Bolt is fsync'd on every append (NoSync stays false): an entry a
-	// member acknowledged must survive a power cut, or Raft's safety is gone.
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, boltFile),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-	})
+	lock, err := lockDataDir(cfg.DataDir, boltOpenTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: open %s: %w", boltFile, err)
+		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	cleanup = append(cleanup, bolt.Close)
+	cleanup = append(cleanup, lock.Close)
+	// The log is fsync'd on every append: an entry a member acknowledged
+	// must survive a power cut, or Raft's safety is gone (logstore.go).
+	logs, err := openLogStore(cfg.DataDir, log)
+	if err != nil {
+		return fail(fmt.Errorf("raftstore: open the Raft log: %w", err))
+	}
+	cleanup = append(cleanup, logs.Close)
 
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshots"))
 	if err != nil {
@@ -146,7 +147,8 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		log:      log,
 		fsm:      f,
 		trans:    trans,
-		bolt:     bolt,
+		logs:     logs,
+		lock:     lock,
 		notifyCh: make(chan bool, 8),
 		done:     make(chan struct{}),
 	}
@@ -173,7 +175,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	}
 
 	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(bolt, bolt, snaps)
+		has, err := raft.HasExistingState(logs, logs, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("raftstore: check existing state: %w", err))
 		}
@@ -182,13 +184,13 @@ func Open(cfg Config, m Machine) (*Store, error) {
 			conf := raft.Configuration{Servers: []raft.Server{{
 				Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
 			}}}
-			if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, conf); err != nil {
+			if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
 				return fail(fmt.Errorf("raftstore: bootstrap: %w", err))
 			}
 		}
 	}
 
-	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
+	r, err := raft.NewRaft(rc, f, logs, logs, snaps, trans)
 	if err != nil {
 		return fail(fmt.Errorf("raftstore: start raft: %w", err))
 	}
@@ -218,7 +220,7 @@ func (s *Store) HTTPAddr() string { return s.cfg.HTTPAddr }
 
 // Close shuts the member down gracefully: a leader first hands leadership to
 // a peer so the cluster does not wait an election timeout, then Raft stops,
-// the transport and the bolt file are closed. Safe to call more than once.
+// the transport and the log are closed. Safe to call more than once.
 func (s *Store) Close() error { return s.shutdown(true) }
 
 // Kill stops the member as a crash would, for tests: no leadership transfer,
@@ -260,9 +262,10 @@ func (s *Store) shutdown(transfer bool) error {
 		if err := s.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("transport: %w", err))
 		}
-		if err := s.bolt.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("bolt: %w", err))
+		if err := s.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("log: %w", err))
 		}
+		_ = s.lock.Close()
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("raftstore: close: %w", err)
 		}
