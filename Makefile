@@ -87,6 +87,11 @@ validate-vagrant:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/
 
+## perf: the performance table of docs/performance.md, every row measured in one go on this
+## machine (about 20 minutes; needs etcd from deps); printed and written to bin/perf.md
+perf: build
+	BIN=$(BIN) bash scripts/perf.sh
+
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:
 	bash scripts/install-deps.sh

@@ -48,6 +48,7 @@ bench tick 'Tick15k$' ./phases/ 200x
 bench heartbeats 'Heartbeats3Members' ./coordinator/ 1x
 bench failover 'FailoverToNextStep' ./coordinator/ 10x
 bench apply 'ApplyLatency/members=3' ./raftstore/ 2000x
+bench fsync 'Fsync' ./raftstore/ 1000x
 
 log "etcd $("$ETCD" --version | sed -n 1p | awk '{print $3}'): 3 members on loopback"
 ports=($(python3 -c 'import socket
@@ -80,7 +81,8 @@ mkdir -p "$out/agent"
 	--ca-pin sha256:$(printf '0%.0s' {1..64}) --host-root "$out/agent" --data-dir /data --listen "" >"$out/agent.log" 2>&1 &
 agent_pid=$!
 sleep 30
-agent_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent_pid/status")
+agent_rss="n/a (the agent exited: $(tail -1 "$out/agent.log"))"
+[[ -e "/proc/$agent_pid/status" ]] && agent_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent_pid/status")
 kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""
 
 M="$out/makespan.txt" H="$out/heartbeats.txt" F="$out/failover.txt" R="$out/apply.txt"
@@ -101,6 +103,7 @@ Measured $started on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit
 | P3 | leader SIGKILLed mid-upgrade → next operation an agent runs, 10 runs | median $(metric "$F" 'kill' median-s) s, max $(metric "$F" 'kill' max-s) s | — |
 | P3 | leader frozen (all its connections stop) mid-upgrade → next operation, 10 runs | median $(metric "$F" 'freeze' median-s) s, max $(metric "$F" 'freeze' max-s) s | ≤ 5 s |
 | P4 | commit latency, one small command at a time, 3 members on loopback, fsync on: raftstore Apply (in process) vs etcd put (gRPC client) | raftstore p50 $raft_p50 ms, p99 $raft_p99 ms; etcd p50 $etcd_p50 ms, p99 $etcd_p99 ms (best endpoint; p50 by endpoint $etcd_all ms) | $(ratio "$raft_p50" "$etcd_p50") (≤ 1) |
+| P4 | where a commit's time goes: one small append and fsync on this disk (a commit on 3 members waits for two in a row: the leader's append, then a follower's) | p50 $(metric "$out/fsync.txt" Fsync p50-ms) ms, p99 $(metric "$out/fsync.txt" Fsync p99-ms) ms | — |
 | P5 | agent idle RSS after 30 s, unreachable coordinator, no containerd | $agent_rss MiB | — |
 | P5 | plan of a 15,000-node cluster | $(metric "$out/plan.txt" Plan15k ns/op | awk '{ printf "%.1f", $1 / 1e6 }') ms | — |
 | P5 | one tick (Decide) of a 15,000-node upgrade, 20 nodes in flight | $(metric "$out/tick.txt" Tick15k ns/op | awk '{ printf "%.2f", $1 / 1e6 }') ms | — |
