@@ -36,12 +36,22 @@ log() { printf '[perf %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 
-# metric FILE BENCH UNIT: the value before UNIT on BENCH's result line.
-metric() { awk -v b="$2" -v u="$3" '$1 ~ b { for (i = 2; i <= NF; i++) if ($i == u) { print $(i-1); exit } }' "$1"; }
+# metric FILE BENCH UNIT: the value before UNIT on BENCH's result line, or
+# "failed" when that benchmark failed.
+metric() {
+	local v
+	v=$(awk -v b="$2" -v u="$3" '$1 ~ b { for (i = 2; i <= NF; i++) if ($i == u) { print $(i-1); exit } }' "$1")
+	echo "${v:-failed}"
+}
 bench() { # bench KEY PATTERN PKG BENCHTIME: go test -bench PATTERN, output in $out/KEY.txt
 	log "benchmark $2 ($3, -benchtime $4)"
-	$GO test -run '^$' -bench "$2" -benchtime "$4" -timeout 60m "$3" >"$out/$1.txt" 2>&1 || { cat "$out/$1.txt" >&2; exit 1; }
+	if ! $GO test -run '^$' -bench "$2" -benchtime "$4" -timeout 60m "$3" >"$out/$1.txt" 2>&1; then
+		# A failed row says so in the table; the others are still measured.
+		failed+=("$1")
+		grep -v 'level=INFO' "$out/$1.txt" | tail -n 20 >&2
+	fi
 }
+failed=()
 
 bench makespan 'Makespan1000' ./phases/ 1x
 bench plan 'Plan15k$' ./phases/ 20x
@@ -91,7 +101,7 @@ M="$out/makespan.txt" H="$out/heartbeats.txt" F="$out/failover.txt" R="$out/appl
 raft_p50=$(metric "$R" 'ApplyLatency' p50-ms) raft_p99=$(metric "$R" 'ApplyLatency' p99-ms)
 read -r etcd_p50 etcd_p99 <<<"$etcd_best"
 lcpu=$(metric "$H" 'leader' cpu-µs/beat) fcpu=$(metric "$H" 'follower' cpu-µs/beat)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "—" }'; }
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 cat <<EOF
@@ -111,6 +121,7 @@ Measured $started on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit
 | P5 | one tick (Decide) of a 15,000-node upgrade, 20 nodes in flight | $(metric "$out/tick.txt" Tick15k ns/op | awk '{ printf "%.2f", $1 / 1e6 }') ms | — |
 | — | lab upgrade wall time vs the sum of its steps' lower bounds | filled by the lab chaos work | — |
 EOF
+if ((${#failed[@]})); then echo; echo "Benchmarks that failed in this run: ${failed[*]} (their output is above, on stderr)."; fi
 }
 
 mkdir -p "${BIN:-bin}"
