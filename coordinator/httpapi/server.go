@@ -202,8 +202,13 @@ func (h *handlers) leaderOnly(next http.Handler) http.Handler {
 				// The leader this request was forwarded to was lost: wait
 				// a little for the election rather than send the client
 				// round the members.
-				leader = h.awaitLeader(r.Context())
+				h.awaitLeader(r.Context())
+				if h.svc.IsLeader() {
+					next.ServeHTTP(w, r)
+					return
+				}
 				changed = h.leaderChanges()
+				leader = h.svc.LeaderHTTPAddr()
 			}
 			if leader == "" || forwarded {
 				writeProblem(w, r, errNoLeader)
@@ -232,22 +237,22 @@ func (h *handlers) leaderChanges() <-chan struct{} {
 	return nil
 }
 
-// awaitLeader waits up to CatchUp for some leader to be known, and returns
-// its address ("" if none).
-func (h *handlers) awaitLeader(ctx context.Context) string {
+// awaitLeader waits up to CatchUp, or until ctx ends, for some leader to
+// be known (this member, or another whose address it knows).
+func (h *handlers) awaitLeader(ctx context.Context) {
 	deadline := time.NewTimer(h.cfg.CatchUp)
 	defer deadline.Stop()
 	for {
 		changed := h.leaderChanges()
-		if addr := h.svc.LeaderHTTPAddr(); addr != "" || h.svc.IsLeader() {
-			return addr
+		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
+			return
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return ""
+			return
 		case <-ctx.Done():
-			return ""
+			return
 		}
 	}
 }
@@ -257,7 +262,7 @@ func (h *handlers) awaitLeader(ctx context.Context) string {
 // pings (api.ConfigureTransport), or sooner when Raft elects another:
 // changed closes, the forward is abandoned, and forward reports that a
 // GET (an agent's long poll) may be sent again, to the new leader;
-// anything else answers 503 and the client retries.
+// anything else answers 503 no-leader, as any failed forward does.
 func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string, changed <-chan struct{}) (again bool) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
