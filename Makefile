@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-e2e validate-vagrant bench deps test-all demo plan-demo clean
+.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-e2e test-linearizability validate-vagrant bench perf deps test-all demo plan-demo clean
 
 all: build
 
@@ -24,9 +24,9 @@ check: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags lab,e2e,vagrant ./...
+	$(GO) vet -tags lab,e2e,vagrant,linearizability ./...
 	$(STATICCHECK) ./...
-	$(STATICCHECK) -tags lab,e2e,vagrant ./...
+	$(STATICCHECK) -tags lab,e2e,vagrant,linearizability ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -60,6 +60,13 @@ test-e2e:
 	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED|Error' ; \
 	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || { echo '--- last 120 lines of $(BIN)/e2e.log'; tail -n 120 $(BIN)/e2e.log; }; exit $$rc
 
+## test-linearizability: three coordinator processes in network namespaces of their own
+## (10.78.0.0/24, not the lab's) killed, frozen and partitioned (nftables) on a seeded schedule
+## while clients write and read releases; the history is checked with porcupine (about a minute;
+## MOLT_LIN_SEED=N repeats a run's faults, MOLT_LIN_DURATION=60s runs longer)
+test-linearizability: build
+	MOLT_COORDINATOR_BIN=$(CURDIR)/$(BIN)/molt-coordinator $(GO) test -tags linearizability -count=1 -v -timeout 10m ./linearizability/
+
 ## test-demo: the README's main command (make demo) as a newcomer runs it:
 ## from an empty lab cache, reusing only the Kubernetes and etcd builds, so
 ## a step that relies on another command's leftovers fails here
@@ -85,12 +92,17 @@ validate-vagrant:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./phases/ ./raftstore/ ./maintenance/ ./coordinator/ ./web/browsertest/
 
+## perf: the performance table of docs/performance.md, every row measured in one go on this
+## machine (about 20 minutes; needs etcd from deps); printed and written to bin/perf.md
+perf: build
+	BIN=$(BIN) bash scripts/perf.sh
+
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:
 	bash scripts/install-deps.sh
 
 ## test-all: the README's test command — deps, build, check, every test
-test-all: deps build test-demo check test test-plan-demo test-lab test-e2e validate-vagrant
+test-all: deps build test-demo check test test-linearizability test-plan-demo test-lab test-e2e validate-vagrant
 
 ## demo: molt's main job (see README): a real upgrade of the lab cluster, live
 demo: deps build

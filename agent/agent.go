@@ -28,12 +28,14 @@ type Agent struct {
 	client  *api.Client
 	http    *http.Client
 	apiHTTP *http.Client // a.client's
-	creds   *credentials
-	journal *journal
-	runtime Runtime
-	pods    PodObserver
-	hooks   Hooks
-	metrics Metrics
+	// apiTransport is apiHTTP's; renewed with the certificate.
+	apiTransport *renewingTransport
+	creds        *credentials
+	journal      *journal
+	runtime      Runtime
+	pods         PodObserver
+	hooks        Hooks
+	metrics      Metrics
 
 	kick chan struct{} // asks the heartbeat loop to send now
 
@@ -97,7 +99,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.creds = newCredentials(a.dataPath("tls"))
 	a.http = &http.Client{Transport: a.creds.transport()}
-	a.apiHTTP = &http.Client{Transport: a.creds.transport()}
+	// The coordinator's client notices a member that stops answering
+	// (frozen or cut off) within seconds and goes on to the next one;
+	// artifact downloads keep their own deadline (DownloadTimeout).
+	a.apiTransport = newRenewingTransport(func() *http.Transport { return api.ConfigureTransport(a.creds.transport()) })
+	a.apiHTTP = &http.Client{Transport: a.apiTransport}
 	a.client = api.NewClientEndpoints(endpoints, a.apiHTTP)
 	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
 	if err != nil {

@@ -204,3 +204,31 @@ func (c *credentials) transport() *http.Transport {
 	tr.TLSClientConfig = c.clientTLS()
 	return tr
 }
+
+// renewingTransport sends each request over its current transport. renew
+// starts a new one: requests after a certificate renewal open connections
+// that present the new certificate, while a request in flight (a long
+// poll) finishes on the old transport, whose connections close once idle.
+// Closing idle connections alone is not enough over HTTP/2, where the one
+// connection to a member carries the long poll and is hardly ever idle.
+type renewingTransport struct {
+	cur  atomic.Pointer[http.Transport]
+	make func() *http.Transport
+}
+
+func newRenewingTransport(mk func() *http.Transport) *renewingTransport {
+	t := &renewingTransport{make: mk}
+	t.cur.Store(mk())
+	return t
+}
+
+func (t *renewingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.cur.Load().RoundTrip(r)
+}
+
+// renew switches to a new transport and closes the old one's idle
+// connections.
+func (t *renewingTransport) renew() { t.cur.Swap(t.make()).CloseIdleConnections() }
+
+// CloseIdleConnections closes the current transport's idle connections.
+func (t *renewingTransport) CloseIdleConnections() { t.cur.Load().CloseIdleConnections() }

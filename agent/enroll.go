@@ -113,7 +113,9 @@ func (a *Agent) rotate(ctx context.Context) {
 		}
 		if !a.clock.Now().Before(leaf.NotAfter) && a.cfg.BootstrapToken != "" {
 			a.log.Warn("certificate expired before it could be renewed; enrolling again", "err", err)
-			_ = a.enroll(ctx)
+			if a.enroll(ctx) == nil {
+				a.apiTransport.renew()
+			}
 			continue
 		}
 		a.log.Warn("certificate renewal failed; retrying", "err", err, "in", retry, "expires", leaf.NotAfter)
@@ -140,8 +142,10 @@ func (a *Agent) renewOnce(ctx context.Context) error {
 		return fmt.Errorf("renewal answer: %w", err)
 	}
 	// New connections present the new certificate; kept ones would go on
-	// with the old one until they close.
-	a.apiHTTP.CloseIdleConnections()
+	// with the old one until they close. The coordinator's client gets
+	// new connections for every later request, even while a long poll
+	// keeps its (HTTP/2) connection busy.
+	a.apiTransport.renew()
 	a.http.CloseIdleConnections()
 	a.log.Info("certificate renewed", "not_after", resp.NotAfter)
 	return nil

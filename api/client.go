@@ -123,8 +123,10 @@ func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints
 //
 // With several endpoints, Do starts at the one that answered last and moves
 // to the next, trying each once, when a member cannot be reached (connection
-// refused or reset, timeout) or answers 502 or 503 (it has no leader, or
-// could not forward to it). Requests that may have reached a member are
+// refused or reset, timeout, a connection that stopped answering: see
+// ConfigureTransport) or answers 502 or 503 (it has no leader, or could not
+// forward to it). When none answered, the next request starts at the
+// endpoint after the one this request started at. Requests that may have reached a member are
 // repeated only when they are idempotent: every method but POST and PATCH.
 // A POST is repeated only when it surely was not sent (the connection could
 // not be opened); the agent's calls that must survive a member's loss use
@@ -203,6 +205,10 @@ func (c *Client) tryEndpoints(ctx context.Context, idempotent bool, method, path
 	if n == 1 {
 		return status, failed.errs[0] // the error names its one URL already
 	}
+	// The next request starts one further on: the member that answered
+	// last may be the one that stopped answering (frozen, cut off), and
+	// trying it first again would cost its timeout every time.
+	c.current.CompareAndSwap(int32(start), int32((start+1)%n))
 	return status, failed
 }
 

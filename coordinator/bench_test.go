@@ -33,9 +33,42 @@ func BenchmarkHeartbeats15k(b *testing.B) {
 	b.Run("kept-6k", func(b *testing.B) { heartbeats(b, 6000, false) })
 }
 
-func heartbeats(b *testing.B, n int, perRequest bool) {
-	tc := newTestCluster(b, 1, newFakeOps())
-	m := tc.members[0]
+// BenchmarkHeartbeats3Members is BenchmarkHeartbeats15k on a 3-member
+// coordinator with production Raft timing, at the rate 15,000 agents
+// beating every 10 s send (1,500 beats/s): the agents beat at the leader,
+// or at a follower, which forwards each beat to the leader (performance
+// table row P2). CPU and RSS are the whole test process's: three members
+// and the agents' clients. Unpaced, a saturated process on a shared
+// 2-core machine starved Raft's heartbeats and the leader flapped.
+// MOLT_BENCH_AGENTS sets how many agents (default 15,000) share that rate.
+func BenchmarkHeartbeats3Members(b *testing.B) {
+	productionTiming = true
+	defer func() { productionTiming = false }()
+	n := 15000
+	if v, err := strconv.Atoi(os.Getenv("MOLT_BENCH_AGENTS")); err == nil && v > 0 {
+		n = v // fewer agents, same beat rate: a shorter run on a busy machine
+	}
+	b.Run("leader", func(b *testing.B) { heartbeatsAt(b, 3, false, n, true, 1500) })
+	b.Run("follower", func(b *testing.B) { heartbeatsAt(b, 3, true, n, true, 1500) })
+}
+
+func heartbeats(b *testing.B, n int, perRequest bool) { heartbeatsAt(b, 1, false, n, perRequest, 0) }
+
+// heartbeatsAt runs the heartbeat benchmark on a coordinator of size
+// members, the agents talking to the leader or to a follower; rate > 0
+// paces the beats (per second), 0 sends them as fast as 32 workers can.
+func heartbeatsAt(b *testing.B, size int, atFollower bool, n int, perRequest bool, rate float64) {
+	tc := newTestCluster(b, size, newFakeOps())
+	leader := tc.waitLeader()
+	m := leader
+	if atFollower {
+		for _, x := range tc.list() {
+			if x != leader {
+				m = x
+				break
+			}
+		}
+	}
 	spec := api.ClusterSpec{Name: "big", Kind: api.ClusterStandalone, Version: "1.33.6"}
 	spec.Pools = []api.Pool{{Name: "cp", Role: api.RoleControlPlane, Nodes: []api.Node{{Name: "cp-0"}}}}
 	w := api.Pool{Name: "workers", Role: api.RoleWorker}
@@ -43,7 +76,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 		w.Nodes = append(w.Nodes, api.Node{Name: fmt.Sprintf("w-%d", i)})
 	}
 	spec.Pools = append(spec.Pools, w)
-	put(b, m.client(), "/v1/clusters/big", spec)
+	put(b, leader.client(), "/v1/clusters/big", spec)
 	var nodes []string
 	for _, p := range spec.Pools {
 		for _, nd := range p.Nodes {
@@ -53,7 +86,7 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	ctx := context.Background()
 	// Every agent holds its own certificate, so its own TLS connection,
 	// as 15,000 real agents do.
-	creds := enrollMany(b, m, "big", nodes)
+	creds := enrollMany(b, leader, "big", nodes)
 	for _, c := range creds {
 		c.perRequest = perRequest
 	}
@@ -69,17 +102,17 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	// Two warm-up rounds: the first commits the health each agent reports
 	// once (and brings back agents marked missing while 15,000 registered).
 	for range 2 {
-		parallel(nodes, 32, func(node string) { _ = creds[node].client(m.addr).Heartbeat(ctx, beat(node)) })
+		pacedParallel(nodes, 32, rate, func(node string) { _ = creds[node].client(m.addr).Heartbeat(ctx, beat(node)) })
 	}
 
 	b.ResetTimer()
 	var lat []time.Duration
 	var mu sync.Mutex
-	startIdx := m.c.Store().AppliedIndex()
+	startIdx := leader.c.Store().AppliedIndex()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		parallel(nodes, 32, func(node string) {
+		pacedParallel(nodes, 32, rate, func(node string) {
 			t0 := time.Now()
 			if err := creds[node].client(m.addr).Heartbeat(ctx, beat(node)); err != nil {
 				b.Error(err)
@@ -97,12 +130,16 @@ func heartbeats(b *testing.B, n int, perRequest bool) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(beats/elapsed.Seconds(), "beats/s")
-	b.ReportMetric(float64(m.c.Store().AppliedIndex()-startIdx)/elapsed.Seconds(), "raft-entries/s")
+	b.ReportMetric(float64(leader.c.Store().AppliedIndex()-startIdx)/elapsed.Seconds(), "raft-entries/s")
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/beats, "cpu-µs/beat")
 	b.ReportMetric(rssMiB(), "rss-MiB")
 }
 
-func parallel(items []string, workers int, fn func(string)) {
+func parallel(items []string, workers int, fn func(string)) { pacedParallel(items, workers, 0, fn) }
+
+// pacedParallel is parallel with items handed out at rate per second (0:
+// as fast as the workers take them).
+func pacedParallel(items []string, workers int, rate float64, fn func(string)) {
 	ch := make(chan string)
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
@@ -114,7 +151,13 @@ func parallel(items []string, workers int, fn func(string)) {
 			}
 		}()
 	}
-	for _, it := range items {
+	start := time.Now()
+	for i, it := range items {
+		if rate > 0 {
+			if d := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		ch <- it
 	}
 	close(ch)

@@ -33,6 +33,10 @@ const waitTimeout = 60 * time.Second
 // for benchmarks whose numbers should mean something in production.
 var productionTiming = false
 
+// wrapAPIListener, when set, wraps the REST listener of every member
+// started (gray_test.go freezes members with it).
+var wrapAPIListener func(id string, ln net.Listener) net.Listener
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -113,6 +117,9 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
+	if wrapAPIListener != nil {
+		ln = wrapAPIListener(id, ln)
+	}
 	cfg := memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock)
 	for _, f := range mutate {
 		f(&cfg)
@@ -123,7 +130,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	require.NoError(t, err)
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
 	cert := memberCert(t, id)
-	fwd := httpsClient(cert).Transport
+	fwd := api.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
 	m.srv = httpapi.NewServer(httpapi.New(m.c, m.apiConfig))
 	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()

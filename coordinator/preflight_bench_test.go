@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/bbolt"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
@@ -125,7 +125,7 @@ func BenchmarkPreflight15k(b *testing.B) {
 	}
 	b.StopTimer()
 	m.stop(false)
-	size, typ := largestEntry(b, filepath.Join(dir, "raft.db"))
+	size, typ := largestEntry(b, filepath.Join(dir, "wal"))
 	b.Logf("largest Raft entry: %d bytes, command type %d", size, typ)
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/preflight")
 	b.ReportMetric(float64(size), "entry-bytes")
@@ -135,10 +135,10 @@ func BenchmarkPreflight15k(b *testing.B) {
 // tc1 wraps one member as a test cluster, for helpers that take one.
 func tc1(m *member) *testCluster { return &testCluster{members: []*member{m}} }
 
-// largestEntry reads a stopped member's bolt log and returns the size of
-// its largest command entry and that command's type.
+// largestEntry reads a stopped member's Raft log (its wal directory) and
+// returns the size of its largest command entry and that command's type.
 func largestEntry(b *testing.B, path string) (int, raftstore.CommandType) {
-	s, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second}})
+	s, err := wal.Open(path, wal.WithMetaStore(&metadb.BoltMetaDB{}))
 	require.NoError(b, err)
 	defer s.Close()
 	first, err := s.FirstIndex()

@@ -212,6 +212,10 @@ func (c *Coordinator) LeaderHTTPAddr() string {
 	return addr
 }
 
+// LeaderChanged returns a channel closed when the leader this member knows
+// changes (see raftstore.Store.LeaderChanged).
+func (c *Coordinator) LeaderChanged() <-chan struct{} { return c.store.LeaderChanged() }
+
 // AppliedIndex is the Raft index of the state this member serves reads
 // from (see api.IndexHeader).
 func (c *Coordinator) AppliedIndex() uint64 { return c.store.AppliedIndex() }

@@ -69,8 +69,11 @@ func raftTLS(cert *tls.Certificate) *raftstore.TLSConfig {
 }
 
 // tlsListen wraps a listener in the member's REST TLS.
+// It offers HTTP/2 as a member's API does (cmd/molt-coordinator).
 func tlsListen(ln net.Listener, cert *tls.Certificate) net.Listener {
-	return tls.NewListener(ln, trust.ServerConfig(testCA.Pool(), func() (*tls.Certificate, error) { return cert, nil }))
+	cfg := trust.ServerConfig(testCA.Pool(), func() (*tls.Certificate, error) { return cert, nil })
+	cfg.NextProtos = api.ServerProtocols
+	return tls.NewListener(ln, cfg)
 }
 
 // httpsClient is an HTTP client that trusts the test CA and presents cert

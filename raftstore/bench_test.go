@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 func quiet(c *Config) { c.Logger = slog.New(slog.DiscardHandler) }
 
 // BenchmarkApplyLatency measures the commit latency of one small command,
-// one at a time, with bolt fsync on: Apply returns once a quorum has the
+// one at a time, with fsync on: Apply returns once a quorum has the
 // entry on disk and the leader's FSM applied it. Reported as p50/p99.
 func BenchmarkApplyLatency(b *testing.B) {
 	for _, size := range []int{1, 3} {
@@ -62,4 +64,30 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// BenchmarkFsync measures what one durable append costs on the data
+// directory's disk: a small write and fsync, as the log makes for every
+// append. A commit on 3 members waits for two in a row (the leader's own
+// append, then a follower's), bolt's log took two fsyncs per append
+// (docs/performance.md, P4).
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 128)
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat)
 }

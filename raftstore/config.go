@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -21,10 +22,15 @@ type Config struct {
 	// TLS, when set, runs the Raft transport over mutual TLS (members
 	// only); nil is plain TCP, for tests of the store alone.
 	TLS *TLSConfig
+	// WrapConn, when set with TLS, wraps every Raft connection this member
+	// dials or accepts, below TLS: tests put faults between members with
+	// it (a member that stops answering). nil in production.
+	WrapConn func(net.Conn) net.Conn
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string
-	// DataDir holds raft.db (bolt log and stable store) and snapshots/.
+	// DataDir holds wal/ (the log and stable store, logstore.go),
+	// snapshots/ and the lock file.
 	DataDir string
 	// Bootstrap makes a fresh DataDir a one-member cluster of this node.
 	// An existing DataDir is never bootstrapped again.

@@ -1,5 +1,5 @@
 // Package raftstore is molt's generic Raft layer: it owns hashicorp/raft, the
-// fsync'd bolt log, the file snapshot store and the TCP transport, and it
+// fsync'd log (raft-wal), the file snapshot store and the TCP transport, and it
 // replicates typed commands to a domain state machine (a Machine) that knows
 // nothing about Raft.
 //

@@ -7,21 +7,19 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 const (
-	// boltFile is the log and stable store inside DataDir.
+	// boltFile is where the log and stable store were inside DataDir
+	// before the WAL (logstore.go).
 	boltFile = "raft.db"
 	// boltOpenTimeout stops Open from hanging forever when another process
-	// holds the bolt file lock (two coordinators on one data dir).
+	// holds the data directory (two coordinators on one data dir).
 	boltOpenTimeout = 5 * time.Second
 	// transportMaxPool is how many idle connections per peer are pooled.
 	transportMaxPool = 3
@@ -43,10 +41,17 @@ type Store struct {
 	fsm   *fsm
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	bolt  *raftboltdb.BoltStore
+	logs  logStore
+	lock  *os.File // lockDataDir's
 
 	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
 	fanout   leaderFanout
+	// observed receives Raft's leader observations (watchLeader);
+	// leaderMu guards leaderGen, the channel closed at the next change of
+	// leader (LeaderChanged).
+	observed  chan raft.Observation
+	leaderMu  sync.Mutex
+	leaderGen chan struct{}
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -83,16 +88,18 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		return nil, err
 	}
 
-	// Bolt is fsync'd on every append (NoSync stays false): an entry a
-	// member acknowledged must survive a power cut, or Raft's safety is gone.
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, boltFile),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-	})
+	lock, err := lockDataDir(cfg.DataDir, boltOpenTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: open %s: %w", boltFile, err)
+		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	cleanup = append(cleanup, bolt.Close)
+	cleanup = append(cleanup, lock.Close)
+	// The log is fsync'd on every append: an entry a member acknowledged
+	// must survive a power cut, or Raft's safety is gone (logstore.go).
+	logs, err := openLogStore(cfg.DataDir, log)
+	if err != nil {
+		return fail(fmt.Errorf("raftstore: open the Raft log: %w", err))
+	}
+	cleanup = append(cleanup, logs.Close)
 
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, hlog.Named("snapshots"))
 	if err != nil {
@@ -121,7 +128,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	}
 	var trans *raft.NetworkTransport
 	if cfg.TLS != nil {
-		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS)
+		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.WrapConn)
 		if err != nil {
 			return fail(fmt.Errorf("raftstore: transport: %w", err))
 		}
@@ -140,7 +147,8 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		log:      log,
 		fsm:      f,
 		trans:    trans,
-		bolt:     bolt,
+		logs:     logs,
+		lock:     lock,
 		notifyCh: make(chan bool, 8),
 		done:     make(chan struct{}),
 	}
@@ -167,7 +175,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	}
 
 	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(bolt, bolt, snaps)
+		has, err := raft.HasExistingState(logs, logs, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("raftstore: check existing state: %w", err))
 		}
@@ -176,19 +184,26 @@ func Open(cfg Config, m Machine) (*Store, error) {
 			conf := raft.Configuration{Servers: []raft.Server{{
 				Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
 			}}}
-			if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, conf); err != nil {
+			if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, conf); err != nil {
 				return fail(fmt.Errorf("raftstore: bootstrap: %w", err))
 			}
 		}
 	}
 
-	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
+	r, err := raft.NewRaft(rc, f, logs, logs, snaps, trans)
 	if err != nil {
 		return fail(fmt.Errorf("raftstore: start raft: %w", err))
 	}
 	s.raft = r
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.watchLeadership()
+	s.observed = make(chan raft.Observation, 8)
+	s.leaderGen = make(chan struct{})
+	r.RegisterObserver(raft.NewObserver(s.observed, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	go s.watchLeader()
 	log.Info("raft store open", "raft_addr", trans.LocalAddr(), "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir)
 	return s, nil
 }
@@ -205,7 +220,7 @@ func (s *Store) HTTPAddr() string { return s.cfg.HTTPAddr }
 
 // Close shuts the member down gracefully: a leader first hands leadership to
 // a peer so the cluster does not wait an election timeout, then Raft stops,
-// the transport and the bolt file are closed. Safe to call more than once.
+// the transport and the log are closed. Safe to call more than once.
 func (s *Store) Close() error { return s.shutdown(true) }
 
 // Kill stops the member as a crash would, for tests: no leadership transfer,
@@ -247,9 +262,10 @@ func (s *Store) shutdown(transfer bool) error {
 		if err := s.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("transport: %w", err))
 		}
-		if err := s.bolt.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("bolt: %w", err))
+		if err := s.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("log: %w", err))
 		}
+		_ = s.lock.Close()
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("raftstore: close: %w", err)
 		}
@@ -361,6 +377,39 @@ func (s *Store) watchLeadership() {
 					return
 				}
 			}
+		}
+	}
+}
+
+// LeaderChanged returns a channel that is closed when the leader this
+// member knows changes: another member is elected, or the leader is lost
+// (an election starts). A follower forwarding a request to the leader
+// gives up on it then, rather than wait on a leader that may have frozen.
+func (s *Store) LeaderChanged() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderGen
+}
+
+// watchLeader closes the current LeaderChanged channel at every leader
+// observation; once Raft shut down, LeaderChanged returns a closed one.
+func (s *Store) watchLeader() {
+	defer s.wg.Done()
+	next := func() {
+		s.leaderMu.Lock()
+		close(s.leaderGen)
+		s.leaderGen = make(chan struct{})
+		s.leaderMu.Unlock()
+	}
+	for {
+		select {
+		case <-s.observed:
+			next()
+		case <-s.done:
+			s.leaderMu.Lock()
+			close(s.leaderGen) // stays closed: no leader is known any more
+			s.leaderMu.Unlock()
+			return
 		}
 	}
 }

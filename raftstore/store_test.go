@@ -14,7 +14,8 @@ func TestSingleMemberBootstrapAndApply(t *testing.T) {
 	s := n.s
 	require.NoError(t, s.WaitForLeader(ctx(t)))
 	waitFor(t, "solo is leader", s.IsLeader)
-	require.FileExists(t, filepath.Join(n.cfg.DataDir, "raft.db"))
+	require.DirExists(t, filepath.Join(n.cfg.DataDir, walDir))
+	require.NoFileExists(t, filepath.Join(n.cfg.DataDir, boltFile))
 
 	v1 := put(t, s, "a", "1")
 	v2 := put(t, s, "b", "2")

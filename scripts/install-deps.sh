@@ -70,8 +70,9 @@ fi
 # provider plugin `vagrant validate` fails "No usable default provider"),
 # ruby (vagrant's own; vagrant/'s tests evaluate the Vagrantfile with it),
 # curl (the demo), chromium (the web view's browser tests, web/browsertest,
-# driven headless over its DevTools protocol; ~30 s to install).
-APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 prometheus vagrant vagrant-libvirt ruby curl chromium)
+# driven headless over its DevTools protocol; ~30 s to install), nftables
+# (partitions in the linearizability test).
+APT_PACKAGES=(containerd runc debootstrap systemd-container iproute2 prometheus vagrant vagrant-libvirt ruby curl chromium nftables)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -88,7 +88,7 @@ func TestCoordinatorUnderSystemd(t *testing.T) {
 	require.Equal(t, raftAddr, members[0].RaftAddr, "raft-addr from coordinator.env")
 
 	// The state lives in the unit's StateDirectory, owned by the dynamic user.
-	o, err := h.Exec(ctx, "sh", "-c", "stat -c %U /var/lib/private/molt-coordinator/raft.db && readlink /var/lib/molt-coordinator")
+	o, err := h.Exec(ctx, "sh", "-c", "stat -c %U /var/lib/private/molt-coordinator/wal && readlink /var/lib/molt-coordinator")
 	require.NoError(t, err, string(o))
 	require.NotContains(t, strings.Fields(string(o))[0], "root")
 	require.Contains(t, string(o), "private/molt-coordinator")

@@ -35,6 +35,7 @@ import (
 	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/metrics"
+	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/systemd"
 	"github.com/moltproject/molt/trust"
@@ -112,7 +113,7 @@ func run() error {
 		fmt.Printf("new primary encryption key %s in %s: copy this file to every member, restart them one by one, then run moltctl secrets rewrap\n", id, *keyFile)
 		return nil
 	}
-	fresh := !exists(filepath.Join(*dataDir, "raft.db"))
+	fresh := !raftstore.HasState(*dataDir)
 	if fresh && *join == "" {
 		*bootstrap = true
 	}

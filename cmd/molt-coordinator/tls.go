@@ -142,13 +142,19 @@ func covers(cert *x509.Certificate, hosts []string) bool {
 }
 
 // serverTLS is the REST API's TLS: the member certificate, client
-// certificates verified when sent (agents, members).
-func (m *memberTLS) serverTLS() *tls.Config { return trust.ServerConfig(m.ca.Pool(), m.getCert) }
+// certificates verified when sent (agents, members). It offers HTTP/2,
+// whose pings let agents and forwarding members notice a member that
+// stopped answering (api.ConfigureTransport).
+func (m *memberTLS) serverTLS() *tls.Config {
+	c := trust.ServerConfig(m.ca.Pool(), m.getCert)
+	c.NextProtos = api.ServerProtocols
+	return c
+}
 
 // clientTransport dials other members (forwarding to the leader) with the
 // member certificate.
 func (m *memberTLS) clientTransport() *http.Transport {
-	return &http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), m.getCert), MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	return api.ConfigureTransport(&http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), m.getCert), MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second})
 }
 
 // raftTLS is mutual TLS between members only.

@@ -91,6 +91,15 @@ func (h *handlers) authenticate(q Requirement) func(http.Handler) http.Handler {
 				return
 			}
 			p, err := h.principal(r, q)
+			if err != nil && h.behind(r) {
+				// The credential may be one this member has not applied
+				// yet (it has just restarted, or trails the leader): judge
+				// it once caught up with what the client has seen, or
+				// answer lagging so that the client asks another member.
+				if err = h.catchUp(r); err == nil {
+					p, err = h.principal(r, q)
+				}
+			}
 			if err == nil && p.Kind == KindAnonymous {
 				err = &coordinator.RuleError{Rule: "authentication-required", Detail: fmt.Sprintf("%s %s needs a credential (%s)", r.Method, r.URL.Path, q), Err: coordinator.ErrUnauthorized}
 			}

@@ -30,18 +30,35 @@ func (e errLagging) Error() string {
 func (h *handlers) consistentIndex(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			if want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64); err == nil && h.svc.AppliedIndex() < want {
-				ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CatchUp)
-				err := h.svc.WaitApplied(ctx, want)
-				cancel()
-				if err != nil {
-					writeProblem(w, r, errLagging{applied: h.svc.AppliedIndex(), want: want})
-					return
-				}
+			if err := h.catchUp(r); err != nil {
+				writeProblem(w, r, err)
+				return
 			}
 		}
 		next.ServeHTTP(&indexWriter{ResponseWriter: w, svc: h.svc}, r)
 	})
+}
+
+// behind reports whether this member has not yet applied the index the
+// request names (api.MinIndexHeader).
+func (h *handlers) behind(r *http.Request) bool {
+	want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64)
+	return err == nil && h.svc.AppliedIndex() < want
+}
+
+// catchUp waits, up to Config.CatchUp, until this member has applied the
+// index the request names, and returns errLagging if it has not by then.
+func (h *handlers) catchUp(r *http.Request) error {
+	want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64)
+	if err != nil || h.svc.AppliedIndex() >= want {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CatchUp)
+	defer cancel()
+	if h.svc.WaitApplied(ctx, want) != nil {
+		return errLagging{applied: h.svc.AppliedIndex(), want: want}
+	}
+	return nil
 }
 
 // indexWriter sets IndexHeader when the answer's header is written, after

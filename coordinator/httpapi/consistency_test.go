@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,4 +164,56 @@ func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
 	require.Empty(t, follower.audited, "the leader records a forwarded write")
 	require.Len(t, leader.audited, 1)
 	require.Equal(t, "token:abcdef", leader.audited[0].Principal, "with the principal the follower authenticated")
+}
+
+// lateTokenMember knows the admin token only from index 7 on, as a member
+// that restarted from an older state learns it when it catches up.
+type lateTokenMember struct{ indexedMember }
+
+func (m *lateTokenMember) AuthenticateToken(tok string) (api.Token, error) {
+	if m.applied.Load() < 7 {
+		return api.Token{}, coordinator.ErrUnauthorized
+	}
+	return m.indexedMember.AuthenticateToken(tok)
+}
+
+// TestCredentialJudgedOnceCaughtUp: a credential a member does not know
+// yet is judged once the member applied the index the client has seen
+// (reads and writes alike), or refused as lagging — never 401 while the
+// member is behind the client.
+func TestCredentialJudgedOnceCaughtUp(t *testing.T) {
+	m := &lateTokenMember{indexedMember{waiting: make(chan struct{})}}
+	m.applied.Store(5)
+	srv := httptest.NewServer(New(m, Config{CatchUp: time.Minute}))
+	t.Cleanup(srv.Close)
+	put := func(minIndex string) *http.Response {
+		req, err := http.NewRequest(http.MethodPut, srv.URL+"/v1/releases/1.34.4", strings.NewReader(`{"version":"1.34.4"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if minIndex != "" {
+			req.Header.Set(api.MinIndexHeader, minIndex)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	require.Equal(t, http.StatusUnauthorized, put("").StatusCode, "without the client's index the member judges on what it has")
+
+	waiting := m.waiting
+	go func() {
+		<-waiting
+		m.applied.Store(7)
+	}()
+	require.Equal(t, http.StatusOK, put("7").StatusCode, "judged once index 7 is applied")
+
+	behind := &lateTokenMember{}
+	behind.applied.Store(5)
+	bs := httptest.NewServer(New(behind, Config{CatchUp: 10 * time.Millisecond}))
+	t.Cleanup(bs.Close)
+	resp := getReleases(t, bs.URL, "9")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	p := &api.Problem{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(p))
+	require.Equal(t, api.ProblemLagging, p.Suffix())
 }

@@ -268,31 +268,111 @@ func (h *handlers) enterPoll(cluster, node string) (func(), error) {
 // liveness and work queues live on the leader) to the leader.
 func (h *handlers) leaderOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.svc.IsLeader() {
-			next.ServeHTTP(w, r)
-			return
+		forwarded := r.Header.Get(forwardedHeader) != ""
+		for attempt := 0; ; attempt++ {
+			if h.svc.IsLeader() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			changed := h.leaderChanges()
+			leader := h.svc.LeaderHTTPAddr()
+			if leader == "" && attempt > 0 && changed != nil {
+				// The leader this request was forwarded to was lost: wait
+				// a little for the election rather than send the client
+				// round the members.
+				h.awaitLeader(r.Context())
+				if h.svc.IsLeader() {
+					next.ServeHTTP(w, r)
+					return
+				}
+				changed = h.leaderChanges()
+				leader = h.svc.LeaderHTTPAddr()
+			}
+			if leader == "" || forwarded {
+				writeProblem(w, r, errNoLeader)
+				return
+			}
+			if !h.forward(w, r, leader, changed) || attempt >= maxReforwards {
+				return
+			}
 		}
-		leader := h.svc.LeaderHTTPAddr()
-		if leader == "" || r.Header.Get(forwardedHeader) != "" {
-			writeProblem(w, r, errNoLeader)
-			return
-		}
-		scheme := "http"
-		if h.cfg.ForwardTransport != nil {
-			scheme = "https"
-		}
-		target := &url.URL{Scheme: scheme, Host: leader}
-		proxy := httputil.NewSingleHostReverseProxy(target)
-		if h.cfg.ForwardTransport != nil {
-			proxy.Transport = h.cfg.ForwardTransport
-		}
-		proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-			writeProblem(w, r, fmt.Errorf("forward to leader %s: %v: %w", leader, err, errNoLeader))
-		}
-		r.Header.Set(forwardedHeader, "1")
-		forwardPrincipal(r)
-		proxy.ServeHTTP(w, r)
 	})
+}
+
+// maxReforwards bounds how often one request follows a leader change.
+const maxReforwards = 2
+
+// errLeaderChanged ends a forwarded request whose leader was replaced
+// while it waited for the answer.
+var errLeaderChanged = errors.New("the leader changed while the request was forwarded")
+
+// leaderChanges returns the Service's leader-change channel, or nil when
+// it cannot tell (test doubles).
+func (h *handlers) leaderChanges() <-chan struct{} {
+	if lc, ok := h.svc.(interface{ LeaderChanged() <-chan struct{} }); ok {
+		return lc.LeaderChanged()
+	}
+	return nil
+}
+
+// awaitLeader waits up to CatchUp, or until ctx ends, for some leader to
+// be known (this member, or another whose address it knows).
+func (h *handlers) awaitLeader(ctx context.Context) {
+	deadline := time.NewTimer(h.cfg.CatchUp)
+	defer deadline.Stop()
+	for {
+		changed := h.leaderChanges()
+		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// forward proxies r to the leader at leader. A leader that stops
+// answering (frozen, cut off) is noticed by the forwarding transport's
+// pings (api.ConfigureTransport), or sooner when Raft elects another:
+// changed closes, the forward is abandoned, and forward reports that a
+// GET (an agent's long poll) may be sent again, to the new leader;
+// anything else answers 503 no-leader, as any failed forward does.
+func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string, changed <-chan struct{}) (again bool) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if changed != nil {
+		go func() {
+			select {
+			case <-changed:
+				cancel(errLeaderChanged)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	scheme := "http"
+	if h.cfg.ForwardTransport != nil {
+		scheme = "https"
+	}
+	target := &url.URL{Scheme: scheme, Host: leader}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	if h.cfg.ForwardTransport != nil {
+		proxy.Transport = h.cfg.ForwardTransport
+	}
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(context.Cause(ctx), errLeaderChanged) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			again = true
+			return
+		}
+		writeProblem(w, r, fmt.Errorf("forward to leader %s: %v: %w", leader, err, errNoLeader))
+	}
+	r.Header.Set(forwardedHeader, "1")
+	forwardPrincipal(r)
+	proxy.ServeHTTP(w, r.WithContext(ctx))
+	return again
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {

@@ -182,6 +182,8 @@ func newWith(t testing.TB, ca *trust.CA, tok string) *Coordinator {
 		mux.ServeHTTP(w, r)
 	})
 	f.Server = httptest.NewUnstartedServer(guard)
+	// HTTP/2, as a member's API offers it.
+	f.Server.EnableHTTP2 = true
 	key, err := trust.NewKey()
 	require.NoError(t, err)
 	certPEM, err := ca.IssueMember("agenttest", []string{"127.0.0.1", "localhost"}, key.Public(), time.Now())
