@@ -106,12 +106,15 @@ func TestWebView(t *testing.T) {
 	})
 	m.do(t, http.MethodPut, "/v1/releases/1.33.6", release("1.33.6"), nil)
 	m.do(t, http.MethodPut, "/v1/releases/1.34.4", release("1.34.4"), nil)
+	two := 2
 	spec := api.ClusterSpec{Name: "lab", Kind: api.ClusterStandalone, Version: "1.33.6", Channel: "regular", Kubeconfig: "apiVersion: v1\nkind: Config\n",
 		Pools: []api.Pool{
 			{Name: "cplb", Role: api.RoleControlPlaneLB, Nodes: fmtNodes("cplb", 1)},
 			{Name: "cp", Role: api.RoleControlPlane, Nodes: fmtNodes("cp", 3)},
 			{Name: "lb", Role: api.RoleLoadBalancer, Nodes: fmtNodes("lb", 1)},
-			{Name: "workers", Role: api.RoleWorker, Nodes: fmtNodes("worker", 3)},
+			// A failure budget of 2: the failed node the test retries does
+			// not fail the pool (and with it the upgrade).
+			{Name: "workers", Role: api.RoleWorker, Nodes: fmtNodes("worker", 3), Settings: api.UpgradeSettings{MaxFailedNodes: &two}},
 		}}
 	m.do(t, http.MethodPut, "/v1/clusters/lab", spec, nil)
 	// A window on Saturdays and Sundays, 00:00-12:00 UTC, a minor-upgrade
@@ -238,9 +241,12 @@ func TestWebView(t *testing.T) {
 		op.wait("worker-2 failed", isState(`tr[data-node="worker-2"]`, "failed"))
 		require.Contains(t, op.text(`tr[data-node="worker-2"]`), "kubelet did not come back healthy")
 		op.shot("cluster-node-failed")
+		// Below its failure budget the pool goes on with worker-3; a retry
+		// of worker-2 finds room once worker-3 is done (one node at once).
+		labAgents.release("worker-3")
+		op.wait("worker-3 done", isState(`tr[data-node="worker-3"]`, "done"))
 		op.click(`button[data-action="retry"][data-node="worker-2"]`)
 		op.confirm("attempt 2", true)
-		labAgents.release("worker-3")
 		op.wait("the upgrade done", `document.querySelector('#upgrade [data-state]').dataset.state === 'done'`)
 		op.wait("status.version", `document.querySelector('#current-version').innerText === '1.34.4'`)
 		op.shot("cluster-done")

@@ -162,11 +162,13 @@ type clusterOps struct{}
 
 func (o *clusterOps) Connect(string, []byte) (coordinator.ClusterOps, error) { return o, nil }
 func (*clusterOps) Cordon(context.Context, string) error                     { return nil }
-func (*clusterOps) Drain(context.Context, string, bool) ([]phases.LeftPod, error) {
-	return nil, nil
+func (*clusterOps) Drain(context.Context, string, bool) (coordinator.Drained, error) {
+	return coordinator.Drained{}, nil
 }
-func (*clusterOps) WaitReady(context.Context, string, string) error { return nil }
-func (*clusterOps) Uncordon(context.Context, string) error          { return nil }
+func (*clusterOps) NodeReady(context.Context, string, string) error         { return nil }
+func (*clusterOps) WorkloadsReady(context.Context, []phases.Workload) error { return nil }
+func (*clusterOps) WaitReady(context.Context, string, string) error         { return nil }
+func (*clusterOps) Uncordon(context.Context, string) error                  { return nil }
 func (*clusterOps) ProtectedUntil(context.Context, string, time.Time) (coordinator.ProtectedInfo, error) {
 	return coordinator.ProtectedInfo{}, nil
 }
