@@ -56,6 +56,10 @@ type UpgradeOptions struct {
 	// StepLayout numbers how the steps were laid out (0: with a lifecycle
 	// step, as before layouts had numbers; 1: without).
 	StepLayout int `json:"stepLayout,omitempty"`
+	// EndOfSupport is set on an automatic upgrade started because the
+	// cluster's minor passed its end of support: it runs through
+	// maintenance windows and exclusions.
+	EndOfSupport bool `json:"endOfSupport,omitempty"`
 }
 
 // StepState is where a step or a node's upgrade is.

@@ -38,6 +38,10 @@ type Options struct {
 	// StepLayout is the layout NewUpgrade used (StepLayoutLifecycle, the
 	// zero value, for upgrades recorded before layouts had numbers).
 	StepLayout int
+	// EndOfSupport is set on an automatic upgrade the scheduler started
+	// because the cluster's minor passed its end of support (SPEC §14): it
+	// runs through maintenance windows and exclusions.
+	EndOfSupport bool
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the
