@@ -37,6 +37,9 @@ const (
 	CmdRenewAgentCert  command.Type = 35 // trust.go
 	CmdRewrapSecrets   command.Type = 37 // secrets.go
 	CmdPoolWorkResult  command.Type = 38
+	CmdAutoStart       command.Type = 39 // auto.go
+	CmdAutoRecord      command.Type = 40 // auto.go
+	CmdPutChannel      command.Type = 41 // auto.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply

@@ -40,6 +40,9 @@ var pinnedCommands = []struct {
 	{"renewAgentCert", CmdRenewAgentCert, 35},
 	{"rewrapSecrets", CmdRewrapSecrets, 37},
 	{"poolWorkResult", CmdPoolWorkResult, 38},
+	{"autoStart", CmdAutoStart, 39},
+	{"autoRecord", CmdAutoRecord, 40},
+	{"putChannel", CmdPutChannel, 41},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -22,6 +22,9 @@ import (
 type Machine struct {
 	mu sync.RWMutex
 	st *state
+	// policies caches compiled maintenance policies for the scheduler's
+	// passes (auto.go); it is not state.
+	policies policyCache
 	// onChange is called (without the lock) after every applied command, so
 	// the leader loop wakes instead of polling.
 	onChange func()
@@ -61,6 +64,9 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 		CmdRenewAgentCert:  apply(f, (*state).renewAgentCert),
 		CmdRewrapSecrets:   apply(f, (*state).rewrapSecrets),
 		CmdPoolWorkResult:  apply(f, (*state).poolWorkResult),
+		CmdAutoStart:       apply(f, (*state).autoStart),
+		CmdAutoRecord:      apply(f, (*state).autoRecord),
+		CmdPutChannel:      apply(f, (*state).putChannel),
 	}
 }
 

@@ -18,6 +18,8 @@ type stateV1 struct {
 	Releases map[string]*releaseV1       `json:"releases"`
 	Audit    []auditEntryV1              `json:"audit,omitempty"`
 	Tokens   map[string]*tokenRecordV1   `json:"tokens,omitempty"`
+	// Channels were added with automatic upgrades; absent before.
+	Channels map[string]*channelV1 `json:"channels,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -35,6 +37,8 @@ type clusterRecordV1 struct {
 	PreflightSeq     int                       `json:"preflightSeq"`
 	AgentCerts       map[string][]string       `json:"agentCerts,omitempty"`
 	KubeconfigSealed string                    `json:"kubeconfigSealed,omitempty"`
+	// Auto was added with automatic upgrades; absent before (no attempt).
+	Auto *autoStateV1 `json:"auto,omitempty"`
 }
 
 type agentRecordV1 struct {
@@ -61,6 +65,7 @@ func stateToV1(s *state) stateV1 {
 		Releases: conv.Map(s.Releases, func(r *api.Release) *releaseV1 { return conv.Ptr(r, releaseToV1) }),
 		Audit:    conv.Slice(s.Audit, func(e AuditEntry) auditEntryV1 { return auditEntryV1(e) }),
 		Tokens:   conv.Map(s.Tokens, func(t *TokenRecord) *tokenRecordV1 { return conv.Ptr(t, tokenRecordToV1) }),
+		Channels: conv.Map(s.Channels, func(c *ChannelRecord) *channelV1 { return conv.Ptr(c, channelToV1) }),
 	}
 }
 
@@ -70,6 +75,7 @@ func (d *v1Decoder) state(s stateV1) *state {
 		Releases: conv.Map(s.Releases, func(r *releaseV1) *api.Release { return conv.Ptr(r, releaseFromV1) }),
 		Audit:    conv.Slice(s.Audit, func(e auditEntryV1) AuditEntry { return AuditEntry(e) }),
 		Tokens:   conv.Map(s.Tokens, func(t *tokenRecordV1) *TokenRecord { return conv.Ptr(t, tokenRecordFromV1) }),
+		Channels: conv.Map(s.Channels, func(c *channelV1) *ChannelRecord { return conv.Ptr(c, d.channel) }),
 	}
 	if st.Tokens == nil { // snapshots from before tokens
 		st.Tokens = map[string]*TokenRecord{}
@@ -87,6 +93,7 @@ func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 		Preflights:   conv.Slice(r.Preflights, func(p *PreflightRun) *preflightRunV1 { return conv.Ptr(p, preflightRunToV1) }),
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
+		Auto:         autoStateToV1(r.Auto),
 	}
 }
 
@@ -100,6 +107,7 @@ func (d *v1Decoder) clusterRecord(r clusterRecordV1) ClusterRecord {
 		Preflights:   conv.Slice(r.Preflights, func(p *preflightRunV1) *PreflightRun { return conv.Ptr(p, d.preflightRun) }),
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
+		Auto:         d.autoState(r.Auto),
 	}
 }
 

@@ -31,7 +31,7 @@ func filler() *filltest.Filler {
 			reflect.TypeFor[phases.Version](): func(n int) any { return phases.Version{Major: 1, Minor: n, Patch: n} },
 		},
 		Fields: func(name string, n int) (string, bool) {
-			if name == "From" || name == "To" || name == "Target" || strings.HasSuffix(name, "Version") {
+			if name == "From" || name == "To" || name == "Target" || name == "AutoUpgradeTarget" || strings.HasSuffix(name, "Version") {
 				return fmt.Sprintf("1.%d.%d", n, n), true
 			}
 			return "", false

@@ -39,6 +39,8 @@ type optionsV1 struct {
 	EmergencyReason       string `json:"emergencyReason,omitempty"`
 	// StepLayout was added after V1's first release; absent means 0.
 	StepLayout int `json:"stepLayout,omitempty"`
+	// EndOfSupport was added with automatic upgrades; absent means false.
+	EndOfSupport bool `json:"endOfSupport,omitempty"`
 }
 
 type stepV1 struct {
@@ -231,11 +233,13 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 }
 
 func optionsToV1(o phases.Options) optionsV1 {
-	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		EndOfSupport: o.EndOfSupport}
 }
 
 func optionsFromV1(o optionsV1) phases.Options {
-	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		EndOfSupport: o.EndOfSupport}
 }
 
 func stepToV1(s phases.Step) stepV1 {

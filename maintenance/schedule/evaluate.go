@@ -281,7 +281,7 @@ func (e *evaluator) inProgress(c *Cluster, u *Upgrade, d *Decision) {
 	st.State = StatePausedAtWindowEnd
 	st.Message = fmt.Sprintf("automatic upgrade %s (%s → %s) paused at a safe point (%s); it resumes when the window opens and no exclusion covers it",
 		u.ID, u.From, u.To, u.PauseReason)
-	kind := kindOf(u.From, u.To)
+	kind := KindOf(u.From, u.To)
 	blocks, _ := e.policy(c, kind)
 	st.BlockedBy = blocks
 	st.NextOpportunity = e.opportunity(c, kind, false, e.now)
@@ -360,7 +360,7 @@ func (e *evaluator) policy(c *Cluster, kind maintenance.ChangeKind) ([]Block, St
 	if c.Policy == nil {
 		return nil, ""
 	}
-	dec := c.Policy.Allowed(change(kind), e.now)
+	dec := c.Policy.Allowed(Change(kind), e.now)
 	if dec.Allowed {
 		return nil, ""
 	}
@@ -397,7 +397,7 @@ func (e *evaluator) opportunity(c *Cluster, kind maintenance.ChangeKind, forced 
 		}
 		return from
 	}
-	t, ok := c.Policy.NextOpportunity(change(kind), from)
+	t, ok := c.Policy.NextOpportunity(Change(kind), from)
 	if !ok {
 		return time.Time{}
 	}
@@ -436,21 +436,28 @@ func (d *Decision) wake(t time.Time) {
 // outcome returns the record of the last automatic attempt once its
 // upgrade has ended and the end is not yet recorded.
 func (e *evaluator) outcome(c *Cluster) (*Attempt, bool) {
-	last := c.Auto.Last
+	return Outcome(c.Auto.Last, c.Upgrade, c.Ended, e.now)
+}
+
+// Outcome returns the record of the attempt last once its upgrade has
+// ended and its end is not yet recorded: current is the cluster's current
+// (or last) upgrade, ended the attempt's upgrade found in the cluster's
+// history (nil: not there). An upgrade found nowhere left no trace (it was
+// cancelled and replaced): its outcome is cancelled at now.
+func Outcome(last *Attempt, current, ended *Upgrade, now time.Time) (*Attempt, bool) {
 	if last == nil || last.Outcome != "" {
 		return nil, false
 	}
 	var u *Upgrade
 	switch {
-	case c.Upgrade != nil && c.Upgrade.ID == last.Upgrade:
-		u = c.Upgrade
-	case c.Ended != nil && c.Ended.ID == last.Upgrade:
-		u = c.Ended
+	case current != nil && current.ID == last.Upgrade:
+		u = current
+	case ended != nil && ended.ID == last.Upgrade:
+		u = ended
 	}
 	rec := *last
 	if u == nil {
-		// The upgrade left no trace (replaced after it was cancelled).
-		rec.Outcome, rec.FinishedAt, rec.Detail = OutcomeCancelled, e.now, "the upgrade is no longer recorded"
+		rec.Outcome, rec.FinishedAt, rec.Detail = OutcomeCancelled, now, "the upgrade is no longer recorded"
 		return &rec, true
 	}
 	if u.InProgress() {
@@ -458,7 +465,7 @@ func (e *evaluator) outcome(c *Cluster) (*Attempt, bool) {
 	}
 	rec.FinishedAt = u.FinishedAt
 	if rec.FinishedAt.IsZero() {
-		rec.FinishedAt = e.now
+		rec.FinishedAt = now
 	}
 	switch u.State {
 	case phases.UpgradeDone:
@@ -502,11 +509,15 @@ func refusedChecks(c *Cluster, last *Attempt) []string {
 	return nil
 }
 
-func change(kind maintenance.ChangeKind) maintenance.Change {
+// Change is the change an automatic upgrade of that kind asks the
+// maintenance policy about before it starts: the control plane's (it goes
+// first; node steps are gated one by one as they come, Gate).
+func Change(kind maintenance.ChangeKind) maintenance.Change {
 	return maintenance.Change{Target: maintenance.TargetControlPlane, Kind: kind}
 }
 
-func kindOf(from, to phases.Version) maintenance.ChangeKind {
+// KindOf is the kind of change from → to: a minor or a patch.
+func KindOf(from, to phases.Version) maintenance.ChangeKind {
 	if to.Minor != from.Minor {
 		return maintenance.KindMinor
 	}

@@ -27,7 +27,7 @@ func Gate(policy *maintenance.Compiled, invalid bool, u *phases.Upgrade, now tim
 	if policy == nil {
 		return phases.Open
 	}
-	return policyGate{p: policy, kind: kindOf(u.From, u.To), now: now}
+	return policyGate{p: policy, kind: KindOf(u.From, u.To), now: now}
 }
 
 // policyGate gates an automatic upgrade's steps by the cluster's policy.
