@@ -21,11 +21,13 @@ var update = flag.Bool("update", false, "rewrite testdata/wire/ where the wire o
 // files were first written when the two encoded alike, and keep the API's
 // JSON from moving now that nothing ties it to the engine.
 var wireTypes = map[string]func() any{
-	"cluster":       func() any { return new(api.Cluster) },
-	"cluster-spec":  func() any { return new(api.ClusterSpec) },
-	"upgrade":       func() any { return new(api.Upgrade) },
-	"plan":          func() any { return new(api.Plan) },
-	"preflight-run": func() any { return new(api.PreflightRun) },
+	"cluster":        func() any { return new(api.Cluster) },
+	"cluster-spec":   func() any { return new(api.ClusterSpec) },
+	"upgrade":        func() any { return new(api.Upgrade) },
+	"plan":           func() any { return new(api.Plan) },
+	"preflight-run":  func() any { return new(api.PreflightRun) },
+	"channel":        func() any { return new(api.Channel) },
+	"upgrade-status": func() any { return new(api.UpgradeStatus) },
 }
 
 // TestWireJSON encodes each wire type twice, with every field filled and

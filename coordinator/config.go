@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
@@ -76,12 +77,24 @@ type Config struct {
 	// CloudRetryInterval is how long a MIG step that waits for quota or
 	// capacity waits before it tries again.
 	CloudRetryInterval time.Duration
+	// AutoUpgradeLimits bound the upgrades in progress at once that the
+	// scheduler starts (per family of an admin cluster, and fleet-wide);
+	// zero values are the defaults (schedule.Limits).
+	AutoUpgradeLimits schedule.Limits
+	// SchedulerInterval is the longest the leader goes without a
+	// scheduler pass; it also passes on every change of the catalog, a
+	// channel, a policy or a cluster, and when a decision falls due
+	// (scheduler.go). 0 means DefaultSchedulerInterval.
+	SchedulerInterval time.Duration
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
 	Clock    Clock
 	Logger   *slog.Logger
 }
+
+// DefaultSchedulerInterval is the default of Config.SchedulerInterval.
+const DefaultSchedulerInterval = time.Minute
 
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
@@ -108,6 +121,7 @@ func DefaultConfig() Config {
 		InstanceTimeout:     DefaultInstanceTimeout,
 		InstancePoll:        DefaultInstancePoll,
 		CloudRetryInterval:  DefaultCloudRetryInterval,
+		SchedulerInterval:   DefaultSchedulerInterval,
 		Clock:               realClock{},
 	}
 }

@@ -1,5 +1,12 @@
 package coordinator
 
+import (
+	"context"
+
+	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/raftstore"
+)
+
 // Hooks for the external tests of this package.
 
 // ConnectCluster connects to cluster as the leader's work does, with its
@@ -20,4 +27,14 @@ func (c *Coordinator) StoredKubeconfig(cluster string) (sealed, plain string) {
 		return "", ""
 	}
 	return r.KubeconfigSealed, r.Kubeconfig
+}
+
+// OnAutoStart calls fn with every start decision this member commits as
+// leader.
+func (c *Coordinator) OnAutoStart(fn func(statemachine.AutoStartCmd)) { c.autoStarted.Store(&fn) }
+
+// Propose commits a command through this member's store, as the leader's
+// own decisions are.
+func (c *Coordinator) Propose(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
+	return c.apply(ctx, t, body)
 }

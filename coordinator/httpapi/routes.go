@@ -42,6 +42,10 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/releases/{version}", NeedViewer, false, f(h.release)},
 		{"PUT", "/v1/releases/{version}", NeedAdmin, true, f(h.putRelease)},
 
+		{"GET", "/v1/channels", NeedViewer, false, f(h.channels)},
+		{"GET", "/v1/channels/{name}", NeedViewer, false, f(h.channel)},
+		{"PUT", "/v1/channels/{name}", NeedAdmin, true, f(h.putChannel)},
+
 		{"GET", "/v1/clusters", NeedViewer, false, f(h.clusters)},
 		{"GET", "/v1/clusters/{name}", NeedViewer, false, f(h.cluster)},
 		{"PUT", "/v1/clusters/{name}", NeedAdmin, true, f(h.putCluster)},
@@ -56,6 +60,7 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/clusters/{name}/maintenance-policy", NeedViewer, false, f(h.policy)},
 		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, true, f(h.putPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, false, f(h.checkPolicy)},
+		{"GET", "/v1/clusters/{name}/upgrade-status", NeedViewer, false, f(h.upgradeStatus)},
 
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, true, f(h.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, true, f(h.register)},

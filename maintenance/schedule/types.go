@@ -171,6 +171,10 @@ type Cluster struct {
 	// and is no longer Upgrade (found in the history); nil otherwise.
 	Ended *Upgrade
 	Auto  State
+	// Seq is the cluster's upgrade count when the fleet was read: the
+	// basis a start decision carries to the state machine, which refuses
+	// it once another upgrade has started. The scheduler does not read it.
+	Seq int
 }
 
 // Limits bound how many clusters upgrade at once.
