@@ -34,6 +34,7 @@ import (
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/kube"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/systemd"
@@ -65,6 +66,9 @@ func run() error {
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
 	cloudRetry := flag.Duration("cloud-retry-interval", def.CloudRetryInterval, "how long a MIG step that waits for cloud quota or capacity waits before it tries again")
+	schedInterval := flag.Duration("scheduler-interval", def.SchedulerInterval, "the longest the leader goes without a pass of the automatic-upgrade scheduler (it also passes on every change and when a window opens)")
+	perFamily := flag.Int("auto-upgrade-per-family", schedule.DefaultPerFamily, "upgrades in progress at once, automatic ones start only below it, in a family (an admin cluster and its user clusters; a standalone cluster alone)")
+	fleetCap := flag.Int("auto-upgrade-fleet", 0, "upgrades in progress at once in the whole fleet that automatic starts respect (0: no bound beyond --auto-upgrade-per-family)")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	keyFile := flag.String("encryption-key-file", "", "key file sealing kubeconfigs at rest, mode 0600, the same on every member (default: <data-dir>/"+encryptionKeyFile+"; created on bootstrap, received on join)")
@@ -165,6 +169,8 @@ func run() error {
 	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	cfg.Clouds = newCloudConnector()
 	cfg.CloudRetryInterval = *cloudRetry
+	cfg.SchedulerInterval = *schedInterval
+	cfg.AutoUpgradeLimits = schedule.Limits{PerFamily: *perFamily, Fleet: *fleetCap}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)
