@@ -114,6 +114,20 @@ func TestAutomaticUpgradeFollowsItsWindow(t *testing.T) {
 	_, err = getUpgrade(ctx, cl, "lab")
 	require.Error(t, err, "nothing started")
 
+	// The dry run of the automatic upgrade waits for the window, and says
+	// when it is expected to finish.
+	var plan api.Plan
+	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.33.7", Automatic: true, DryRun: true}, &plan)
+	require.NoError(t, err)
+	require.NotEmpty(t, plan.Waits)
+	require.Equal(t, "pool/cplb", plan.Waits[0].Step)
+	require.WithinDuration(t, now.Add(2*time.Hour), plan.Waits[0].End, time.Second)
+	require.True(t, plan.End.After(now.Add(2*time.Hour)))
+	var manualPlan api.Plan
+	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.33.7", DryRun: true}, &manualPlan)
+	require.NoError(t, err)
+	require.Empty(t, manualPlan.Waits, "a manual upgrade starts when asked")
+
 	// Open it (a window that began an hour ago): the scheduler starts the
 	// patch by itself. The first worker's cordon is held, to close the
 	// window mid-way.

@@ -52,6 +52,17 @@ func (c *Coordinator) CheckMaintenance(cluster string, ch maintenance.Change, at
 	return out, nil
 }
 
+// policyAvailability is a cluster's policy as the planner asks it
+// (phases.Availability): when may work of this kind on a target start?
+type policyAvailability struct {
+	p    *maintenance.Compiled
+	kind maintenance.ChangeKind
+}
+
+func (a policyAvailability) NextStart(t phases.Target, at time.Time) (time.Time, bool) {
+	return a.p.NextOpportunity(maintenance.Change{Target: maintenance.Target(t), Kind: a.kind}, at)
+}
+
 // gateFor returns the gate of an upgrade (schedule.Gate): open for manual
 // upgrades, emergency patches and automatic upgrades forced by an end of
 // support; the policy's for other automatic upgrades. A stored policy that
