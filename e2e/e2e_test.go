@@ -38,7 +38,8 @@ const (
 // static pods), three coordinator members with Raft on disk, molt-agent on
 // every host. It checks that bad upgrades are refused and change nothing,
 // then upgrades a minor while killing the Raft leader once and one agent
-// mid-operation, then a patch.
+// mid-operation, then a patch that the scheduler starts by itself when
+// the maintenance window opens.
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
 	builds := cachedir.Build()
@@ -94,17 +95,9 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	// The patch goes through the demo's own path (preflight, start, watch,
-	// summary), so `make demo` is exercised here too.
-	t.Run("patch upgrade", func(t *testing.T) {
-		probes := env.StartProbes(ctx)
-		u, took, err := env.RunUpgrade(ctx, patchVersion)
-		require.NoError(t, err)
-		t.Logf("MEASURED upgrade to %s: %s\n%s", patchVersion, took.Round(time.Second), Summary(u))
-		requireProbed(t, patchVersion, probes.Stop())
-		requireOrder(t, u)
-		requireClusterAt(t, ctx, env, u, patchVersion)
-	})
+	// The patch is automatic: nobody starts it (auto_test.go; the path of
+	// `molt-lab demo --auto`).
+	t.Run("automatic patch upgrade in its maintenance window", func(t *testing.T) { testAutomaticPatch(t, ctx, env, patchVersion) })
 }
 
 // testRefusals: a skipped minor and a downgrade are refused with the rule
