@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-e2e test-linearizability validate-vagrant bench perf deps test-all demo plan-demo clean
+.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-e2e test-linearizability validate-vagrant bench perf deps test-all demo demo-auto plan-demo clean
 
 all: build
 
@@ -107,6 +107,10 @@ test-all: deps build test-demo check test test-linearizability test-plan-demo te
 ## demo: molt's main job (see README): a real upgrade of the lab cluster, live
 demo: deps build
 	$(BIN)/molt-lab demo --bin $(BIN)
+
+## demo-auto: the same lab, upgraded by nobody: an automatic patch 1.34.3 → 1.34.4 that starts by itself when the maintenance window opens
+demo-auto: deps build
+	$(BIN)/molt-lab demo --auto --bin $(BIN)
 
 ## plan-demo: the version rules, a dry-run plan and maintenance answers on one member, no lab
 plan-demo: build

@@ -18,6 +18,23 @@ type Plan struct {
 	// CriticalPath is a lower bound: the longest dependency chain at the
 	// most parallelism the rules allow.
 	CriticalPath time.Duration `json:"criticalPath"`
+	// Waits are the stretches an automatic upgrade is predicted to spend
+	// waiting for its maintenance window or the end of an exclusion, in
+	// wall-clock time; End and Total include them.
+	Waits []PlannedWait `json:"waits,omitempty"`
+	// WindowNeverOpens: for some step the window never opens again; the
+	// timeline after it is not predicted.
+	WindowNeverOpens bool `json:"windowNeverOpens,omitempty"`
+}
+
+// PlannedWait is a stretch of the plan spent waiting before a step (or a
+// batch of its nodes) may start.
+type PlannedWait struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Step  string    `json:"step"`
+	// Target is controlPlane or nodes: what the step changes.
+	Target string `json:"target"`
 }
 
 // PlannedStep is a step of the plan with its predicted timeline.

@@ -126,6 +126,10 @@ type MaintenanceCheck struct {
 	BlockedBy       []string  `json:"blockedBy"`
 	PauseReason     string    `json:"pauseReason,omitempty"`
 	NextOpportunity time.Time `json:"nextOpportunity,omitzero"`
+	// WindowEnds is when the open stretch of the window containing the
+	// instant closes (capped 7 days ahead); absent outside the window or
+	// without one.
+	WindowEnds time.Time `json:"windowEnds,omitzero"`
 }
 
 // Member is a coordinator Raft member.

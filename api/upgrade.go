@@ -66,6 +66,10 @@ type UpgradeOptions struct {
 	// before the node fails ("600s"; empty: no deadline).
 	HealthTimeout string `json:"healthTimeout,omitempty"`
 	GateTimeout   string `json:"gateTimeout,omitempty"`
+	// EndOfSupport is set on an automatic upgrade started because the
+	// cluster's minor passed its end of support: it runs through
+	// maintenance windows and exclusions.
+	EndOfSupport bool `json:"endOfSupport,omitempty"`
 }
 
 // StepState is where a step or a node's upgrade is.

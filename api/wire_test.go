@@ -31,6 +31,8 @@ var wireTypes = map[string]func() any{
 	"session":              func() any { return new(api.Session) },
 	"preflight-summaries":  func() any { return new([]api.PreflightRunSummary) },
 	"maintenance-calendar": func() any { return new(api.MaintenanceCalendar) },
+	"channel":              func() any { return new(api.Channel) },
+	"upgrade-status":       func() any { return new(api.UpgradeStatus) },
 }
 
 // TestWireJSON encodes each wire type twice, with every field filled and

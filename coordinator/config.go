@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
@@ -96,6 +97,15 @@ type Config struct {
 	// Gates evaluates PromQL health gates; nil means a promgate.Client
 	// over http.DefaultTransport.
 	Gates GateQuerier
+	// AutoUpgradeLimits bound the upgrades in progress at once that the
+	// scheduler starts (per family of an admin cluster, and fleet-wide);
+	// zero values are the defaults (schedule.Limits).
+	AutoUpgradeLimits schedule.Limits
+	// SchedulerInterval is the longest the leader goes without a
+	// scheduler pass; it also passes on every change of the catalog, a
+	// channel, a policy or a cluster, and when a decision falls due
+	// (scheduler.go). 0 means DefaultSchedulerInterval.
+	SchedulerInterval time.Duration
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
@@ -110,6 +120,9 @@ const (
 	DefaultGateTimeout   = 10 * time.Minute
 	DefaultGateInterval  = 15 * time.Second
 )
+
+// DefaultSchedulerInterval is the default of Config.SchedulerInterval.
+const DefaultSchedulerInterval = time.Minute
 
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
@@ -140,6 +153,7 @@ func DefaultConfig() Config {
 		HealthTimeout:       DefaultHealthTimeout,
 		GateTimeout:         DefaultGateTimeout,
 		GateInterval:        DefaultGateInterval,
+		SchedulerInterval:   DefaultSchedulerInterval,
 		Clock:               realClock{},
 	}
 }

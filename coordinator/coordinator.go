@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
@@ -30,6 +31,13 @@ type Coordinator struct {
 	opsCache map[string]cachedOps
 	// gates evaluates PromQL health gates (Config.Gates).
 	gates GateQuerier
+
+	// sched is the scheduler's memory between passes (scheduler.go); only
+	// the leader loop touches it, and each term starts it afresh.
+	sched schedState
+	// autoStarted, when set (tests), is called with every start decision
+	// the leader committed.
+	autoStarted atomic.Pointer[func(statemachine.AutoStartCmd)]
 
 	// runMu guards the member's lifecycle: closed is set (and quit closed)
 	// by Close or Kill; running is closed when the Run in progress returns
@@ -75,6 +83,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.InstancePoll <= 0 {
 		cfg.InstancePoll = DefaultInstancePoll
+	}
+	if cfg.SchedulerInterval <= 0 {
+		cfg.SchedulerInterval = DefaultSchedulerInterval
 	}
 	if cfg.CloudRetryInterval <= 0 {
 		cfg.CloudRetryInterval = DefaultCloudRetryInterval
@@ -224,6 +235,7 @@ func (c *Coordinator) lead(ctx context.Context) {
 		}
 	}
 	c.live.reset(c.cfg.Clock.Now())
+	c.sched = schedState{}
 	c.ensureBootstrapAdmin(ctx)
 	if c.cfg.Recorder != nil {
 		c.cfg.Recorder.LeaderChange()

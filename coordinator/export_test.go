@@ -2,7 +2,11 @@ package coordinator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+
+	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // Hooks for the external tests of this package.
@@ -44,4 +48,14 @@ func (c *Coordinator) StateWithoutAudit() (string, error) {
 	}
 	b, err := json.Marshal(st)
 	return string(b), err
+}
+
+// OnAutoStart calls fn with every start decision this member commits as
+// leader.
+func (c *Coordinator) OnAutoStart(fn func(statemachine.AutoStartCmd)) { c.autoStarted.Store(&fn) }
+
+// Propose commits a command through this member's store, as the leader's
+// own decisions are.
+func (c *Coordinator) Propose(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
+	return c.apply(ctx, t, body)
 }

@@ -454,6 +454,10 @@ func (healthyReader) ProtectedPods(context.Context, []string, time.Time) ([]pref
 	return nil, nil
 }
 
+func (healthyReader) DeprecatedAPIs(context.Context) ([]preflight.DeprecatedAPI, error) {
+	return nil, nil
+}
+
 func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -45,7 +46,7 @@ func (c *Coordinator) CheckMaintenance(cluster string, ch maintenance.Change, at
 		return api.MaintenanceCheck{}, statemachine.PolicyError(err)
 	}
 	d := cp.Allowed(ch, at)
-	out := api.MaintenanceCheck{Allowed: d.Allowed, BlockedBy: d.BlockedBy, PauseReason: string(d.PauseReason)}
+	out := api.MaintenanceCheck{Allowed: d.Allowed, BlockedBy: d.BlockedBy, PauseReason: string(d.PauseReason), WindowEnds: d.WindowEnds}
 	if out.BlockedBy == nil {
 		out.BlockedBy = []string{}
 	}
@@ -55,37 +56,29 @@ func (c *Coordinator) CheckMaintenance(cluster string, ch maintenance.Change, at
 	return out, nil
 }
 
-// policyGate gates an automatic upgrade's steps by the cluster's policy.
-type policyGate struct {
+// policyAvailability is a cluster's policy as the planner asks it
+// (phases.Availability): when may work of this kind on a target start?
+type policyAvailability struct {
 	p    *maintenance.Compiled
 	kind maintenance.ChangeKind
-	now  time.Time
 }
 
-func (g policyGate) Allow(t phases.Target) (bool, string) {
-	d := g.p.Allowed(maintenance.Change{Target: maintenance.Target(t), Kind: g.kind}, g.now)
-	return d.Allowed, string(d.PauseReason)
+func (a policyAvailability) NextStart(t phases.Target, at time.Time) (time.Time, bool) {
+	return a.p.NextOpportunity(maintenance.Change{Target: maintenance.Target(t), Kind: a.kind}, at)
 }
 
-// gateFor returns the gate of an upgrade: open for manual upgrades and
-// emergency patches, the policy's for automatic upgrades. A stored policy
-// that no longer compiles (it validated when stored) closes the gate rather
+// gateFor returns the gate of an upgrade (schedule.Gate): open for manual
+// upgrades, emergency patches and automatic upgrades forced by an end of
+// support; the policy's for other automatic upgrades. A stored policy that
+// no longer compiles (it validated when stored) closes the gate rather
 // than open it.
 func gateFor(policy *maintenance.Policy, u *phases.Upgrade, now time.Time) phases.Gate {
-	if !u.Options.Automatic || u.Options.EmergencyReason != "" || policy == nil {
-		return phases.Open
+	var cp *maintenance.Compiled
+	invalid := false
+	if policy != nil && u.Options.Automatic {
+		var err error
+		cp, err = policy.Compile()
+		invalid = err != nil
 	}
-	cp, err := policy.Compile()
-	if err != nil {
-		return closedGate{reason: "MAINTENANCE_POLICY_INVALID"}
-	}
-	kind := maintenance.KindPatch
-	if u.To.Minor != u.From.Minor {
-		kind = maintenance.KindMinor
-	}
-	return policyGate{p: cp, kind: kind, now: now}
+	return schedule.Gate(cp, invalid, u, now)
 }
-
-type closedGate struct{ reason string }
-
-func (g closedGate) Allow(phases.Target) (bool, string) { return false, g.reason }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
 )
@@ -47,6 +48,10 @@ func (c *Coordinator) ClustersView() []metrics.ClusterView {
 	for i := range recs {
 		byName[recs[i].Spec.Name] = &recs[i]
 	}
+	auto := map[string]schedule.Decision{}
+	for _, d := range schedule.Evaluate(c.sm.SchedulerFleet(c.cfg.AutoUpgradeLimits), now).Decisions {
+		auto[d.Cluster] = d
+	}
 	var out []metrics.ClusterView
 	for i := range recs {
 		r := &recs[i]
@@ -54,7 +59,12 @@ func (c *Coordinator) ClustersView() []metrics.ClusterView {
 		if err != nil {
 			continue // deleted since
 		}
-		out = append(out, clusterMetrics(r, byName[r.Spec.AdminCluster], pctx, now))
+		v := clusterMetrics(r, byName[r.Spec.AdminCluster], pctx, now)
+		if d, ok := auto[r.Spec.Name]; ok {
+			v.AutoUpgradeState, v.AutoUpgradeFailures = string(d.Status.State), d.State.Failures
+			v.AutoUpgradeNextAttempt = d.Status.NextAttempt
+		}
+		out = append(out, v)
 	}
 	return out
 }

@@ -134,6 +134,11 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 	if err != nil {
 		return
 	}
+	// The run an automatic upgrade waits for blocks on what would only warn
+	// an operator (preflight's deprecated-apis).
+	if u := r.Upgrade; u != nil && u.Preflight == id && u.Options.Automatic {
+		in.Automatic = true
+	}
 	in.HostChecks = map[string]preflight.HostCheck{}
 	for node, ops := range run.Operations {
 		var results []api.OperationResult

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -121,7 +122,16 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	}
 	spec := r.Spec
 	spec.Version = r.StatusVersion
-	return phases.MakePlan(&spec, to, c.upgradeOptions(req), phases.DefaultDurations(), c.cfg.Clock.Now()), nil
+	opts := c.upgradeOptions(req)
+	plan := phases.MakePlan(&spec, to, opts, phases.DefaultDurations(), c.cfg.Clock.Now())
+	if opts.Automatic && opts.EmergencyReason == "" && r.Policy != nil {
+		// An automatic upgrade waits for its window: the timeline says
+		// when it is expected to finish, in wall-clock time.
+		if cp, err := r.Policy.Compile(); err == nil {
+			plan = plan.InWindows(policyAvailability{p: cp, kind: schedule.KindOf(r.StatusVersion, to)})
+		}
+	}
+	return plan, nil
 }
 
 // upgradeOptions are the options of an upgrade request. An emergency

@@ -39,7 +39,12 @@ func (c *Coordinator) tick(ctx context.Context) (again bool, sleep time.Duration
 	now := c.cfg.Clock.Now()
 	plans := c.plan(now)
 	again = c.act(ctx, now, plans)
-	return again, wakeDelay(now, earliestWake(plans), c.cfg.TickInterval)
+	scheduled, due := c.scheduleAuto(ctx, now) // scheduler.go
+	next := earliestWake(plans)
+	if next.IsZero() || due.Before(next) {
+		next = due
+	}
+	return again || scheduled, wakeDelay(now, next, c.cfg.TickInterval)
 }
 
 // earliestWake is the earliest NextWake of the plans' decisions (zero when

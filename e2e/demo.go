@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/lab"
+	"github.com/moltproject/molt/phases"
 )
 
 // DemoConfig is the README's main job: from the older release to the newer
@@ -20,6 +21,12 @@ type DemoConfig struct {
 	// Keep leaves the lab and the members running at the end (`molt-lab
 	// down` removes both: the members live in the lab's namespace).
 	Keep bool
+	// Auto makes the upgrade automatic (`molt-lab demo --auto`): nobody
+	// starts it; channel regular's target is set to To while the
+	// maintenance window is closed, and the coordinator's scheduler starts
+	// the upgrade by itself when a policy update opens the window
+	// (RunAutomatic).
+	Auto bool
 }
 
 // Demo brings everything up from scratch (a lab left from an earlier run is
@@ -68,7 +75,15 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		return err
 	}
 	probes := env.StartProbes(ctx)
-	u, took, err := env.RunUpgrade(ctx, cfg.To)
+	var u *phases.Upgrade
+	var took time.Duration
+	if cfg.Auto {
+		var rep AutoReport
+		rep, err = env.RunAutomatic(ctx, AutoOptions{To: cfg.To})
+		u, took = rep.Upgrade, rep.Took
+	} else {
+		u, took, err = env.RunUpgrade(ctx, cfg.To)
+	}
 	reports := probes.Stop()
 	if err != nil {
 		return err

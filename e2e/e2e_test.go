@@ -38,7 +38,8 @@ const (
 // static pods), three coordinator members with Raft on disk, molt-agent on
 // every host. It checks that bad upgrades are refused and change nothing,
 // then upgrades a minor while killing the Raft leader once and one agent
-// mid-operation, then a patch.
+// mid-operation, then a patch that the scheduler starts by itself when
+// the maintenance window opens.
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
 	builds := cachedir.Build()
@@ -94,18 +95,13 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	// The patch goes through the demo's own path (preflight, start, watch,
-	// summary), so `make demo` is exercised here too.
-	t.Run("patch upgrade", func(t *testing.T) {
-		probes := env.StartProbes(ctx)
-		gate := startGateHold(t, ctx, env) // health_test.go: a red PromQL gate holds the workers first
-		u, took, err := env.RunUpgrade(ctx, patchVersion)
-		t.Logf("gate %s held %s", gateName, gate.Wait(t))
-		require.NoError(t, err)
-		t.Logf("MEASURED upgrade to %s: %s\n%s", patchVersion, took.Round(time.Second), Summary(u))
-		requireProbed(t, patchVersion, probes.Stop())
-		requireOrder(t, u)
-		requireClusterAt(t, ctx, env, u, patchVersion)
+	// The patch is automatic: nobody starts it (auto_test.go; the path of
+	// `molt-lab demo --auto`). A red PromQL gate holds its first worker
+	// (health_test.go) while the window it started in closes.
+	t.Run("automatic patch upgrade in its maintenance window, held by a red gate", func(t *testing.T) {
+		gate := startGateHold(t, ctx, env)
+		defer func() { t.Logf("gate %s held %s", gateName, gate.Wait(t)) }()
+		testAutomaticPatch(t, ctx, env, patchVersion)
 	})
 	if t.Failed() {
 		return

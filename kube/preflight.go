@@ -110,3 +110,9 @@ func (r *PreflightReader) ProtectedPods(ctx context.Context, nodes []string, now
 	}
 	return out, nil
 }
+
+// DeprecatedAPIs reads the API server's apiserver_requested_deprecated_apis
+// (Client.DeprecatedAPIs).
+func (r *PreflightReader) DeprecatedAPIs(ctx context.Context) ([]preflight.DeprecatedAPI, error) {
+	return r.c.DeprecatedAPIs(ctx)
+}

@@ -165,3 +165,31 @@ func (p Policy) NextOpportunity(ch Change, after time.Time) (time.Time, bool) {
 	}
 	return c.NextOpportunity(ch, after)
 }
+
+// NextWindowOpen returns the earliest instant at or after after when the
+// window is open, whatever the exclusions say (after itself without a
+// window); false when the window never opens again.
+func (c *Compiled) NextWindowOpen(after time.Time) (time.Time, bool) {
+	after = after.UTC()
+	if c.window == nil {
+		return after, true
+	}
+	open, next, ok := c.window.openAt(after)
+	if !ok {
+		return time.Time{}, false
+	}
+	if open {
+		return after, true
+	}
+	return next, true
+}
+
+// Exclusion returns the policy's exclusion of that name.
+func (c *Compiled) Exclusion(name string) (Exclusion, bool) {
+	for _, e := range c.policy.Exclusions {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Exclusion{}, false
+}

@@ -52,6 +52,9 @@ const (
 	ClusterSkewViolation        = "molt_cluster_version_skew_violation"
 	ClusterEndOfSupport         = "molt_cluster_end_of_support_timestamp_seconds"
 	ClusterBlockedPastEOS       = "molt_cluster_minor_blocked_past_end_of_support"
+	ClusterAutoUpgradeState     = "molt_cluster_auto_upgrade_state"
+	ClusterAutoUpgradeFailures  = "molt_cluster_auto_upgrade_failures"
+	ClusterAutoUpgradeNext      = "molt_cluster_auto_upgrade_next_attempt_timestamp_seconds"
 	AgentLastSeenAge            = "molt_agent_last_seen_age_seconds"
 	AgentMissing                = "molt_agent_missing"
 	RaftState                   = "molt_raft_state"
@@ -91,6 +94,10 @@ var (
 		Unknown,
 	}
 	RaftStates = []string{"follower", "candidate", "leader", "shutdown", Unknown}
+	// AutoUpgradeStates are where a cluster stands with automatic
+	// upgrades (GET /v1/clusters/{name}/upgrade-status).
+	AutoUpgradeStates = []string{"up-to-date", "manual-only", "waiting-for-window", "blocked-by-exclusion", "preflight-failed",
+		"backoff", "running", "paused-at-window-end", "blocked-by-rule", "starting", Unknown}
 	// CloudWaitReasons are why a MIG pool's steps wait for the cloud.
 	CloudWaitReasons = []string{"quota", "stockout"}
 	// PoolNodeStates partition a pool's nodes; they sum to its size.
@@ -124,6 +131,9 @@ var catalog = []Info{
 	{ClusterSkewViolation, Gauge, []string{"cluster"}, "1 while the cluster breaks a version skew rule, else 0.", ExporterCoordinator},
 	{ClusterEndOfSupport, Gauge, []string{"cluster"}, "Unix time the cluster's current minor version reaches end of support.", ExporterCoordinator},
 	{ClusterBlockedPastEOS, Gauge, []string{"cluster"}, "1 while an exclusion or window keeps the cluster on a minor past end of support or blocks a required security patch.", ExporterCoordinator},
+	{ClusterAutoUpgradeState, Gauge, []string{"cluster", "state"}, "1 for where the cluster stands with automatic upgrades (up-to-date, waiting-for-window, backoff, …), 0 for the others.", ExporterCoordinator},
+	{ClusterAutoUpgradeFailures, Gauge, []string{"cluster"}, "Automatic upgrades of the cluster in a row that did not finish (refused by preflight, failed or cancelled); 0 after one finishes.", ExporterCoordinator},
+	{ClusterAutoUpgradeNext, Gauge, []string{"cluster"}, "Unix time the backoff after the cluster's failed automatic upgrades ends; absent without a backoff.", ExporterCoordinator},
 	{AgentLastSeenAge, Gauge, []string{"cluster", "node"}, "Seconds since the node's agent last reported.", ExporterCoordinator},
 	{AgentMissing, Gauge, []string{"cluster", "node"}, "1 while the coordinator considers the node's agent missing, else 0.", ExporterCoordinator},
 	// Raft (every coordinator member, scrape time).

@@ -13,6 +13,7 @@ var stateMetrics = []string{
 	UpgradeStepState, UpgradeStepStarted, UpgradeStepExpected,
 	PoolInfo, PoolUpgradePhase, PoolNodes, PoolGateRed, PoolFailedNodesBudget, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
+	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
 }
@@ -142,6 +143,11 @@ func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl Cl
 		c.gauge(ch, ClusterEndOfSupport, unixSeconds(cl.EndOfSupport), n)
 	}
 	c.gauge(ch, ClusterBlockedPastEOS, b2f(cl.MinorBlockedPastEOS), n)
+	c.oneHot(ch, ClusterAutoUpgradeState, AutoUpgradeStates, cl.AutoUpgradeState, n)
+	c.gauge(ch, ClusterAutoUpgradeFailures, float64(cl.AutoUpgradeFailures), n)
+	if !cl.AutoUpgradeNextAttempt.IsZero() {
+		c.gauge(ch, ClusterAutoUpgradeNext, unixSeconds(cl.AutoUpgradeNextAttempt), n)
+	}
 }
 
 // oneHot exports one series per value of set: 1 for current, 0 for the

@@ -241,9 +241,11 @@ func TestCollectorDuplicatesDoNotBreakScrape(t *testing.T) {
 // steps, pools, versions and nodes only. Pods never appear in a label, so a
 // cluster with many pods costs no more series than an empty one.
 func TestCollectorCardinality(t *testing.T) {
-	raftSeries := 5 + len(RaftStates)                    // term, last, commit, applied, has_leader + one-hot
-	perCluster := 1 + len(ClusterPhases) + 1 + 1 + 1 + 1 // info, phase, paused, skew, blocked, end of support
-	perStep := len(StepStates) + 1                       // state + started (every step below has started)
+	raftSeries := 5 + len(RaftStates) // term, last, commit, applied, has_leader + one-hot
+	// info, phase, paused, skew, blocked, end of support, auto-upgrade
+	// state (one-hot) and failures
+	perCluster := 1 + len(ClusterPhases) + 1 + 1 + 1 + 1 + len(AutoUpgradeStates) + 1
+	perStep := len(StepStates) + 1 // state + started (every step below has started)
 	perPool := 1 + len(PoolPhases) + len(PoolNodeStates)
 	const perAgent = 2 // age + missing
 

@@ -161,7 +161,8 @@ func exercised(t *testing.T) *prometheus.Registry {
 			Steps: []StepView{{Name: "s", State: "running", StartedAt: t0, Expected: time.Hour}},
 			Pools: []PoolView{{Name: "p", NodesTotal: 1, Cloud: true, Waiting: map[string]int{"stockout": 1},
 				Gates: []string{"node-ready", "errors"}, Red: map[string]int{"errors": 1}, MaxFailedNodes: 1}},
-			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0}},
+			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0,
+			AutoUpgradeState: "backoff", AutoUpgradeFailures: 2, AutoUpgradeNextAttempt: t0.Add(time.Hour)}},
 		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}}}))
 	return reg
 }

@@ -76,6 +76,14 @@ type ClusterView struct {
 	// keeps the cluster on a minor past its end of support, or blocks a
 	// required security patch.
 	MinorBlockedPastEOS bool
+	// AutoUpgradeState is where the cluster stands with automatic
+	// upgrades (SPEC §14: one of AutoUpgradeStates); AutoUpgradeFailures
+	// counts its automatic attempts in a row that did not finish, and
+	// AutoUpgradeNextAttempt is when their backoff ends (zero: none; no
+	// series then).
+	AutoUpgradeState       string
+	AutoUpgradeFailures    int
+	AutoUpgradeNextAttempt time.Time
 }
 
 // AgentView is the liveness of one node's agent as the coordinator sees it.

@@ -79,6 +79,12 @@ type Plan struct {
 	// pool used the most parallelism the rules allow (20 nodes at once,
 	// control plane one at a time, worker pools side by side).
 	CriticalPath time.Duration
+	// Waits are the stretches spent waiting for the maintenance window
+	// (or the end of an exclusion) of an automatic upgrade (InWindows);
+	// WindowNeverOpens is set when the window never opens again for some
+	// step, and the timeline after it is not predicted.
+	Waits            []PlannedWait
+	WindowNeverOpens bool
 }
 
 // MakePlan predicts the upgrade of c to version to, starting at start.

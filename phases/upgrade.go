@@ -44,6 +44,10 @@ type Options struct {
 	// node fails. The coordinator records its settings at start.
 	HealthTimeout time.Duration
 	GateTimeout   time.Duration
+	// EndOfSupport is set on an automatic upgrade the scheduler started
+	// because the cluster's minor passed its end of support (SPEC §14): it
+	// runs through maintenance windows and exclusions.
+	EndOfSupport bool
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the

@@ -1,6 +1,7 @@
 package preflight_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -230,11 +231,53 @@ func TestRegistry(t *testing.T) {
 		"version-rules": preflight.Blocking, "release-in-catalog": preflight.Blocking, "artifacts": preflight.Blocking,
 		"nodes-ready": preflight.Blocking, "agents-reporting": preflight.Blocking, "control-plane-health": preflight.Blocking,
 		"disk-space": preflight.Blocking, "network-reachability": preflight.Blocking,
-		"pdbs-blocking-drain": preflight.Warning, "protected-pods": preflight.Warning,
+		"pdbs-blocking-drain": preflight.Warning, "protected-pods": preflight.Warning, "deprecated-apis": preflight.Warning,
 	}, ids)
 }
 
 func TestRunOnlyUnknownCheck(t *testing.T) {
 	_, err := preflight.RunOnly(goodInput(), preflight.IDNodesReady, "no-such-check")
 	require.ErrorIs(t, err, preflight.ErrUnknownCheck)
+}
+
+func TestDeprecatedAPIs(t *testing.T) {
+	removed34 := func(in *preflight.Input) {
+		in.DeprecatedAPIs = append(in.DeprecatedAPIs,
+			preflight.DeprecatedAPI{Group: "networking.k8s.io", Version: "v1beta1", Resource: "servicecidrs", RemovedRelease: "1.34"},
+			preflight.DeprecatedAPI{Version: "v1", Resource: "componentstatuses"}, // no removal announced
+		)
+	}
+	auto := func(f func(in *preflight.Input)) func(in *preflight.Input) {
+		return func(in *preflight.Input) { f(in); in.Automatic = true }
+	}
+	runTable(t, preflight.IDDeprecatedAPIs, []checkCase{
+		{"none removed in the target", goodInput(), preflight.Pass, []string{"1 deprecated API(s) in use, none removed in 1.34"}},
+		{"none requested", with(func(in *preflight.Input) { in.DeprecatedAPIs = nil }), preflight.Pass, []string{"no deprecated API"}},
+		{"a patch, without the data", with(func(in *preflight.Input) {
+			in.Target = v("1.33.5")
+			delete(in.Gathered, preflight.SourceDeprecatedAPIs)
+		}),
+			preflight.Pass, []string{"patch"}},
+		{"removed in the target", with(removed34), preflight.Fail, []string{"1 deprecated API is in use, removed in 1.34: networking.k8s.io/v1beta1/servicecidrs"}},
+		{"removed before the target", with(func(in *preflight.Input) { removed34(in); in.Current, in.Target = v("1.34.2"), v("1.35.0") }),
+			preflight.Fail, []string{"networking.k8s.io/v1beta1/servicecidrs", "flowcontrol.apiserver.k8s.io/v1beta3/flowschemas"}},
+	})
+	manual := runCheck(t, preflight.IDDeprecatedAPIs, checkCase{in: with(removed34), status: preflight.Fail})
+	require.Equal(t, preflight.Warning, manual.Severity)
+	require.False(t, manual.Blocks, "an operator is warned")
+	require.Equal(t, map[string]string{"networking.k8s.io/v1beta1/servicecidrs": "removed in 1.34"}, manual.Data)
+	automatic := runCheck(t, preflight.IDDeprecatedAPIs, checkCase{in: with(auto(removed34)), status: preflight.Fail})
+	require.Equal(t, preflight.Blocking, automatic.Severity)
+	require.True(t, automatic.Blocks, "an automatic minor upgrade is blocked")
+	rep := preflight.Run(with(auto(removed34)))
+	require.Equal(t, []string{preflight.IDDeprecatedAPIs}, rep.Failed)
+
+	// Automatic, but a patch: nothing is removed, nothing blocks.
+	r := runCheck(t, preflight.IDDeprecatedAPIs, checkCase{in: with(auto(func(in *preflight.Input) { removed34(in); in.Target = v("1.33.5") })), status: preflight.Pass})
+	require.Equal(t, preflight.Warning, r.Severity)
+	// Automatic minor without the data: blocked (missing data never passes).
+	r = runCheck(t, preflight.IDDeprecatedAPIs, checkCase{in: with(auto(func(in *preflight.Input) {
+		in.SetGathered(preflight.SourceDeprecatedAPIs, errors.New("metrics forbidden"))
+	})), status: preflight.Fail, contains: []string{"metrics forbidden"}})
+	require.True(t, r.Blocks)
 }

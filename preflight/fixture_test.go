@@ -56,9 +56,12 @@ func goodInput() preflight.Input {
 		},
 		BlockingPDBs:  []preflight.PDBInfo{},
 		ProtectedPods: []preflight.ProtectedPod{},
-		HostChecks:    map[string]preflight.HostCheck{},
+		DeprecatedAPIs: []preflight.DeprecatedAPI{
+			{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas", RemovedRelease: "1.35"},
+		},
+		HostChecks: map[string]preflight.HostCheck{},
 	}
-	for _, s := range []preflight.Source{preflight.SourceNodes, preflight.SourceControlPlane, preflight.SourcePDBs, preflight.SourceProtectedPods} {
+	for _, s := range []preflight.Source{preflight.SourceNodes, preflight.SourceControlPlane, preflight.SourcePDBs, preflight.SourceProtectedPods, preflight.SourceDeprecatedAPIs} {
 		in.SetGathered(s, nil)
 	}
 	for _, n := range allNodes {

@@ -30,13 +30,17 @@ func (failingPDBs) ProtectedPods(context.Context, []string, time.Time) ([]prefli
 	return nil, nil
 }
 
+func (failingPDBs) DeprecatedAPIs(context.Context) ([]preflight.DeprecatedAPI, error) {
+	return nil, nil
+}
+
 func TestGatherClusterRecordsFailures(t *testing.T) {
 	in := goodInput()
 	in.Gathered, in.Nodes, in.BlockingPDBs, in.ProtectedPods = nil, nil, nil, nil
 	preflight.GatherCluster(t.Context(), failingPDBs{}, &in)
 	require.Equal(t, map[preflight.Source]string{
 		preflight.SourceNodes: "", preflight.SourceControlPlane: "",
-		preflight.SourcePDBs: "policy/v1 forbidden", preflight.SourceProtectedPods: "",
+		preflight.SourcePDBs: "policy/v1 forbidden", preflight.SourceProtectedPods: "", preflight.SourceDeprecatedAPIs: "",
 	}, in.Gathered)
 
 	rep := preflight.Run(in)

@@ -59,6 +59,14 @@ type Input struct {
 	// ProtectedPods are the pods an automatic drain would leave alone.
 	// Valid only when SourceProtectedPods was gathered.
 	ProtectedPods []ProtectedPod `json:"protectedPods,omitempty"`
+	// DeprecatedAPIs are the deprecated APIs the API server has served
+	// since it started (its apiserver_requested_deprecated_apis metric).
+	// Valid only when SourceDeprecatedAPIs was gathered.
+	DeprecatedAPIs []DeprecatedAPI `json:"deprecatedAPIs,omitempty"`
+	// Automatic is set when the run is the first step of an automatic
+	// upgrade: checks that only warn an operator (deprecated APIs) block
+	// what nobody is watching.
+	Automatic bool `json:"automatic,omitempty"`
 	// Gathered records, for each API-server source, the outcome of reading
 	// it: the empty string when it was read, the reason when reading
 	// failed. A source that is absent was not gathered. A nil slice cannot
@@ -79,7 +87,34 @@ const (
 	SourceControlPlane  Source = "controlPlane"
 	SourcePDBs          Source = "pdbs"
 	SourceProtectedPods Source = "protectedPods"
+	// SourceDeprecatedAPIs is the API server's /metrics.
+	SourceDeprecatedAPIs Source = "deprecatedAPIs"
 )
+
+// DeprecatedAPI is a deprecated API that clients requested from the API
+// server, as its apiserver_requested_deprecated_apis metric names it.
+type DeprecatedAPI struct {
+	Group       string `json:"group,omitempty"`
+	Version     string `json:"version"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	// RemovedRelease is the release that no longer serves it ("1.37");
+	// empty when the API server does not say.
+	RemovedRelease string `json:"removedRelease,omitempty"`
+}
+
+// String names the API as group/version/resource[/subresource] ("v1" for
+// the core group).
+func (a DeprecatedAPI) String() string {
+	s := a.Version + "/" + a.Resource
+	if a.Group != "" {
+		s = a.Group + "/" + s
+	}
+	if a.Subresource != "" {
+		s += "/" + a.Subresource
+	}
+	return s
+}
 
 // SetGathered records the outcome of reading s: nil means it was read.
 func (in *Input) SetGathered(s Source, err error) {

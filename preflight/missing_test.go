@@ -37,6 +37,8 @@ func TestMissingDataFails(t *testing.T) {
 		{preflight.IDNetworkReachability, "no host reports", func(in *preflight.Input) { in.HostChecks = nil }, "no reachability probe report"},
 		{preflight.IDPDBsBlockingDrain, "pdbs not gathered", notGathered(preflight.SourcePDBs), "pdbs were not gathered"},
 		{preflight.IDProtectedPods, "pods not gathered", notGathered(preflight.SourceProtectedPods), "protectedPods were not gathered"},
+		{preflight.IDDeprecatedAPIs, "metrics not gathered", notGathered(preflight.SourceDeprecatedAPIs), "deprecatedAPIs were not gathered"},
+		{preflight.IDDeprecatedAPIs, "no current version", func(in *preflight.Input) { in.Current = phases.Version{} }, "current version is unknown"},
 	} {
 		t.Run(tc.check+"/"+tc.name, func(t *testing.T) {
 			runCheck(t, tc.check, checkCase{in: with(tc.strip), status: preflight.Fail, contains: []string{tc.contains}})

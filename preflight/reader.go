@@ -25,6 +25,9 @@ type ClusterReader interface {
 	// ProtectedPods returns the pods on nodes that an automatic drain at
 	// now would leave alone.
 	ProtectedPods(ctx context.Context, nodes []string, now time.Time) ([]ProtectedPod, error)
+	// DeprecatedAPIs returns the deprecated APIs the API server has
+	// served since it started (apiserver_requested_deprecated_apis).
+	DeprecatedAPIs(ctx context.Context) ([]DeprecatedAPI, error)
 }
 
 // GatherCluster reads every API-server source of in through r, for the
@@ -34,7 +37,7 @@ type ClusterReader interface {
 // r records ErrNoClusterAccess for every source.
 func GatherCluster(ctx context.Context, r ClusterReader, in *Input) {
 	if r == nil {
-		for _, s := range []Source{SourceNodes, SourceControlPlane, SourcePDBs, SourceProtectedPods} {
+		for _, s := range []Source{SourceNodes, SourceControlPlane, SourcePDBs, SourceProtectedPods, SourceDeprecatedAPIs} {
 			in.SetGathered(s, ErrNoClusterAccess)
 		}
 		return
@@ -49,4 +52,6 @@ func GatherCluster(ctx context.Context, r ClusterReader, in *Input) {
 	in.SetGathered(SourcePDBs, err)
 	in.ProtectedPods, err = r.ProtectedPods(ctx, nodes, in.Now)
 	in.SetGathered(SourceProtectedPods, err)
+	in.DeprecatedAPIs, err = r.DeprecatedAPIs(ctx)
+	in.SetGathered(SourceDeprecatedAPIs, err)
 }

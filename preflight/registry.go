@@ -17,6 +17,7 @@ const (
 	IDNetworkReachability = "network-reachability"
 	IDPDBsBlockingDrain   = "pdbs-blocking-drain"
 	IDProtectedPods       = "protected-pods"
+	IDDeprecatedAPIs      = "deprecated-apis"
 )
 
 // ErrUnknownCheck is returned by RunOnly for an ID that is not registered.
@@ -32,12 +33,21 @@ type Check struct {
 	Run func(Input) Result
 }
 
+// severityOf decides, for the checks it names, the severity from the
+// input instead of Check.Severity (which then says the usual one): a
+// deprecated API still in use blocks an automatic minor upgrade and only
+// warns an operator.
+var severityOf = map[string]func(Input) Severity{
+	IDDeprecatedAPIs: deprecatedAPIsSeverity,
+}
+
 // Checks returns the registry, a fresh slice each call, ordered by ID.
 func Checks() []Check {
 	return []Check{
 		{IDAgentsReporting, Blocking, "every node's agent is registered, not missing, and seen within the heartbeat grace", checkAgentsReporting},
 		{IDArtifacts, Blocking, "every host downloaded the target release's artifacts and their sha256 matched", checkArtifacts},
 		{IDControlPlaneHealth, Blocking, "the API server's /readyz is ok, etcd included", checkControlPlaneHealth},
+		{IDDeprecatedAPIs, Warning, "no API still in use (apiserver_requested_deprecated_apis) is removed in the target minor; blocking for automatic minor upgrades, a warning otherwise", checkDeprecatedAPIs},
 		{IDDiskSpace, Blocking, "every host has the free space the new artifacts need", checkDiskSpace},
 		{IDNetworkReachability, Blocking, fmt.Sprintf("every host reaches the agents of the up to %d peers it probes (every agent is probed by another host) and, when the coordinator gives one, the API endpoint", ProbeFanout), checkNetworkReachability},
 		{IDNodesReady, Blocking, "every node of the cluster exists in the API server and is Ready", checkNodesReady},
@@ -88,6 +98,9 @@ func runOne(c Check, in Input) (r Result) {
 			r = Result{Status: Fail, Message: fmt.Sprintf("check panicked: %v", p)}
 		}
 		r.Check, r.Severity = c.ID, c.Severity
+		if sev, ok := severityOf[c.ID]; ok {
+			r.Severity = sev(in)
+		}
 		r.Blocks = blocks(r)
 	}()
 	return c.Run(in)

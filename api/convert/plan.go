@@ -12,7 +12,10 @@ import (
 // PlanToAPI renders a dry run's plan for the wire.
 func PlanToAPI(p phases.Plan) api.Plan {
 	return api.Plan{Cluster: p.Cluster, From: p.From.String(), To: p.To.String(), Start: p.Start, End: p.End,
-		Steps: conv.Slice(p.Steps, plannedStepToAPI), Total: p.Total, CriticalPath: p.CriticalPath}
+		Steps: conv.Slice(p.Steps, plannedStepToAPI), Total: p.Total, CriticalPath: p.CriticalPath,
+		Waits: conv.Slice(p.Waits, func(w phases.PlannedWait) api.PlannedWait {
+			return api.PlannedWait{Start: w.Start, End: w.End, Step: w.Step, Target: string(w.Target)}
+		}), WindowNeverOpens: p.WindowNeverOpens}
 }
 
 // PlanFromAPI reads a plan from the wire. It fails when a version is not
@@ -20,7 +23,10 @@ func PlanToAPI(p phases.Plan) api.Plan {
 func PlanFromAPI(p api.Plan) (phases.Plan, error) {
 	var d fromAPI
 	out := phases.Plan{Cluster: p.Cluster, From: d.version("from", p.From), To: d.version("to", p.To), Start: p.Start, End: p.End,
-		Steps: conv.Slice(p.Steps, plannedStepFromAPI), Total: p.Total, CriticalPath: p.CriticalPath}
+		Steps: conv.Slice(p.Steps, plannedStepFromAPI), Total: p.Total, CriticalPath: p.CriticalPath,
+		Waits: conv.Slice(p.Waits, func(w api.PlannedWait) phases.PlannedWait {
+			return phases.PlannedWait{Start: w.Start, End: w.End, Step: w.Step, Target: phases.Target(w.Target)}
+		}), WindowNeverOpens: p.WindowNeverOpens}
 	if d.err != nil {
 		return phases.Plan{}, fmt.Errorf("plan of %s: %w", p.Cluster, d.err)
 	}

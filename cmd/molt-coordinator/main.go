@@ -34,6 +34,7 @@ import (
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/kube"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/seal"
@@ -71,6 +72,9 @@ func run() error {
 	healthTimeout := flag.Duration("health-timeout", def.HealthTimeout, "how long an upgrade's final health step is tried before the upgrade fails (0: until it passes); recorded in each upgrade when it starts")
 	gateTimeout := flag.Duration("gate-timeout", def.GateTimeout, "how long a node's health gates may stay red before the node fails (0: until green); recorded in each upgrade when it starts")
 	gateInterval := flag.Duration("gate-interval", def.GateInterval, "how often a node's red or soaking health gates are looked at again")
+	schedInterval := flag.Duration("scheduler-interval", def.SchedulerInterval, "the longest the leader goes without a pass of the automatic-upgrade scheduler (it also passes on every change and when a window opens)")
+	perFamily := flag.Int("auto-upgrade-per-family", schedule.DefaultPerFamily, "upgrades in progress at once, automatic ones start only below it, in a family (an admin cluster and its user clusters; a standalone cluster alone)")
+	fleetCap := flag.Int("auto-upgrade-fleet", 0, "upgrades in progress at once in the whole fleet that automatic starts respect (0: no bound beyond --auto-upgrade-per-family)")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
 	webView := flag.Bool("web", true, "serve the web view at /ui/ (sign-in with an API token; docs/web.md)")
@@ -176,6 +180,8 @@ func run() error {
 	cfg.AuditMaxEntries = *auditMax
 	cfg.AuditMaxAge = *auditAge
 	cfg.HealthTimeout, cfg.GateTimeout, cfg.GateInterval = *healthTimeout, *gateTimeout, *gateInterval
+	cfg.SchedulerInterval = *schedInterval
+	cfg.AutoUpgradeLimits = schedule.Limits{PerFamily: *perFamily, Fleet: *fleetCap}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Recorder = metrics.NewRecorder(reg)

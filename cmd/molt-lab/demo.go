@@ -23,7 +23,13 @@ func demo(ctx context.Context, cfg lab.Config, args []string) error {
 	fs.DurationVar(&d.DrainTimeout, "drain-timeout", 2*time.Minute, "best-effort drain deadline per node (at most 20m)")
 	fs.BoolVar(&d.Keep, "keep", false, "leave the lab and the coordinator running at the end")
 	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
+	fs.BoolVar(&d.Auto, "auto", false, "an automatic patch upgrade instead (default --from 1.34.3 --to 1.34.4): the scheduler starts it by itself when the maintenance window opens")
 	_ = fs.Parse(args)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if d.Auto && !set["from"] {
+		d.From = "1.34.3"
+	}
 	if *small {
 		d.Lab.Topology = lab.SmallTopology()
 	}

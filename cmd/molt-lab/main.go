@@ -1,7 +1,7 @@
 // Command molt-lab runs molt's local lab: a real Kubernetes cluster on
 // systemd-nspawn hosts on this machine (see docs/lab.md).
 //
-//	molt-lab demo [--from 1.33.13] [--to 1.34.4] [--keep] [--small]   (molt's main job; see e2e)
+//	molt-lab demo [--from 1.33.13] [--to 1.34.4] [--keep] [--small] [--auto]   (molt's main job; see e2e)
 //	molt-lab up [--small] [--version 1.34.4] [--agent BIN --coordinator URL]
 //	molt-lab status
 //	molt-lab down

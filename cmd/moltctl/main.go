@@ -53,7 +53,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.token, "token", os.Getenv("MOLT_TOKEN"), "API token (env MOLT_TOKEN)")
 	root.PersistentFlags().StringVar(&c.tokenFile, "token-file", os.Getenv("MOLT_TOKEN_FILE"), "file holding an API token (env MOLT_TOKEN_FILE)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd(), c.secretsCmd(), c.auditCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd(), c.secretsCmd(), c.auditCmd(), c.channelCmd())
 	return root
 }
 
@@ -188,7 +188,7 @@ func (c *cli) clusterCmd() *cobra.Command {
 		return c.print(cl, func() { fmt.Fprintf(c.out, "cluster %s registered at %s\n", cl.Spec.Name, cl.Status.Version) })
 	}}
 	apply.Flags().StringP("file", "f", "-", "file with the cluster spec (- for stdin)")
-	cmd.AddCommand(apply)
+	cmd.AddCommand(apply, c.whyCmd())
 	return cmd
 }
 

@@ -61,6 +61,9 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 			} else {
 				fmt.Fprintf(c.out, "blocked by %v (%s)\n", res.BlockedBy, res.PauseReason)
 			}
+			if !res.WindowEnds.IsZero() {
+				fmt.Fprintf(c.out, "the window closes: %s\n", res.WindowEnds.Format(time.RFC3339))
+			}
 			if !res.NextOpportunity.IsZero() {
 				fmt.Fprintf(c.out, "next opportunity: %s\n", res.NextOpportunity.Format(time.RFC3339))
 			}

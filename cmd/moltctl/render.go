@@ -144,4 +144,13 @@ func printPlan(w io.Writer, p api.Plan) {
 			fmt.Fprintf(w, "      batch %d: %s\n", b.Index+1, strings.Join(b.Nodes, ", "))
 		}
 	}
+	if len(p.Waits) > 0 || p.WindowNeverOpens {
+		fmt.Fprintf(w, "\nan automatic upgrade waits for its maintenance window; expected to finish %s\n", p.End.UTC().Format(time.RFC3339))
+	}
+	for _, wt := range p.Waits {
+		fmt.Fprintf(w, "  wait %s → %s before %s (%s)\n", wt.Start.UTC().Format(time.RFC3339), wt.End.UTC().Format(time.RFC3339), wt.Step, wt.Target)
+	}
+	if p.WindowNeverOpens {
+		fmt.Fprintln(w, "  the window never opens again for a step: the rest is not predicted")
+	}
 }

@@ -73,6 +73,10 @@ func (h *handlers) routes() []route {
 
 		{"GET", "/v1/audit", NeedAdmin, read, f(h.audit)},
 
+		{"GET", "/v1/channels", NeedViewer, read, f(h.channels)},
+		{"GET", "/v1/channels/{name}", NeedViewer, read, f(h.channel)},
+		{"PUT", "/v1/channels/{name}", NeedAdmin, write(200), f(h.putChannel)},
+
 		{"GET", "/v1/releases", NeedViewer, read, f(h.releases)},
 		{"GET", "/v1/releases/{version}", NeedViewer, read, f(h.release)},
 		{"PUT", "/v1/releases/{version}", NeedAdmin, write(200), f(h.putRelease)},
@@ -93,6 +97,7 @@ func (h *handlers) routes() []route {
 		{"PUT", "/v1/clusters/{name}/maintenance-policy", NeedOperator, write(200), f(h.putPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, read, f(h.checkPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/calendar", NeedViewer, read, f(h.calendar)},
+		{"GET", "/v1/clusters/{name}/upgrade-status", NeedViewer, read, f(h.upgradeStatus)},
 
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, write(200), f(h.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, agentCall, f(h.register)},

@@ -63,6 +63,12 @@ type Service interface {
 	// their operations and results.
 	Preflights(cluster string) ([]coordinator.PreflightSummary, error)
 
+	// Automatic upgrades (scheduler.go in package coordinator).
+	Channels() []api.Channel
+	Channel(name string) (api.Channel, error)
+	PutChannel(ctx context.Context, name string, u api.ChannelUpdate) error
+	UpgradeStatus(cluster string) (api.UpgradeStatus, error)
+
 	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
 	Policy(cluster string) (maintenance.Policy, error)
 	// CheckMaintenance judges at the member's own clock when at is zero.
@@ -671,6 +677,41 @@ func (h *handlers) result(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) channels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, h.svc.Channels())
+}
+
+func (h *handlers) channel(w http.ResponseWriter, r *http.Request) {
+	ch, err := h.svc.Channel(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, ch)
+}
+
+func (h *handlers) putChannel(w http.ResponseWriter, r *http.Request) {
+	var u api.ChannelUpdate
+	if err := decode(w, r, &u); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if err := h.svc.PutChannel(r.Context(), chi.URLParam(r, "name"), u); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	h.channel(w, r)
+}
+
+func (h *handlers) upgradeStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := h.svc.UpgradeStatus(chi.URLParam(r, "name"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, st)
 }
 
 func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,9 @@ const (
 	CmdRewrapSecrets   command.Type = 37 // secrets.go
 	CmdPoolWorkResult  command.Type = 38
 	CmdAudited         command.Type = 47 // audit.go
+	CmdAutoStart       command.Type = 39 // auto.go
+	CmdAutoRecord      command.Type = 40 // auto.go
+	CmdPutChannel      command.Type = 41 // auto.go
 )
 
 // Every command carries Now: the leader's clock when it decided. Apply

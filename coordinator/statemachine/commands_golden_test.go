@@ -42,6 +42,9 @@ var pinnedCommands = []struct {
 	{"rewrapSecrets", CmdRewrapSecrets, 37},
 	{"poolWorkResult", CmdPoolWorkResult, 38},
 	{"audited", CmdAudited, 47},
+	{"autoStart", CmdAutoStart, 39},
+	{"autoRecord", CmdAutoRecord, 40},
+	{"putChannel", CmdPutChannel, 41},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -22,6 +22,9 @@ import (
 type Machine struct {
 	mu sync.RWMutex
 	st *state
+	// policies caches compiled maintenance policies for the scheduler's
+	// passes (auto.go); it is not state.
+	policies policyCache
 	// onChange is called (without the lock) after every applied command, so
 	// the leader loop wakes instead of polling.
 	onChange func()
@@ -73,6 +76,9 @@ func decoders() map[command.Type]decoder {
 		CmdAppendAudit:     typedAt((*state).appendAudit),
 		CmdRewrapSecrets:   typed((*state).rewrapSecrets),
 		CmdPoolWorkResult:  typed((*state).poolWorkResult),
+		CmdAutoStart:       typed((*state).autoStart),
+		CmdAutoRecord:      typed((*state).autoRecord),
+		CmdPutChannel:      typed((*state).putChannel),
 	}
 	decs[CmdAudited] = audited(decs)
 	return decs

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
@@ -52,7 +53,21 @@ func TestApplyCommands(t *testing.T) {
 			c, ok := e.cmd.(NodeStepResultCmd)
 			return ok && c.Result.Node == "surge-a-1" && c.Result.Cursor == 4
 		})
-		now        = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
+		now = time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
+		// autoRegistered: cluster auto on channel regular (target 1.34.5),
+		// no upgrade; autoStarted: its automatic upgrade in preflight;
+		// autoRefused: refused by its preflight, not recorded yet.
+		autoRegistered = before(CmdAutoStart, 0)
+		autoStarted    = autoRegistered + 1
+		autoRefused    = before(CmdAutoRecord, 0)
+		autoStart      = func(seq int, edit func(*AutoStartCmd)) AutoStartCmd {
+			c := AutoStartCmd{Cluster: "auto", To: phases.MustParseVersion("1.34.5"), Kind: maintenance.KindPatch, Seq: seq, Reason: "why", Now: now,
+				Preflight: &PreflightRun{ID: "auto-9", Cluster: "auto", Target: phases.MustParseVersion("1.34.5"), CreatedAt: now, Deadline: now.Add(time.Minute)}}
+			if edit != nil {
+				edit(&c)
+			}
+			return c
+		}
 		v          = phases.MustParseVersion
 		node       = func(st *state, name string) phases.NodeTask { n, _ := st.Clusters["lab"].Upgrade.Node(name); return *n }
 		nodeResult = func(node string, cursor, attempt int) NodeStepResultCmd {
@@ -244,6 +259,36 @@ func TestApplyCommands(t *testing.T) {
 				p, _ := st.Clusters["cloud"].Spec.Pool("surge")
 				require.Len(t, p.Nodes, 1)
 				require.Equal(t, phases.ReplacementName("surge-a", "cloud-1.34.4-1", "surge-a-1"), p.Nodes[0].Name)
+			}},
+		{"put a channel", registered, CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.34.4"), Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, &ChannelRecord{Name: "stable", AutoUpgradeTarget: v("1.34.4"), UpdatedAt: now}, st.Channels["stable"])
+			}},
+		{"put an unknown channel", registered, CmdPutChannel, PutChannelCmd{Channel: "edge", Now: now}, ErrInvalid, nil},
+		{"put a channel past the catalog", registered, CmdPutChannel, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
+		{"start an automatic upgrade", autoRegistered, CmdAutoStart, autoStart(0, nil), nil,
+			func(t *testing.T, st *state) {
+				r := st.Clusters["auto"]
+				require.Equal(t, phases.UpgradePreflight, r.Upgrade.State)
+				require.True(t, r.Upgrade.Options.Automatic)
+				require.Equal(t, &schedule.Attempt{Upgrade: "auto-1.34.5-1", From: v("1.34.4"), To: v("1.34.5"), Kind: maintenance.KindPatch,
+					Reason: "why", StartedAt: now}, r.Auto.Last)
+			}},
+		{"a second leader's same start", autoStarted, CmdAutoStart, autoStart(0, nil), phases.ErrStale, nil},
+		{"a start decided on an older seq", autoRegistered, CmdAutoStart, autoStart(1, nil), phases.ErrStale, nil},
+		{"a start of the wrong kind", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.Kind = maintenance.KindMinor }), phases.ErrStale, nil},
+		{"a start past the channel's target", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.To = v("1.35.0") }), phases.ErrStale, nil},
+		{"an end of support not reached", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.EndOfSupport = true }), phases.ErrStale, nil},
+		{"a start over the fleet's limit", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.Limits.Fleet = 2 }), phases.ErrStale, nil},
+		{"record an attempt still in preflight", autoStarted, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, phases.ErrStale, nil},
+		{"record another outcome", autoRefused, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeDone, Now: now}, phases.ErrStale, nil},
+		{"record a refused attempt", autoRefused, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				a := st.Clusters["auto"].Auto
+				require.Equal(t, 1, a.Failures)
+				require.Equal(t, schedule.OutcomeRefused, a.Last.Outcome)
+				require.Equal(t, "preflight failed: nodes-ready", a.Last.Detail)
+				require.Equal(t, a.Last.FinishedAt.Add(schedule.BackoffBase), a.NextAttempt)
 			}},
 		{"rewrap of a changed kubeconfig is stale", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
 			{Cluster: "lab", Old: SecretDigest("an older kubeconfig"), Sealed: "molt-sealed:v1:k:lab"},

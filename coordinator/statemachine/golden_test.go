@@ -19,6 +19,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
@@ -485,6 +486,40 @@ func goldenEntries() []goldenEntry {
 	}
 	gadvance(phases.Action{ID: gu + "/halt/pool/cp/rolledBack", Kind: phases.ActHaltStep, Upgrade: gu, Step: "pool/cp", Reason: "rolledBack"})
 	gadvance(phases.Action{ID: gu + "/halt", Kind: phases.ActHalt, Upgrade: gu})
+	// Automatic upgrades (auto.go), self-contained: channel regular's
+	// target; a cluster on it; the scheduler's start, refused when a second
+	// leader repeats it; its preflight refuses it; the outcome recorded
+	// (and not twice); a start refused during the backoff and one after it.
+	add(CmdPutChannel, PutChannelCmd{Channel: "regular", DefaultVersion: phases.MustParseVersion("1.34.4"), AutoUpgradeTarget: phases.MustParseVersion("1.34.5"), Now: now()})
+	refuse(ErrInvalid, CmdPutChannel, PutChannelCmd{Channel: "beta", Now: now()})
+	refuse(ErrUnknownVersion, CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: phases.MustParseVersion("1.40.0"), Now: now()})
+	autoSpec := spec("auto")
+	autoSpec.Channel, autoSpec.Version = "regular", phases.MustParseVersion("1.34.4")
+	add(CmdPutCluster, PutClusterCmd{Spec: autoSpec, Now: now()})
+	autoRun := func(id string) *PreflightRun {
+		at := now()
+		return &PreflightRun{ID: id, Cluster: "auto", Target: phases.MustParseVersion("1.34.5"), CreatedAt: at, Deadline: at.Add(preflightTimeout),
+			Operations: map[string][]api.Operation{"cp-1": {{ID: "preflight-" + id + "-cp-1-artifacts", Kind: api.OpCheckArtifacts,
+				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.34.5", SHA256: sum}}}}}}}
+	}
+	autoStart := func(seq int, run string) AutoStartCmd {
+		return AutoStartCmd{Cluster: "auto", To: phases.MustParseVersion("1.34.5"), Kind: maintenance.KindPatch, Seq: seq,
+			Reason: "automatic patch upgrade 1.34.4 → 1.34.5: channel regular targets 1.34.5", Limits: schedule.Limits{PerFamily: 1},
+			Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: 2}, Preflight: autoRun(run), Now: now()}
+	}
+	add(CmdAutoStart, autoStart(0, "auto-1"))
+	refuse(phases.ErrStale, CmdAutoStart, autoStart(0, "auto-1"))
+	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "auto", Run: "auto-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
+		Failed:  []string{preflight.IDNodesReady},
+		Results: []preflight.Result{{Check: preflight.IDNodesReady, Severity: preflight.Blocking, Status: preflight.Fail, Blocks: true, Message: "1 node not Ready: worker-2"}}}})
+	refuse(phases.ErrStale, CmdAutoStart, autoStart(1, "auto-2"))
+	add(CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
+	refuse(phases.ErrStale, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
+	refuse(phases.ErrStale, CmdAutoStart, autoStart(1, "auto-2"))
+	t = t.Add(schedule.BackoffBase)
+	add(CmdAutoStart, autoStart(1, "auto-2"))
+	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "auto", Run: "auto-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
+		Results: []preflight.Result{{Check: preflight.IDNodesReady, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 nodes Ready"}}}})
 	return out
 }
 

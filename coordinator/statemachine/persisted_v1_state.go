@@ -22,6 +22,8 @@ type stateV1 struct {
 	AuditLog      []auditRecordV1 `json:"auditLog,omitempty"`
 	AgentAuditLog []auditRecordV1 `json:"agentAuditLog,omitempty"`
 	AuditSeq      uint64          `json:"auditSeq,omitempty"`
+	// Channels were added with automatic upgrades; absent before.
+	Channels map[string]*channelV1 `json:"channels,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -39,6 +41,8 @@ type clusterRecordV1 struct {
 	PreflightSeq     int                       `json:"preflightSeq"`
 	AgentCerts       map[string][]string       `json:"agentCerts,omitempty"`
 	KubeconfigSealed string                    `json:"kubeconfigSealed,omitempty"`
+	// Auto was added with automatic upgrades; absent before (no attempt).
+	Auto *autoStateV1 `json:"auto,omitempty"`
 }
 
 type agentRecordV1 struct {
@@ -69,6 +73,7 @@ func stateToV1(s *state) stateV1 {
 		AuditLog:      conv.Slice(s.AuditLog, auditRecordToV1),
 		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordToV1),
 		AuditSeq:      s.AuditSeq,
+		Channels:      conv.Map(s.Channels, func(c *ChannelRecord) *channelV1 { return conv.Ptr(c, channelToV1) }),
 	}
 }
 
@@ -82,6 +87,7 @@ func (d *v1Decoder) state(s stateV1) *state {
 		AuditLog:      conv.Slice(s.AuditLog, auditRecordFromV1),
 		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordFromV1),
 		AuditSeq:      s.AuditSeq,
+		Channels:      conv.Map(s.Channels, func(c *channelV1) *ChannelRecord { return conv.Ptr(c, d.channel) }),
 	}
 	if st.Tokens == nil { // snapshots from before tokens
 		st.Tokens = map[string]*TokenRecord{}
@@ -99,6 +105,7 @@ func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 		Preflights:   conv.Slice(r.Preflights, func(p *PreflightRun) *preflightRunV1 { return conv.Ptr(p, preflightRunToV1) }),
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
+		Auto:         autoStateToV1(r.Auto),
 	}
 }
 
@@ -112,6 +119,7 @@ func (d *v1Decoder) clusterRecord(r clusterRecordV1) ClusterRecord {
 		Preflights:   conv.Slice(r.Preflights, func(p *preflightRunV1) *PreflightRun { return conv.Ptr(p, d.preflightRun) }),
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
+		Auto:         d.autoState(r.Auto),
 	}
 }
 

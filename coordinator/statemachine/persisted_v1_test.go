@@ -33,7 +33,7 @@ func filler() *filltest.Filler {
 			reflect.TypeFor[json.RawMessage](): func(n int) any { return json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)) },
 		},
 		Fields: func(name string, n int) (string, bool) {
-			if name == "From" || name == "To" || name == "Target" || strings.HasSuffix(name, "Version") {
+			if name == "From" || name == "To" || name == "Target" || name == "AutoUpgradeTarget" || strings.HasSuffix(name, "Version") {
 				return fmt.Sprintf("1.%d.%d", n, n), true
 			}
 			return "", false

@@ -44,6 +44,8 @@ type optionsV1 struct {
 	// Added with health gates (nanoseconds); absent means none.
 	HealthTimeout time.Duration `json:"healthTimeout,omitempty"`
 	GateTimeout   time.Duration `json:"gateTimeout,omitempty"`
+	// EndOfSupport was added with automatic upgrades; absent means false.
+	EndOfSupport bool `json:"endOfSupport,omitempty"`
 }
 
 type stepV1 struct {
@@ -271,12 +273,12 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 
 func optionsToV1(o phases.Options) optionsV1 {
 	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
-		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout}
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport}
 }
 
 func optionsFromV1(o optionsV1) phases.Options {
 	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
-		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout}
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport}
 }
 
 func stepToV1(s phases.Step) stepV1 {

@@ -14,7 +14,8 @@ import (
 //
 // It knows the commands that requests propose and that touch one cluster
 // record: PutClusterCmd, DeleteClusterCmd, PoolCommandCmd, RetryNodeCmd,
-// NodeStepResultCmd, AgentRegisterCmd. Other commands are not checked
+// NodeStepResultCmd, AgentRegisterCmd, and PutChannelCmd (on a copy of
+// the channels). Other commands are not checked
 // (nil).
 func (f *Machine) Precheck(cmd any) error {
 	switch c := cmd.(type) {
@@ -30,6 +31,11 @@ func (f *Machine) Precheck(cmd any) error {
 		return f.precheck(c.Cluster, true, func(s *state) error { _, err := s.nodeStepResult(c); return err })
 	case AgentRegisterCmd:
 		return f.precheck(c.Cluster, true, func(s *state) error { _, err := s.agentRegister(c); return err })
+	case PutChannelCmd:
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		_, err := (&state{Releases: f.st.Releases, Channels: maps.Clone(f.st.Channels)}).putChannel(c)
+		return err
 	}
 	return nil
 }

@@ -413,6 +413,7 @@ func copyCluster(r *ClusterRecord) ClusterRecord {
 	out.Upgrade = copyUpgrade(r.Upgrade)
 	out.History = slices.Clone(r.History)
 	out.Policy = copyPolicy(r.Policy)
+	out.Auto = copyAuto(r.Auto)
 	out.Preflights = nil
 	if r.Agents != nil {
 		out.Agents = make(map[string]*AgentRecord, len(r.Agents))

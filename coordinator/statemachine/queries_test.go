@@ -223,6 +223,6 @@ func TestQueries(t *testing.T) {
 			got = append(got, a.Cluster+" "+a.Upgrade.ID)
 			require.Equal(t, a.Upgrade.To.String(), a.Release.Version)
 		}
-		require.Equal(t, []string{"edge edge-1.34.4-2", "lab lab-1.34.5-2"}, got)
+		require.Equal(t, []string{"auto auto-1.34.5-2", "edge edge-1.34.4-2", "lab lab-1.34.5-2"}, got)
 	})
 }

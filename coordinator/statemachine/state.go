@@ -5,6 +5,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -34,6 +35,8 @@ type state struct {
 	// inside an AuditedCmd (audit.go).
 	index     uint64
 	enveloped bool
+	// Channels are the catalog's release channels by name (auto.go).
+	Channels map[string]*ChannelRecord
 }
 
 func newState() *state {
@@ -70,6 +73,10 @@ type ClusterRecord struct {
 	// AgentCerts lists, per node, the serial numbers (hex) of the agent
 	// certificates that are valid, oldest first (trust.go).
 	AgentCerts map[string][]string
+	// Auto is the cluster's auto-upgrade record: the scheduler's last
+	// attempt with its reason and outcome, the failures in a row and the
+	// backoff they set (auto.go).
+	Auto schedule.State
 }
 
 // AgentRecord is the replicated part of an agent's liveness: only changes

@@ -36,6 +36,7 @@ import (
 	_ "github.com/moltproject/molt/api/convert"
 	_ "github.com/moltproject/molt/coordinator/statemachine"
 	_ "github.com/moltproject/molt/maintenance"
+	_ "github.com/moltproject/molt/maintenance/schedule"
 	_ "github.com/moltproject/molt/phases"
 	_ "github.com/moltproject/molt/preflight"
 	_ "github.com/moltproject/molt/raftstore/command"
@@ -50,6 +51,7 @@ const Module = "github.com/moltproject/molt"
 var Pure = []string{
 	Module + "/phases",
 	Module + "/maintenance",
+	Module + "/maintenance/schedule",
 	Module + "/preflight",
 	Module + "/coordinator/statemachine",
 	Module + "/raftstore/command",

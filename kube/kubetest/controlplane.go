@@ -162,6 +162,10 @@ func start(b binaries, dir string) (cp *ControlPlane, err error) {
 		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
+		// A beta API 1.34 serves as deprecated (removed in 1.37), off by
+		// default: tests request it to see apiserver_requested_deprecated_apis
+		// (kube's DeprecatedAPIs, preflight's deprecated-apis).
+		"--runtime-config=networking.k8s.io/v1beta1=true",
 		"--profiling=false",
 	)
 	if err != nil {

@@ -195,6 +195,7 @@ func (healthy) ControlPlane(context.Context) (preflight.ControlPlaneHealth, erro
 	return preflight.ParseReadyz(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed"), nil
 }
 func (healthy) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) { return nil, nil }
+func (healthy) DeprecatedAPIs(context.Context) ([]preflight.DeprecatedAPI, error)   { return nil, nil }
 func (healthy) ProtectedPods(context.Context, []string, time.Time) ([]preflight.ProtectedPod, error) {
 	return nil, nil
 }

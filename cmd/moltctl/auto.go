@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moltproject/molt/api"
+)
+
+// Automatic upgrades: the catalog's release channels and "why is this
+// cluster (not) upgrading?" (SPEC §14).
+
+func (c *cli) whyCmd() *cobra.Command {
+	return &cobra.Command{Use: "why NAME", Short: "Say why a cluster is (not) upgrading automatically", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		var st api.UpgradeStatus
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+url.PathEscape(args[0])+"/upgrade-status", nil, &st); err != nil {
+			return err
+		}
+		return c.print(st, func() { printWhy(c.out, st) })
+	}}
+}
+
+// printWhy says a cluster's upgrade status in words.
+func printWhy(w io.Writer, st api.UpgradeStatus) {
+	channel := st.Channel
+	if channel == "" {
+		channel = "none"
+	}
+	fmt.Fprintf(w, "cluster %s runs %s on channel %s", st.Cluster, st.Current, channel)
+	if st.Target != "" {
+		fmt.Fprintf(w, " (auto-upgrade target %s)", st.Target)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s: %s\n", strings.ToUpper(st.State), whyHeadline(st))
+	for _, b := range st.BlockedBy {
+		line := fmt.Sprintf("  held by %s %s", b.Kind, b.Name)
+		if b.Detail != "" {
+			line += ": " + b.Detail
+		}
+		if !b.Until.IsZero() {
+			line += ", until " + b.Until.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if !st.NextOpportunity.IsZero() {
+		fmt.Fprintf(w, "next opportunity: %s\n", st.NextOpportunity.UTC().Format(time.RFC3339))
+	}
+	if !st.NextAttempt.IsZero() {
+		fmt.Fprintf(w, "next attempt (after backoff): %s\n", st.NextAttempt.UTC().Format(time.RFC3339))
+	}
+	if a := st.LastAttempt; a != nil {
+		outcome := a.Outcome
+		if outcome == "" {
+			outcome = "in progress"
+		}
+		fmt.Fprintf(w, "last automatic upgrade %s (%s → %s, started %s): %s\n", a.Upgrade, a.From, a.To, a.StartedAt.UTC().Format(time.RFC3339), outcome)
+		if a.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", a.Detail)
+		}
+		fmt.Fprintf(w, "  why: %s\n", a.Reason)
+	}
+}
+
+// whyHeadline is the status's state in a sentence.
+func whyHeadline(st api.UpgradeStatus) string {
+	switch st.State {
+	case api.AutoUpToDate:
+		return "nothing to do. " + st.Message
+	case api.AutoManualOnly:
+		return "upgrades are manual only (subscribe it to rapid, regular or stable to have it upgraded automatically)"
+	case api.AutoWaitingForWindow:
+		return fmt.Sprintf("%s → %s waits for its maintenance window", st.Current, st.Next)
+	case api.AutoBlockedExclusion:
+		return fmt.Sprintf("%s → %s is blocked by a maintenance exclusion", st.Current, st.Next)
+	case api.AutoPreflightFailed:
+		return fmt.Sprintf("the last automatic upgrade to %s failed its preflight; it is tried again after the backoff", st.Next)
+	case api.AutoBackoff:
+		return fmt.Sprintf("the last automatic upgrade did not finish; %s → %s is tried again after the backoff", st.Current, st.Next)
+	case api.AutoRunning, api.AutoPausedAtWindowEnd:
+		return st.Message
+	case api.AutoBlockedByRule:
+		return fmt.Sprintf("%s → %s waits for a rule (version skew, catch-up pace or concurrency)", st.Current, st.Next)
+	case api.AutoStarting:
+		return fmt.Sprintf("%s → %s may start now; the coordinator's leader starts it on its next pass", st.Current, st.Next)
+	}
+	return st.Message
+}
+
+func (c *cli) channelCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "channel", Short: "Release channels: default version and auto-upgrade target"}
+	cmd.AddCommand(&cobra.Command{Use: "list", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		var chs []api.Channel
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/channels", nil, &chs); err != nil {
+			return err
+		}
+		return c.print(chs, func() {
+			fmt.Fprintf(c.out, "%-10s %-10s %s\n", "CHANNEL", "DEFAULT", "AUTO-UPGRADE TARGET")
+			for _, ch := range chs {
+				fmt.Fprintf(c.out, "%-10s %-10s %s\n", ch.Name, dash(ch.DefaultVersion), dash(ch.AutoUpgradeTarget))
+			}
+		})
+	}})
+	set := &cobra.Command{Use: "set NAME", Short: "Set a channel's default version and auto-upgrade target (admin)", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		var u api.ChannelUpdate
+		u.DefaultVersion, _ = cmd.Flags().GetString("default")
+		u.AutoUpgradeTarget, _ = cmd.Flags().GetString("target")
+		var ch api.Channel
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/channels/"+url.PathEscape(args[0]), u, &ch); err != nil {
+			return err
+		}
+		return c.print(ch, func() {
+			fmt.Fprintf(c.out, "channel %s: default %s, auto-upgrade target %s\n", ch.Name, dash(ch.DefaultVersion), dash(ch.AutoUpgradeTarget))
+		})
+	}}
+	set.Flags().String("default", "", "default version (empty: unset)")
+	set.Flags().String("target", "", "auto-upgrade target (empty: nothing is upgraded automatically)")
+	cmd.AddCommand(set)
+	return cmd
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/api"
+)
+
+func TestPrintWhy(t *testing.T) {
+	at := time.Date(2027, 3, 6, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	printWhy(&out, api.UpgradeStatus{Cluster: "shop", Channel: "regular", Current: "1.34.3", Target: "1.34.4", Next: "1.34.4",
+		State: api.AutoBlockedExclusion, NextOpportunity: at.Add(7 * 24 * time.Hour),
+		BlockedBy: []api.UpgradeBlock{
+			{Kind: api.BlockExclusion, Name: "spring-sale", Until: at.Add(3 * 24 * time.Hour), Detail: "maintenance exclusion (no_upgrades)"},
+			{Kind: api.BlockWindow, Name: "window", Until: at.Add(7 * 24 * time.Hour), Detail: "outside the maintenance window"},
+		},
+		LastAttempt: &api.AutoAttempt{Upgrade: "shop-1.34.3-2", From: "1.34.2", To: "1.34.3", StartedAt: at.Add(-7 * 24 * time.Hour), Outcome: "done",
+			Reason: "automatic patch upgrade 1.34.2 → 1.34.3: channel regular targets 1.34.3"}})
+	require.Equal(t, `cluster shop runs 1.34.3 on channel regular (auto-upgrade target 1.34.4)
+BLOCKED-BY-EXCLUSION: 1.34.3 → 1.34.4 is blocked by a maintenance exclusion
+  held by exclusion spring-sale: maintenance exclusion (no_upgrades), until 2027-03-09T00:00:00Z
+  held by window window: outside the maintenance window, until 2027-03-13T00:00:00Z
+next opportunity: 2027-03-13T00:00:00Z
+last automatic upgrade shop-1.34.3-2 (1.34.2 → 1.34.3, started 2027-02-27T00:00:00Z): done
+  why: automatic patch upgrade 1.34.2 → 1.34.3: channel regular targets 1.34.3
+`, out.String())
+
+	out.Reset()
+	printWhy(&out, api.UpgradeStatus{Cluster: "lab", Current: "1.34.3", State: api.AutoManualOnly})
+	require.Contains(t, out.String(), "cluster lab runs 1.34.3 on channel none\nMANUAL-ONLY: upgrades are manual only")
+}

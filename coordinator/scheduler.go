@@ -1,0 +1,237 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
+	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance/schedule"
+	"github.com/moltproject/molt/phases"
+)
+
+// The scheduler of automatic upgrades (SPEC §14). The decision is the pure
+// package maintenance/schedule's; the leader runs it from its loop (tick)
+// on every change of what it decides on — the catalog and its channels, a
+// policy, a cluster, an upgrade's state, an auto-upgrade record — when a
+// decision falls due by itself (a window opens, an exclusion or a backoff
+// ends, the catch-up pace or an end of support is reached), and at least
+// every Config.SchedulerInterval. Each decision is committed as a command
+// the state machine checks again on the state it lands on
+// (statemachine/auto.go): a start (CmdAutoStart, with the preflight run it
+// begins, as a manual start does) or the record of how the last attempt
+// ended (CmdAutoRecord). A new leader therefore never repeats a start its
+// predecessor committed, and a decision made on a state that moved on is
+// refused, not applied.
+//
+// Pausing at a window's end and resuming in the next window is not the
+// scheduler's: an automatic upgrade's steps run behind schedule.Gate, which
+// phases.Decide consults before it starts any step or node; the scheduler
+// only wakes the leader when the window opens (Decision.Wake).
+
+// schedState is the leader's memory between passes: what the last pass
+// decided on and when the next one is due regardless. Only the leader
+// loop touches it; a new term starts with a pass.
+type schedState struct {
+	passed bool
+	key    uint64
+	last   time.Time
+	wake   time.Time
+}
+
+// due is when the next pass is due without any change.
+func (s *schedState) due(interval time.Duration) time.Time {
+	next := s.last.Add(interval)
+	if !s.wake.IsZero() && s.wake.Before(next) {
+		next = s.wake
+	}
+	return next
+}
+
+// scheduleAuto runs a scheduler pass when one is due and commits its
+// decisions. It reports whether any was applied (the loop decides again at
+// once) and when the next pass is due without a change.
+func (c *Coordinator) scheduleAuto(ctx context.Context, now time.Time) (applied bool, next time.Time) {
+	st := &c.sched
+	fleet := c.sm.SchedulerFleet(c.cfg.AutoUpgradeLimits)
+	key := fleetKey(fleet)
+	if st.passed && key == st.key && now.Before(st.due(c.cfg.SchedulerInterval)) {
+		return false, st.due(c.cfg.SchedulerInterval)
+	}
+	p := schedule.Evaluate(fleet, now)
+	st.passed, st.key, st.last, st.wake = true, key, now, p.Wake
+	seq := make(map[string]int, len(fleet.Clusters))
+	for _, cl := range fleet.Clusters {
+		seq[cl.Name] = cl.Seq
+	}
+	for _, d := range p.Decisions {
+		switch d.Action {
+		case schedule.ActRecord:
+			applied = c.autoRecord(ctx, now, d) || applied
+		case schedule.ActStart:
+			applied = c.autoStart(ctx, now, d, seq[d.Cluster]) || applied
+		}
+	}
+	return applied, st.due(c.cfg.SchedulerInterval)
+}
+
+func (c *Coordinator) autoRecord(ctx context.Context, now time.Time, d schedule.Decision) bool {
+	_, err := c.apply(ctx, statemachine.CmdAutoRecord, statemachine.AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: now})
+	if err != nil {
+		c.logDecision(d, err)
+		return false
+	}
+	log := c.log.With("cluster", d.Cluster, "upgrade", d.Record.Upgrade, "outcome", d.Record.Outcome)
+	if d.Record.Outcome != schedule.OutcomeDone {
+		log.Warn("automatic upgrade did not finish; backing off", "detail", d.Record.Detail, "failures", d.State.Failures, "next_attempt", d.State.NextAttempt)
+	} else {
+		log.Info("automatic upgrade finished")
+	}
+	return true
+}
+
+// autoStart proposes a start decision with the preflight run it begins:
+// the upgrade starts in state preflight and runs only if the run passes
+// (SPEC §4), exactly as a manual start does.
+func (c *Coordinator) autoStart(ctx context.Context, now time.Time, d schedule.Decision, seq int) bool {
+	run, err := c.newPreflightRun(d.Cluster, d.To)
+	if err != nil {
+		c.logDecision(d, err)
+		return false
+	}
+	cmd := statemachine.AutoStartCmd{Cluster: d.Cluster, To: d.To, Kind: d.Kind, EndOfSupport: d.EndOfSupport, Reason: d.Reason,
+		Seq: seq, Limits: c.cfg.AutoUpgradeLimits, Options: c.upgradeOptions(api.UpgradeRequest{Automatic: true}), Preflight: &run, Now: now}
+	v, err := c.apply(ctx, statemachine.CmdAutoStart, cmd)
+	if err != nil {
+		c.logDecision(d, err)
+		return false
+	}
+	if fn := c.autoStarted.Load(); fn != nil {
+		(*fn)(cmd)
+	}
+	c.log.Info("automatic upgrade started", "cluster", d.Cluster, "upgrade", v, "to", d.To.String(), "kind", string(d.Kind),
+		"end_of_support", d.EndOfSupport, "reason", d.Reason)
+	return true
+}
+
+func (c *Coordinator) logDecision(d schedule.Decision, err error) {
+	if isStale(err) {
+		c.log.Debug("scheduler decision refused as stale", "cluster", d.Cluster, "action", string(d.Action), "err", err)
+		return
+	}
+	c.log.Warn("commit scheduler decision", "cluster", d.Cluster, "action", string(d.Action), "err", err)
+}
+
+// fleetKey digests everything a pass decides on, so that a leader tick
+// (which runs on every commit) passes again only when something the
+// scheduler reads changed.
+func fleetKey(f *schedule.Fleet) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	num := func(n int64) {
+		binary.LittleEndian.PutUint64(buf[:], uint64(n))
+		_, _ = h.Write(buf[:])
+	}
+	str := func(s string) {
+		num(int64(len(s)))
+		_, _ = h.Write([]byte(s))
+	}
+	ver := func(v phases.Version) { num(int64(v.Major)<<40 | int64(v.Minor)<<20 | int64(v.Patch)) }
+	at := func(t time.Time) { num(t.UnixNano()) }
+	for _, v := range f.Catalog.Versions {
+		ver(v)
+	}
+	for _, name := range schedule.Channels {
+		ch := f.Catalog.Channels[name]
+		str(name)
+		ver(ch.Default)
+		ver(ch.Target)
+	}
+	for minor, eos := range f.Catalog.EndOfSupport {
+		// Map order varies: combine order-free.
+		num(int64(minor) ^ eos.UnixNano())
+	}
+	for i := range f.Clusters {
+		cl := &f.Clusters[i]
+		str(cl.Name)
+		str(string(cl.Kind))
+		str(cl.Admin)
+		str(cl.Channel)
+		ver(cl.Current)
+		str(fmt.Sprintf("%p", cl.Policy)) // compiled once per stored policy
+		num(int64(cl.Seq))
+		if u := cl.Upgrade; u != nil {
+			str(u.ID)
+			str(string(u.State))
+			str(u.PauseReason)
+		}
+		a := cl.Auto
+		num(int64(a.Failures))
+		at(a.NextAttempt)
+		at(a.LastMinorAt)
+		if a.Last != nil {
+			str(a.Last.Upgrade)
+			str(a.Last.Outcome)
+		}
+	}
+	return h.Sum64()
+}
+
+// UpgradeStatus answers why a cluster is (not) upgrading, now, as the
+// scheduler decides on this member's replica (SPEC §14).
+func (c *Coordinator) UpgradeStatus(cluster string) (api.UpgradeStatus, error) {
+	st, err := c.sm.UpgradeStatus(cluster, c.cfg.Clock.Now(), c.cfg.AutoUpgradeLimits)
+	if err != nil {
+		return api.UpgradeStatus{}, err
+	}
+	return convert.UpgradeStatusToAPI(cluster, st), nil
+}
+
+// Channels lists the catalog's release channels.
+func (c *Coordinator) Channels() []api.Channel {
+	var out []api.Channel
+	for _, ch := range c.sm.Channels() {
+		out = append(out, api.Channel{Name: ch.Name, DefaultVersion: ch.DefaultVersion.String(),
+			AutoUpgradeTarget: ch.AutoUpgradeTarget.String(), UpdatedAt: ch.UpdatedAt})
+	}
+	return out
+}
+
+// Channel returns one release channel.
+func (c *Coordinator) Channel(name string) (api.Channel, error) {
+	for _, ch := range c.Channels() {
+		if ch.Name == name {
+			return ch, nil
+		}
+	}
+	return api.Channel{}, &RuleError{Rule: statemachine.RuleUnknownChannel, Detail: fmt.Sprintf("channel %q is not one of rapid, regular, stable", name), Err: ErrNotFound}
+}
+
+// PutChannel sets a release channel's default version and auto-upgrade
+// target; both must be in the catalog (empty unsets).
+func (c *Coordinator) PutChannel(ctx context.Context, name string, u api.ChannelUpdate) error {
+	cmd := statemachine.PutChannelCmd{Channel: name, Now: c.cfg.Clock.Now()}
+	for _, f := range []struct {
+		field string
+		text  string
+		v     *phases.Version
+	}{{"defaultVersion", u.DefaultVersion, &cmd.DefaultVersion}, {"autoUpgradeTarget", u.AutoUpgradeTarget, &cmd.AutoUpgradeTarget}} {
+		if f.text == "" {
+			continue
+		}
+		v, err := phases.ParseVersion(f.text)
+		if err != nil {
+			return &RuleError{Rule: phases.RuleInvalid, Detail: f.field + ": " + err.Error(), Err: ErrInvalid}
+		}
+		*f.v = v
+	}
+	if err := c.sm.Precheck(cmd); err != nil {
+		return err
+	}
+	_, err := c.apply(ctx, statemachine.CmdPutChannel, cmd)
+	return err
+}

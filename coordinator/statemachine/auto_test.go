@@ -1,0 +1,71 @@
+package statemachine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/maintenance"
+	"github.com/moltproject/molt/maintenance/schedule"
+	"github.com/moltproject/molt/phases"
+)
+
+// TestAutoStartRechecksThePolicy: a start decided while the window was
+// open lands on a state where it is closed (the leader's clock moved, the
+// policy changed): refused as stale; an end of support lets it through.
+func TestAutoStartRechecksThePolicy(t *testing.T) {
+	sat := time.Date(2027, 3, 6, 10, 0, 0, 0, time.UTC)
+	mon := sat.Add(2 * 24 * time.Hour)
+	s := &yearSim{t: t, m: New(), now: sat.Add(-30 * 24 * time.Hour), clusters: map[string]*yearCluster{}}
+	v := phases.MustParseVersion
+	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.33.4", mon.Add(-time.Hour)), Now: s.now})
+	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.34.2", time.Time{}), Now: s.now})
+	s.must(CmdPutChannel, PutChannelCmd{Channel: "regular", AutoUpgradeTarget: v("1.34.2"), Now: s.now})
+	s.register(&yearCluster{name: "shop", kind: phases.KindStandalone, channel: "regular", version: "1.33.4", workers: 1,
+		win: &winSpec{weekday: time.Saturday, hours: 24}})
+
+	start := func(at time.Time, eos bool) error {
+		_, err := s.apply(CmdAutoStart, AutoStartCmd{Cluster: "shop", To: v("1.34.2"), Kind: maintenance.KindMinor, EndOfSupport: eos, Reason: "r",
+			Preflight: &PreflightRun{ID: "shop-1", Cluster: "shop", Target: v("1.34.2"), CreatedAt: at, Deadline: at.Add(time.Minute)}, Now: at})
+		return err
+	}
+	require.ErrorIs(t, start(mon, false), phases.ErrStale, "outside the window")
+	require.ErrorIs(t, start(sat, true), phases.ErrStale, "the end of support is not reached on Saturday")
+
+	st, err := s.m.UpgradeStatus("shop", mon, schedule.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, schedule.StateStarting, st.State, "past its end of support, due at once: %s", st.Message)
+
+	require.NoError(t, start(mon, true), "forced through the closed window")
+	r, err := s.m.Cluster("shop")
+	require.NoError(t, err)
+	require.True(t, r.Upgrade.Options.EndOfSupport)
+	require.True(t, r.Auto.Last.EndOfSupport)
+
+	st, err = s.m.UpgradeStatus("shop", mon, schedule.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, schedule.StateRunning, st.State)
+	require.Equal(t, v("1.34.2"), st.Next)
+	require.Equal(t, "r", st.LastAttempt.Reason)
+	_, err = s.m.UpgradeStatus("nope", mon, schedule.Limits{})
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// TestChannels: every known channel is listed; a default falls back to
+// the newest release that lists the channel.
+func TestChannels(t *testing.T) {
+	f := machineAt(t, firstOf(t, CmdAutoStart))
+	chs := f.Channels()
+	require.Len(t, chs, 3)
+	require.Equal(t, "rapid", chs[0].Name)
+	require.True(t, chs[0].DefaultVersion.IsZero())
+	require.Equal(t, ChannelRecord{Name: "regular", DefaultVersion: phases.MustParseVersion("1.34.4"), AutoUpgradeTarget: phases.MustParseVersion("1.34.5"),
+		UpdatedAt: chs[1].UpdatedAt}, chs[1])
+	require.False(t, chs[1].UpdatedAt.IsZero())
+
+	f = machineAt(t, firstOf(t, CmdPutChannel))
+	chs = f.Channels()
+	require.Equal(t, "1.34.5", chs[1].DefaultVersion.String(), "the newest release listing regular")
+	require.True(t, chs[1].AutoUpgradeTarget.IsZero())
+}

@@ -1,0 +1,34 @@
+// Package schedule is the pure decision of automatic upgrades (SPEC §14):
+// given the fleet's replicated state and an instant, which clusters start
+// an automatic upgrade now, to which version and why, and — for every
+// cluster — why it is or is not upgrading.
+//
+// The coordinator's leader runs Evaluate on a timer and after every change
+// of the catalog, a channel, a policy or a cluster, and proposes each
+// decision as a Raft command; the state machine runs EvaluateCluster again
+// on the state the command lands on and refuses a decision that no longer
+// holds (a stale decision), so a new leader never starts an upgrade twice.
+// GET /v1/clusters/{name}/upgrade-status serves the Status of the same
+// evaluation.
+//
+// The rules, in the order they are applied to a cluster:
+//
+//   - a cluster on no release channel is manual only;
+//   - an upgrade in progress is reported (running, or paused at a window's
+//     end) and nothing else starts;
+//   - the outcome of the last automatic attempt is recorded first (backoff
+//     after a failure, exponential from BackoffBase, capped at BackoffMax);
+//   - the next step towards the channel's auto-upgrade target: the newest
+//     patch of the current minor first, then the next minor (never two at
+//     once), at most one minor per maintenance.CatchUpInterval while the
+//     cluster is more than one minor behind its channel;
+//   - the version rules and the admin/user skew of SPEC §3;
+//   - the maintenance window and the exclusions that cover the change
+//     (package maintenance), except for a minor past its end of support,
+//     which is forced through them;
+//   - at most Limits.PerFamily upgrades at once in a family (an admin
+//     cluster and the user clusters it manages), at most Limits.Fleet in
+//     the fleet; the admin cluster of a family is considered first.
+//
+// Everything here is pure: no I/O, no clock, no logging.
+package schedule
