@@ -53,7 +53,8 @@ func UpgradeFromAPI(u *api.Upgrade) (*phases.Upgrade, error) {
 }
 
 func optionsToAPI(o phases.Options) api.UpgradeOptions {
-	out := api.UpgradeOptions{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	out := api.UpgradeOptions{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		EndOfSupport: o.EndOfSupport}
 	if o.HealthTimeout != 0 {
 		out.HealthTimeout = DurationToAPI(o.HealthTimeout)
 	}
@@ -64,7 +65,8 @@ func optionsToAPI(o phases.Options) api.UpgradeOptions {
 }
 
 func optionsFromAPI(d *fromAPI, o api.UpgradeOptions) phases.Options {
-	out := phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout}
+	out := phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
+		EndOfSupport: o.EndOfSupport}
 	if o.HealthTimeout != "" {
 		out.HealthTimeout = d.duration("healthTimeout", o.HealthTimeout)
 	}

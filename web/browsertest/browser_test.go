@@ -161,8 +161,11 @@ func TestWebView(t *testing.T) {
 		require.Contains(t, op.text("#who"), "operator in the browser")
 		require.Equal(t, "0 0 true", eval[string](t, op.ctx, `localStorage.length + ' ' + sessionStorage.length + ' ' + (document.cookie === '')`),
 			"nothing in the page's storage; the session cookie is HttpOnly")
-		require.False(t, eval[bool](t, op.ctx, `[...document.querySelectorAll('th')].some(th => th.innerText.includes('Why'))`),
-			"no why column while the coordinator does not serve upgrade-status")
+		// The coordinator serves upgrade-status: each cluster's row says why
+		// it is (not) upgrading on its own (lab follows channel regular, which
+		// names no target).
+		op.wait("the why column", `[...document.querySelectorAll('th')].some(th => th.innerText.includes('Why'))`)
+		op.wait("lab's why", `(document.querySelector('[data-cluster="lab"]') || {innerText: ''}).innerText.includes('up-to-date')`)
 		op.shot("fleet")
 	})
 
