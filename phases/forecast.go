@@ -127,16 +127,25 @@ func Forecast(u *Upgrade, dur Durations, now time.Time) (end time.Time, ok bool)
 func forecastPool(u *Upgrade, p *PoolTrack, nodeDur time.Duration, begin, now time.Time) time.Time {
 	width := max(1, min(p.Concurrency, p.Count-p.MinAvailable))
 	slots := make([]time.Time, 0, width)
-	pending := 0
+	// starts holds, per pending node, the earliest it may start: an
+	// automatic upgrade leaves a node with pods protected from eviction
+	// alone until they are free (startInPlace), so its node starts no
+	// earlier than that, whatever the slots allow.
+	var starts []time.Time
 	end := begin
 	for _, n := range u.PoolNodes(p) {
 		switch n.State {
 		case StateRunning:
 			slots = append(slots, latest(n.StartedAt.Add(nodeDur), now))
 		case StatePending:
-			pending++
+			at := begin
+			if u.Options.Automatic && n.ProtectedUntil.After(at) {
+				at = n.ProtectedUntil
+			}
+			starts = append(starts, at)
 		}
 	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	// More nodes in flight than slots (settings changed): they all finish
 	// before anything new starts.
 	slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
@@ -149,9 +158,9 @@ func forecastPool(u *Upgrade, p *PoolTrack, nodeDur time.Duration, begin, now ti
 	for _, t := range slots {
 		end = latest(end, t)
 	}
-	for ; pending > 0; pending-- {
+	for _, at := range starts {
 		i := earliest(slots)
-		slots[i] = latest(slots[i], begin).Add(nodeDur)
+		slots[i] = latest(slots[i], at).Add(nodeDur)
 		end = latest(end, slots[i])
 	}
 	return end

@@ -72,3 +72,37 @@ func TestForecastPartway(t *testing.T) {
 	_, ok = Forecast(u, obs, now)
 	require.False(t, ok, "a failed node halts its pool: no finish to predict")
 }
+
+// An automatic upgrade leaves nodes with protected pods until they are
+// free: the forecast starts them no earlier. A manual upgrade does them
+// last but does not wait, so its forecast ignores the protection.
+func TestForecastWaitsForProtectedPodsInAutomaticUpgrades(t *testing.T) {
+	c := testCluster(0, 1, 0, 2) // cp (1 node), w0 (2 nodes, 1 at a time)
+	t0 := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	d := Durations{Node: map[Role]time.Duration{RoleControlPlane: 10 * time.Minute, RoleWorker: 4 * time.Minute}, Addons: time.Minute, Lifecycle: time.Minute, Health: time.Minute}
+	for _, automatic := range []bool{false, true} {
+		u := NewUpgrade("u", c, MustParseVersion("1.34.4"), Options{Automatic: automatic}, t0)
+		now := t0.Add(30 * time.Minute)
+		for i := range u.Steps {
+			s := &u.Steps[i]
+			switch s.ID {
+			case "pool/w0":
+				s.State, s.StartedAt = StateRunning, now
+			case "health":
+			default:
+				s.State, s.StartedAt, s.FinishedAt = StateDone, t0, now
+			}
+		}
+		u.Nodes[0].State = StateDone
+		u.Nodes[1].ProtectedUntil = now.Add(3 * 24 * time.Hour)
+		end, ok := Forecast(u, d, now)
+		require.True(t, ok)
+		if !automatic {
+			// w0-1 and w0-0 one after the other, then health.
+			require.Equal(t, now.Add(9*time.Minute), end)
+			continue
+		}
+		// w0-1 now → +4m; w0-0 when its pods are free, +4m; then health.
+		require.Equal(t, now.Add(3*24*time.Hour+5*time.Minute), end)
+	}
+}

@@ -69,6 +69,12 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 					}
 				case phases.StateFailed:
 					inflight = append(inflight, n.Node+":FAILED "+n.Error)
+				case phases.StatePending:
+					// An automatic upgrade leaves the node alone until its
+					// protected pods may be evicted (SPEC §8).
+					if u.Options.Automatic && n.ProtectedUntil.After(now) {
+						inflight = append(inflight, fmt.Sprintf("%s (waiting: protected pods until %s)", n.Node, n.ProtectedUntil.UTC().Format("2006-01-02 15:04 MST")))
+					}
 				}
 			}
 			line += fmt.Sprintf(" %s %d/%d", bar(d, len(nodes), 20), d, len(nodes))
@@ -116,7 +122,11 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 		if u.PauseReason != "" {
 			fmt.Fprintf(w, "ETA %s once it resumes\n", end.Sub(now).Round(time.Second))
 		} else {
-			fmt.Fprintf(w, "ETA %s (%s)\n", end.Sub(now).Round(time.Second), end.UTC().Format("15:04 MST"))
+			layout := "15:04 MST"
+			if end.Sub(now) >= 24*time.Hour {
+				layout = "2006-01-02 15:04 MST"
+			}
+			fmt.Fprintf(w, "ETA %s (%s)\n", end.Sub(now).Round(time.Second), end.UTC().Format(layout))
 		}
 	} else {
 		fmt.Fprintln(w, "no ETA: a failed node holds its pool (moltctl node retry CLUSTER NODE)")

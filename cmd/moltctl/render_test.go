@@ -92,6 +92,12 @@ func TestRenderUpgradeGolden(t *testing.T) {
 			u.Reason = "pool workers: " + p.FailReason + "; rolled back: workers"
 			return u
 		},
+		"protected-automatic": func() *phases.Upgrade {
+			u := midway()
+			u.Options.Automatic = true
+			u.Nodes[7].ProtectedUntil = now.Add(3 * 24 * time.Hour)
+			return u
+		},
 		"paused": func() *phases.Upgrade {
 			u := midway()
 			u.PauseReason, u.PausedAt = "MAINTENANCE_WINDOW", now
