@@ -267,6 +267,50 @@ type fakeOps struct {
 	// addonsHold makes ApplyAddons wait, as a rollout that does not
 	// finish, until its context ends (the step's deadline).
 	addonsHold bool
+	// gates hold calls by their recorded text (holdCall).
+	gates []*callGate
+}
+
+// callGate holds the calls whose recorded text starts with prefix until
+// released; hit is closed at the first such call.
+type callGate struct {
+	prefix   string
+	hit      chan struct{}
+	hitOnce  sync.Once
+	released chan struct{}
+}
+
+// holdCall makes every call whose recorded text starts with prefix
+// ("drain n1", "delete node ") wait until release is called or the
+// caller's context ends (a member killed); hit is closed when the first
+// one arrives.
+func (f *fakeOps) holdCall(prefix string) (hit <-chan struct{}, release func()) {
+	g := &callGate{prefix: prefix, hit: make(chan struct{}), released: make(chan struct{})}
+	f.mu.Lock()
+	f.gates = append(f.gates, g)
+	f.mu.Unlock()
+	var once sync.Once
+	return g.hit, func() { once.Do(func() { close(g.released) }) }
+}
+
+// gate records call, then waits at every gate that holds it.
+func (f *fakeOps) gate(ctx context.Context, call string) error {
+	f.record(call)
+	f.mu.Lock()
+	gates := append([]*callGate(nil), f.gates...)
+	f.mu.Unlock()
+	for _, g := range gates {
+		if !strings.HasPrefix(call, g.prefix) {
+			continue
+		}
+		g.hitOnce.Do(func() { close(g.hit) })
+		select {
+		case <-g.released:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // holdAddons makes ApplyAddons wait for its deadline (hold) or return at
@@ -326,25 +370,20 @@ func (f *fakeOps) called(s string) bool {
 	}
 	return false
 }
-func (f *fakeOps) Drain(_ context.Context, node string, _ bool) ([]phases.LeftPod, error) {
-	f.record("drain " + node)
-	return nil, nil
+func (f *fakeOps) Drain(ctx context.Context, node string, _ bool) ([]phases.LeftPod, error) {
+	return nil, f.gate(ctx, "drain "+node)
 }
-func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
-	f.record("ready " + node + " " + v)
-	return nil
+func (f *fakeOps) WaitReady(ctx context.Context, node, v string) error {
+	return f.gate(ctx, "ready "+node+" "+v)
 }
-func (f *fakeOps) Uncordon(_ context.Context, node string) error {
-	f.record("uncordon " + node)
-	return nil
+func (f *fakeOps) Uncordon(ctx context.Context, node string) error {
+	return f.gate(ctx, "uncordon "+node)
 }
-func (f *fakeOps) DeletePods(_ context.Context, node string) ([]phases.LeftPod, error) {
-	f.record("delete pods " + node)
-	return nil, nil
+func (f *fakeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error) {
+	return nil, f.gate(ctx, "delete pods "+node)
 }
-func (f *fakeOps) DeleteNode(_ context.Context, node string) error {
-	f.record("delete node " + node)
-	return nil
+func (f *fakeOps) DeleteNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "delete node "+node)
 }
 func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {
 	f.mu.Lock()

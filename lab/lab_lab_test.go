@@ -159,6 +159,8 @@ func requireNothingLeft(t *testing.T, l *Lab) {
 	links, err := exec.Command("ip", "-o", "link").Output()
 	require.NoError(t, err)
 	require.NotContains(t, string(links), "vh-")
+	require.NotContains(t, string(links), "vi-", "an instance's veth")
+	require.Empty(t, hostsWithPrefix(l.Config().Prefix), "a host of the lab, instances included")
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 	require.NotContains(t, string(mounts), l.Config().Prefix)

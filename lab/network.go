@@ -169,6 +169,19 @@ func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Con
 	return r.c, r.err
 }
 
+// namespacesWithPrefix lists the network namespaces whose name starts
+// with prefix.
+func namespacesWithPrefix(prefix string) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 func nsPath(name string) string { return filepath.Join("/run/netns", name) }
 
 func nsExists(name string) bool { return exists(nsPath(name)) }
