@@ -73,7 +73,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	env, err = Up(ctx, Config{
 		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180,
 		Releases: []string{fromVersion, minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
-		Out: tlog{t},
+		Out: tlog{t}, MIG: DefaultMIGPool(), ConcurrentWorkerPools: 2,
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -90,16 +90,28 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("minor upgrade with a leader and an agent killed", func(t *testing.T) { testMinorWithFaults(t, ctx, env) })
+	t.Run("minor upgrade with a leader and an agent killed", func(t *testing.T) {
+		mig := watchMIG(t, ctx, env)
+		u := testMinorWithFaults(t, ctx, env)
+		mig.requireSurge(t, ctx, u, minorVersion)
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("patch with the MIG pool blue/green, rolled back while draining", func(t *testing.T) { testBlueGreenRollback(t, ctx, env) })
 	if t.Failed() {
 		return
 	}
 	// The patch goes through the demo's own path (preflight, start, watch,
 	// summary), so `make demo` is exercised here too.
 	t.Run("patch upgrade", func(t *testing.T) {
+		blue, err := env.PoolNodes(ctx, env.MIG().Name)
+		require.NoError(t, err)
+		bg := driveBlueGreen(ctx, env, phases.PoolComplete)
 		probes := env.StartProbes(ctx)
 		u, took, err := env.RunUpgrade(ctx, patchVersion)
 		require.NoError(t, err)
+		requireBlueGreenCompleted(t, ctx, env, bg, blue, u, patchVersion)
 		t.Logf("MEASURED upgrade to %s: %s\n%s", patchVersion, took.Round(time.Second), Summary(u))
 		requireProbed(t, patchVersion, probes.Stop())
 		requireOrder(t, u)
@@ -188,7 +200,7 @@ func snapshot(t *testing.T, ctx context.Context, env *Env) clusterSnapshot {
 // its data directory); while a worker's agent runs an operation, the agent
 // is killed with `systemctl kill -s KILL`. The upgrade completes, in SPEC
 // §4's order, and every operation took effect once.
-func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
+func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Upgrade {
 	var (
 		mu          sync.Mutex
 		killedAt    time.Time
@@ -266,6 +278,7 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
 		require.NotEqual(t, was, ctrdAfter[host], "containerd on %s", host)
 	}
 	t.Logf("MEASURED containerd before → after the minor: %v → %v", ctrdBefore, ctrdAfter)
+	return u
 }
 
 // firstAfter is the earliest step or node-step start after t.
@@ -346,7 +359,9 @@ func requireOrder(t *testing.T, u *phases.Upgrade) {
 	}
 	for _, n := range u.Nodes {
 		require.Equal(t, phases.StateDone, n.State, n.Node)
-		require.Equal(t, u.To, n.Version, n.Node)
+		if migNodeUpgraded(u, &n) {
+			require.Equal(t, u.To, n.Version, n.Node)
+		}
 	}
 }
 
@@ -359,7 +374,9 @@ func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upg
 	t.Helper()
 	nodes, err := env.Lab.Nodes(ctx)
 	require.NoError(t, err)
-	require.Len(t, nodes, len(env.Lab.Config().Topology.Hosts))
+	count, err := env.NodeCount(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, count, "a Node for every host and instance the cluster's pools list")
 	for _, n := range nodes {
 		require.True(t, n.Ready, n.Name)
 		require.False(t, n.Unschedulable, n.Name)

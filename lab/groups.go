@@ -75,6 +75,11 @@ type GroupsConfig struct {
 	// Parallel bounds the hosts booting at once (default: the lab's
 	// Parallel).
 	Parallel int
+	// Listen is where ServeGroups listens in the lab's namespace: a
+	// loopback address (default 127.0.0.1:0, a free port). Serving again
+	// after a restart on the address a cluster's cloud spec names keeps
+	// that spec working.
+	Listen string
 }
 
 // machine is what the machines need to know of an instance's host.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/moltproject/molt/cloud/labcloud"
@@ -32,11 +33,18 @@ func (l *Lab) ServeGroups(cfg GroupsConfig) (*GroupService, error) {
 	if !nsExists(l.net.LabNS()) {
 		return nil, fmt.Errorf("%w: namespace %s does not exist: bring the lab up first", ErrNetwork, l.net.LabNS())
 	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if ap, err := netip.ParseAddrPort(listen); err != nil || !ap.Addr().IsLoopback() {
+		return nil, fmt.Errorf("%w: instance groups listen on a loopback address of the lab namespace (127.0.0.1:PORT), not %q", ErrNetwork, listen)
+	}
 	g, err := l.Groups(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := ListenInNamespace(nsPath(l.net.LabNS()), "tcp", "127.0.0.1:0")
+	ln, err := ListenInNamespace(nsPath(l.net.LabNS()), "tcp", listen)
 	if err != nil {
 		g.Close()
 		return nil, err

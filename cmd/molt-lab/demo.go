@@ -23,9 +23,14 @@ func demo(ctx context.Context, cfg lab.Config, args []string) error {
 	fs.DurationVar(&d.DrainTimeout, "drain-timeout", 2*time.Minute, "best-effort drain deadline per node (at most 20m)")
 	fs.BoolVar(&d.Keep, "keep", false, "leave the lab and the coordinator running at the end")
 	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
+	mig := fs.Bool("mig", true, "add a MIG-backed worker pool of lab instance groups (2 zones × 1 instance, surge), upgraded beside the bare-metal pools")
 	_ = fs.Parse(args)
 	if *small {
 		d.Lab.Topology = lab.SmallTopology()
+	}
+	if *mig {
+		d.MIG = e2e.DefaultMIGPool()
+		d.ConcurrentWorkerPools = 2
 	}
 	d.Out = os.Stdout
 	d.Log = cfg.Log
