@@ -205,3 +205,183 @@ func templateOf(t *testing.T, mem *memory.Cloud, release string) string {
 	t.Fatalf("no template of %s was made", release)
 	return ""
 }
+
+// cloudHolds holds callers of the memory cloud right after a change it
+// carried out, until released or until their context ends (their leader
+// killed): the moment after a cloud call and before its outcome is
+// committed.
+type cloudHolds struct {
+	mu    sync.Mutex
+	holds []*cloudHold
+}
+
+type cloudHold struct {
+	method, args string
+	hit          chan struct{}
+	hitOnce      sync.Once
+	released     chan struct{}
+}
+
+func newCloudHolds(mem *memory.Cloud) *cloudHolds {
+	h := &cloudHolds{}
+	mem.AfterCall(h.after)
+	return h
+}
+
+// hold holds every successful call of method with these arguments.
+func (h *cloudHolds) hold(method, args string) (hit <-chan struct{}, release func()) {
+	c := &cloudHold{method: method, args: args, hit: make(chan struct{}), released: make(chan struct{})}
+	h.mu.Lock()
+	h.holds = append(h.holds, c)
+	h.mu.Unlock()
+	return c.hit, sync.OnceFunc(func() { close(c.released) })
+}
+
+func (h *cloudHolds) after(ctx context.Context, call memory.Call) {
+	h.mu.Lock()
+	holds := append([]*cloudHold(nil), h.holds...)
+	h.mu.Unlock()
+	for _, c := range holds {
+		if call.Method != c.method || call.Args != c.args || call.Err != nil {
+			continue
+		}
+		c.hitOnce.Do(func() { close(c.hit) })
+		select {
+		case <-c.released:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// TestMIGSurgeLeaderKilledInEveryStep kills the Raft leader in each step
+// of both surge paths, each time after the step's cloud or cluster call
+// was made and before its outcome was committed: the surge path (create
+// the replacement, wait for it, cordon, drain, delete the old instance)
+// and the unavailable path (recreate in place, wait Ready, uncordon). The
+// new leaders repeat the steps under the same request IDs: every
+// instance is created, deleted or recreated once, and the upgrade ends
+// done with every node replaced or recreated.
+func TestMIGSurgeLeaderKilledInEveryStep(t *testing.T) {
+	mem := newMIGCloud(t,
+		cloud.Group{GroupRef: cloud.GroupRef{Zone: "zone-a", Name: "s-a"}, TargetSize: 1},
+		cloud.Group{GroupRef: cloud.GroupRef{Zone: "zone-b", Name: "s-b"}, TargetSize: 1},
+		cloud.Group{GroupRef: cloud.GroupRef{Zone: "zone-a", Name: "u-a"}, TargetSize: 1})
+	holds := newCloudHolds(mem)
+	ops := newFakeOps()
+	tc := newTestCluster(t, 3, ops, withCloud(mem))
+	cl := tc.anyClient(0)
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	zero, one := 0, 1
+	put(t, cl, "/v1/clusters/cloudy", migSpec(
+		api.Pool{Name: "s", Role: api.RoleWorker, Backing: api.BackingMIG, Settings: api.UpgradeSettings{MaxSurge: &one},
+			Groups: []api.InstanceGroup{{Zone: "zone-a", Name: "s-a"}, {Zone: "zone-b", Name: "s-b"}}},
+		api.Pool{Name: "u", Role: api.RoleWorker, Backing: api.BackingMIG, Settings: api.UpgradeSettings{MaxSurge: &zero, MaxUnavailable: &one},
+			Groups: []api.InstanceGroup{{Zone: "zone-a", Name: "u-a"}}},
+	))
+	reg := getCluster(t, cl, "cloudy").Spec
+	first := func(g string) string {
+		ins, err := mem.ListInstances(context.Background(), cloud.GroupRef{Zone: map[string]string{"s-a": "zone-a", "s-b": "zone-b", "u-a": "zone-a"}[g], Name: g})
+		require.NoError(t, err)
+		return ins[0].Name
+	}
+	old, oldB, inPlace := first("s-a"), first("s-b"), first("u-a")
+	id := phases.UpgradeID("cloudy", phases.MustParseVersion("1.34.4"), 1)
+	repl := phases.ReplacementName("s-a", id, old)
+
+	created, releaseCreated := holds.hold("CreateInstances", fmt.Sprintf("names=%v", []string{repl}))
+	waited, releaseWaited := ops.holdCall("ready " + repl)
+	releaseCordon := sync.OnceFunc(ops.holdCordon(old))
+	drained, releaseDrained := ops.holdCall("drain " + old)
+	deleted, releaseDeleted := ops.holdCall("delete node " + old)
+	recreated, releaseRecreated := holds.hold("RecreateInstances", fmt.Sprintf("names=%v", []string{inPlace}))
+	ready, releaseReady := ops.holdCall("ready " + inPlace)
+	uncordoned, releaseUncordoned := ops.holdCall("uncordon " + inPlace)
+	for _, r := range []func(){releaseCreated, releaseWaited, releaseCordon, releaseDrained, releaseDeleted, releaseRecreated, releaseReady, releaseUncordoned} {
+		defer r()
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runAgents(ctx, tc, "cloudy", nodeNames(reg))
+	waitAgents(t, tc, "cloudy", len(nodeNames(reg)))
+	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+
+	// Worker pools one after another (s, then u): a kill in one pool's
+	// step does not disturb the other's. killAt waits for the held call,
+	// checks node is at the step, kills the leader and brings it back
+	// from its disk.
+	killAt := func(node string, kind phases.NodeStepKind, held <-chan struct{}) {
+		t.Helper()
+		if held != nil {
+			select {
+			case <-held:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s never reached the call held in %s", node, kind)
+			}
+		}
+		waitUpgrade(ctx, t, tc, fmt.Sprintf("%s at %s", node, kind), func(u *phases.Upgrade) bool {
+			n, ok := u.Node(node)
+			if !ok || n.State != phases.StateRunning {
+				return false
+			}
+			st, ok := u.CurrentStep(n)
+			return ok && st.Kind == kind
+		})
+		oldLeader := tc.waitLeader()
+		raftAddr := oldLeader.c.Store().RaftAddr()
+		oldLeader.stop(true)
+		require.NotEqual(t, oldLeader.id, tc.waitLeader().id)
+		t.Logf("leader %s killed with %s at %s", oldLeader.id, node, kind)
+		back := startMemberAt(t, oldLeader.id, oldLeader.dir, false, ops, oldLeader.addr, raftAddr, nil, withCloud(mem))
+		var ms []*member
+		for _, m := range tc.list() {
+			if m != oldLeader {
+				ms = append(ms, m)
+			}
+		}
+		tc.replace(append(ms, back))
+	}
+	killAt(old, phases.NodeCreateReplacement, created)
+	releaseCreated()
+	killAt(old, phases.NodeWaitReplacement, waited)
+	releaseWaited()
+	waitUpgrade(ctx, t, tc, old+" cordoning", func(*phases.Upgrade) bool { return ops.called("cordon " + old) })
+	killAt(old, phases.NodeCordon, nil)
+	releaseCordon()
+	killAt(old, phases.NodeDrain, drained)
+	releaseDrained()
+	killAt(old, phases.NodeDeleteInstance, deleted)
+	releaseDeleted()
+	killAt(inPlace, phases.NodeRecreateInstance, recreated)
+	releaseRecreated()
+	killAt(inPlace, phases.NodeWaitReady, ready)
+	releaseReady()
+	killAt(inPlace, phases.NodeUncordon, uncordoned)
+	releaseUncordoned()
+
+	u := waitUpgrade(ctx, t, tc, "upgrade done", func(u *phases.Upgrade) bool { return u.State == phases.UpgradeDone })
+	changes := map[string]int{}
+	for _, c := range mem.Calls() {
+		switch c.Method {
+		case "CreateGroup", "DeleteGroup", "CreateInstances", "DeleteInstances", "RecreateInstances":
+			if !c.Repeat && c.Err == nil && !isSetup(c) {
+				changes[c.Method+" "+c.Group.String()+" "+c.Args]++
+			}
+		}
+	}
+	replB := phases.ReplacementName("s-b", id, oldB)
+	require.Equal(t, map[string]int{
+		"CreateInstances zone-a/s-a names=[" + repl + "]":      1,
+		"DeleteInstances zone-a/s-a names=[" + old + "]":       1,
+		"CreateInstances zone-b/s-b names=[" + replB + "]":     1,
+		"DeleteInstances zone-b/s-b names=[" + oldB + "]":      1,
+		"RecreateInstances zone-a/u-a names=[" + inPlace + "]": 1,
+	}, changes, "each instance created, deleted or recreated once")
+	require.Positive(t, mem.Repeats("CreateInstances"), "a new leader repeated the replacement's creation, which changed nothing")
+	require.Positive(t, mem.Repeats("DeleteInstances"), "a new leader repeated the old instance's deletion, which changed nothing")
+	n, _ := u.Node(inPlace)
+	require.Equal(t, inPlace, n.Live(), "recreated in place")
+	require.Equal(t, phases.MustParseVersion("1.34.4"), n.Version)
+}
