@@ -204,10 +204,8 @@ func newGroups(cfg GroupsConfig, m machines, path string, reserved []string, log
 			return nil, fmt.Errorf("%w: %v", ErrHost, err)
 		}
 	}
-	for _, m := range []*map[string]string{&g.book.Templates} {
-		if *m == nil {
-			*m = map[string]string{}
-		}
+	if g.book.Templates == nil {
+		g.book.Templates = map[string]string{}
 	}
 	if g.book.Groups == nil {
 		g.book.Groups = map[string]*bookGroup{}
@@ -623,10 +621,10 @@ func (g *Groups) CreateInstances(ctx context.Context, ref cloud.GroupRef, names 
 			switch {
 			case g.reserved[n]:
 				return fmt.Errorf("lab: instance name %q is a host of the lab's topology: %w", n, cloud.ErrConflict)
-			case ok && (in.Zone != ref.Zone || in.Group != ref.Name || in.Gone):
-				return fmt.Errorf("lab: instance name %q is taken by group %s/%s: %w", n, in.Zone, in.Group, cloud.ErrConflict)
 			case ok && in.Status == cloud.StatusDeleting:
 				return fmt.Errorf("lab: instance %q is still being deleted: %w", n, cloud.ErrTransient)
+			case ok && (in.Zone != ref.Zone || in.Group != ref.Name):
+				return fmt.Errorf("lab: instance name %q is taken by group %s/%s: %w", n, in.Zone, in.Group, cloud.ErrConflict)
 			case !ok && !slices.Contains(fresh, n):
 				fresh = append(fresh, n)
 			}
