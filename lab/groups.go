@@ -963,6 +963,13 @@ func (g *Groups) work(name string) {
 		}
 		g.changed.Broadcast()
 		g.mu.Unlock()
+		if err != nil && !g.pause() {
+			g.mu.Lock()
+			delete(g.working, name)
+			g.changed.Broadcast()
+			g.mu.Unlock()
+			return
+		}
 	}
 }
 
