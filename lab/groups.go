@@ -333,16 +333,6 @@ func (g *Groups) Instances() []cloud.Instance {
 	return out
 }
 
-// address is an instance's address ("" when there is no such instance).
-func (g *Groups) address(name string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if in, ok := g.book.Instances[name]; ok {
-		return in.IP
-	}
-	return ""
-}
-
 var labelRE = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 func validName(kind, name string) error {

@@ -143,7 +143,7 @@ func testScale(t *testing.T, ctx context.Context, l *Lab, svc *GroupService) {
 	// host: pod routes reach it across the bridge.
 	requireNodeEchoAnswers(t, ctx, l, newest.Name)
 
-	podCIDR := PodCIDR(HostSpec{IP: svc.Groups().address("mig-a-3")})
+	podCIDR := PodCIDR(HostSpec{IP: instanceAddress(svc.Groups(), "mig-a-3")})
 	routes, err := exec.CommandContext(ctx, "ip", "-n", l.net.HostNS("cp-1"), "route", "show").CombinedOutput()
 	require.NoError(t, err, string(routes))
 	require.Contains(t, string(routes), podCIDR+" via", "cp-1 routes to the new instance's pods")
@@ -236,4 +236,14 @@ func requireNodeEchoAnswers(t *testing.T, ctx context.Context, l *Lab, node stri
 		return false, "no " + DemoDaemonSet + " pod on " + node, nil
 	})
 	require.NoError(t, err)
+}
+
+// instanceAddress is an instance's address in the book.
+func instanceAddress(g *Groups, name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if in, ok := g.book.Instances[name]; ok {
+		return in.IP
+	}
+	return ""
 }
