@@ -23,30 +23,38 @@ import (
 	"github.com/moltproject/molt/kube"
 )
 
-// groupsSecondRelease is the release the instance-group tests move a
-// group to: the lab's other 1.34 build (CI builds it for the upgrades).
-const groupsSecondRelease = "1.34.3"
+// groupReleases are the releases the instance-group tests use besides the
+// lab's own (testVersion): the one they move a group to, and the base
+// template's — the other two of the three CI builds.
+func groupReleases() (second, base string) {
+	var others []string
+	for _, v := range []string{"1.34.3", "1.33.13", "1.34.4"} {
+		if v != testVersion() {
+			others = append(others, v)
+		}
+	}
+	return others[0], others[1]
+}
 
-// TestInstanceGroupsOnRealHosts brings the small lab up and serves its
-// instance groups as the coordinator members reach them (HTTP on the lab
-// namespace's loopback), then runs the cloud contract suite against them
-// with real hosts behind every instance, and scales a group 2 → 3 → 2:
-// the new instance is a Node Ready at its template's release, with its
-// provider ID and zone label, reachable by pods on other hosts; the one
-// removed leaves no host, namespace, route or Node behind.
-func TestInstanceGroupsOnRealHosts(t *testing.T) {
-	requireLabTools(t)
-	testenv.RequireFile(t, filepath.Join(cachedir.Build(), "k8s", "v"+groupsSecondRelease, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+groupsSecondRelease+")")
-	l := newTestLab(t, SmallTopology(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	require.NoError(t, l.Up(ctx))
+// testInstanceGroups serves the lab's instance groups as the coordinator
+// members reach them (HTTP on the lab namespace's loopback), runs the
+// cloud contract suite against them with real hosts behind every
+// instance, and scales a group 2 → 3 → 2: the new instance is a Node Ready
+// at its template's release, with its provider ID and zone label,
+// reachable by pods on other hosts; the one removed leaves no host,
+// namespace, route or Node behind. TestSmallLabUpServeDown runs it on its
+// lab, whose Down then removes everything, instances included.
+func testInstanceGroups(t *testing.T, ctx context.Context, l *Lab) {
+	second, base := groupReleases()
+	for _, v := range []string{second, base} {
+		testenv.RequireFile(t, filepath.Join(cachedir.Build(), "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
+	}
 	svc, err := l.ServeGroups(GroupsConfig{Parallel: 3})
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, svc.Close()) })
+	defer func() { require.NoError(t, svc.Close()) }()
 	require.Regexp(t, `^http://127\.0\.0\.1:[0-9]+$`, svc.Endpoint(), "served on the lab namespace's loopback only")
 
-	t.Run("contract", func(t *testing.T) {
+	t.Run("instance groups: contract", func(t *testing.T) {
 		t0 := time.Now()
 		cloudtest.Run(t, &labHarness{l: l, svc: svc})
 		t.Logf("MEASURED contract suite against the lab's real hosts: %s", time.Since(t0).Round(time.Second))
@@ -54,7 +62,7 @@ func TestInstanceGroupsOnRealHosts(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("scale 2 → 3 → 2", func(t *testing.T) { testScale(t, ctx, l, svc) })
+	t.Run("instance groups: scale 2 → 3 → 2", func(t *testing.T) { testScale(t, ctx, l, svc) })
 }
 
 // labHarness runs every case of the contract against the one served lab;
@@ -68,7 +76,10 @@ type labHarness struct {
 func (h *labHarness) New(t *testing.T) cloudtest.Backend {
 	ctx := context.Background()
 	if h.base == "" {
-		base, err := h.svc.Groups().EnsureTemplate(ctx, cloud.TemplateSpec{Release: testVersion()}, "harness/base")
+		// The base is a template of a third release: a template of one
+		// of the suite's releases made from it is a new one.
+		_, release := groupReleases()
+		base, err := h.svc.Groups().EnsureTemplate(ctx, cloud.TemplateSpec{Release: release}, "harness/base")
 		require.NoError(t, err)
 		h.base = base
 	}
@@ -76,8 +87,17 @@ func (h *labHarness) New(t *testing.T) cloudtest.Backend {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		g := h.svc.Groups()
+		groups := map[cloud.GroupRef]bool{}
 		for _, in := range g.Instances() {
-			require.NoError(t, g.DeleteGroup(cctx, groupOfProviderID(t, in.ProviderID), "harness/cleanup"))
+			groups[groupOfProviderID(t, in.ProviderID)] = true
+		}
+		// Every group at once: their hosts stop side by side.
+		errs := make(chan error, len(groups))
+		for ref := range groups {
+			go func() { errs <- g.DeleteGroup(cctx, ref, "harness/cleanup") }()
+		}
+		for range groups {
+			require.NoError(t, <-errs)
 		}
 		left := hostsWithPrefix(h.l.cfg.Prefix)
 		require.Len(t, left, len(h.l.cfg.Topology.Hosts), "only the topology's hosts remain: %v", slices.Sorted(maps.Keys(left)))
@@ -94,9 +114,12 @@ func (b *labBackend) Provider(t *testing.T) cloud.Provider {
 	require.NoError(t, err)
 	return p
 }
-func (b *labBackend) Zone() string                     { return "zone-a" }
-func (b *labBackend) BaseTemplate() string             { return b.h.base }
-func (b *labBackend) Releases() (first, second string) { return testVersion(), groupsSecondRelease }
+func (b *labBackend) Zone() string         { return "zone-a" }
+func (b *labBackend) BaseTemplate() string { return b.h.base }
+func (b *labBackend) Releases() (first, second string) {
+	second, _ = groupReleases()
+	return testVersion(), second
+}
 func (b *labBackend) FinishCreating(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -112,6 +135,7 @@ func testScale(t *testing.T, ctx context.Context, l *Lab, svc *GroupService) {
 	p, err := svc.Client()
 	require.NoError(t, err)
 	ref := cloud.GroupRef{Zone: "zone-a", Name: "mig-a"}
+	second, _ := groupReleases()
 	v1, err := p.EnsureTemplate(ctx, cloud.TemplateSpec{Release: testVersion()}, "scale/v1")
 	require.NoError(t, err)
 	require.NoError(t, p.CreateGroup(ctx, ref, v1, 2, "scale/create"))
@@ -123,7 +147,7 @@ func testScale(t *testing.T, ctx context.Context, l *Lab, svc *GroupService) {
 	}
 
 	// The template decides the release of instances created from now on.
-	v2, err := p.EnsureTemplate(ctx, cloud.TemplateSpec{Release: groupsSecondRelease, Base: v1}, "scale/v2")
+	v2, err := p.EnsureTemplate(ctx, cloud.TemplateSpec{Release: second, Base: v1}, "scale/v2")
 	require.NoError(t, err)
 	require.NoError(t, p.SetTemplate(ctx, ref, v2, "scale/set-template"))
 	require.NoError(t, p.Resize(ctx, ref, 3, "scale/3"))
@@ -132,12 +156,12 @@ func testScale(t *testing.T, ctx context.Context, l *Lab, svc *GroupService) {
 	took := time.Since(t0)
 	newest := nodes[2]
 	require.Equal(t, "mig-a-3", newest.Name)
-	require.Equal(t, "v"+groupsSecondRelease, newest.KubeletVersion, "the new Node runs its template's release")
+	require.Equal(t, "v"+second, newest.KubeletVersion, "the new Node runs its template's release")
 	require.Equal(t, "v"+testVersion(), nodes[0].KubeletVersion, "the running ones keep theirs")
 	require.Equal(t, "molt-lab://zone-a/mig-a/mig-a-3", newest.ProviderID)
 	require.Equal(t, "zone-a", newest.Labels[ZoneLabel])
 	require.Equal(t, string(RoleWorker), newest.Labels[roleLabel])
-	t.Logf("MEASURED lab instance create → Node Ready (kubelet v%s): %s", groupsSecondRelease, took.Round(100*time.Millisecond))
+	t.Logf("MEASURED lab instance create → Node Ready (kubelet v%s): %s", second, took.Round(100*time.Millisecond))
 
 	// A pod on the new host answers a request from the control-plane
 	// host: pod routes reach it across the bridge.

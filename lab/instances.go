@@ -18,6 +18,10 @@ import (
 // network namespace of its own on the lab bridge, at an address of
 // 10.77.0.100-250, with pod routes to and from every other host.
 
+// instanceStopGrace is how long an instance's host may take to power off
+// before it is killed.
+const instanceStopGrace = 10 * time.Second
+
 // Groups returns the lab's instance groups, their book in
 // <state>/groups.json. Instances boot as workers of the lab's cluster, so
 // the lab must be up; Close stops the workers (hosts keep running, and a
@@ -109,10 +113,14 @@ func (r *labMachines) start(ctx context.Context, m machine) (err error) {
 // keepNode, its Node and kubelet credentials.
 func (r *labMachines) stop(ctx context.Context, m machine, keepNode bool) error {
 	ns := r.l.net.HostNS(m.Name)
+	t0 := time.Now()
 	if rh, ok := findHost(m.Name, ns); ok {
-		if err := stopHost(ctx, rh, 30*time.Second); err != nil {
+		// A deleted instance is gone for good: its systemd gets a few
+		// seconds to stop its units, then the host is killed.
+		if err := stopHost(ctx, rh, instanceStopGrace); err != nil {
 			return err
 		}
+		r.l.cfg.Log.Info("lab instance host stopped", "instance", m.Name, "took", time.Since(t0).Round(time.Millisecond))
 	}
 	if err := killNamespacePIDs(ctx, []string{ns}); err != nil {
 		return err
