@@ -121,15 +121,27 @@ func (e *Env) GroupService() *lab.GroupService { return e.groups }
 // MIG is the MIG pool's configuration (nil without one).
 func (e *Env) MIG() *MIGPool { return e.cfg.MIG }
 
-// SetMIGSettings registers the cluster again with the MIG pool's
-// upgradeSettings replaced (say, blue/green instead of surge). The pool
-// keeps its current groups and instances.
+// SetMIGSettings registers the cluster again as the coordinator has it,
+// with the MIG pool's upgradeSettings replaced (say, blue/green instead of
+// surge): its version, groups, nodes and everything else stay.
 func (e *Env) SetMIGSettings(ctx context.Context, s api.UpgradeSettings) error {
 	if e.cfg.MIG == nil {
 		return fmt.Errorf("the environment has no MIG pool")
 	}
 	e.cfg.MIG.Settings = s
-	return e.registerCluster(ctx, e.kubeconfig)
+	c, err := e.Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	spec := c.Spec
+	spec.Kubeconfig = e.kubeconfig // never returned
+	for i := range spec.Pools {
+		if spec.Pools[i].Name == e.cfg.MIG.Name {
+			spec.Pools[i].Settings = s
+		}
+	}
+	_, err = e.API().Do(ctx, http.MethodPut, "/v1/clusters/"+ClusterName, spec, nil)
+	return err
 }
 
 // WaitMIGNodes waits until every node of the MIG pool, as the coordinator
