@@ -49,6 +49,7 @@ type surgeWatch struct {
 
 func watchMIG(t *testing.T, ctx context.Context, env *Env) *surgeWatch {
 	t.Helper()
+	t.Cleanup(func() { dumpMIG(t, env) })
 	before, err := env.PoolNodes(ctx, env.MIG().Name)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(ctx)
@@ -292,6 +293,7 @@ func (d *blueGreenDriver) stop() (string, phases.BlueGreenPhase, time.Time, []st
 // version, and the upgrade ends cancelled (every other pool at the
 // patch), no longer blocking: the next upgrade goes to the same version.
 func testBlueGreenRollback(t *testing.T, ctx context.Context, env *Env) {
+	t.Cleanup(func() { dumpMIG(t, env) })
 	m := env.MIG()
 	require.NoError(t, env.SetMIGSettings(ctx, blueGreenSettings()))
 	blue, err := env.PoolNodes(ctx, m.Name)
@@ -355,6 +357,7 @@ func testBlueGreenRollback(t *testing.T, ctx context.Context, env *Env) {
 // green groups, their Nodes Ready at the target.
 func requireBlueGreenCompleted(t *testing.T, ctx context.Context, env *Env, d *blueGreenDriver, blue []string, u *phases.Upgrade, version string) {
 	t.Helper()
+	t.Cleanup(func() { dumpMIG(t, env) })
 	acted, phase, at, refused := d.stop()
 	m := env.MIG()
 	require.Equal(t, u.ID, acted, "complete was posted (refused tries: %v)", refused)
@@ -403,4 +406,22 @@ func requireBlueGreenCompleted(t *testing.T, ctx context.Context, env *Env, d *b
 func migNodeUpgraded(u *phases.Upgrade, n *phases.NodeTask) bool {
 	p, ok := u.Pool(n.Pool)
 	return !ok || p.BlueGreen == nil
+}
+
+// dumpMIG, when t failed, logs the lab's instances and, for each that
+// runs, its kubelet's and agent's state and journal tails.
+func dumpMIG(t *testing.T, env *Env) {
+	if !t.Failed() || env.GroupService() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, in := range env.GroupService().Groups().Instances() {
+		t.Logf("--- instance %s %s %s (last error: %v)", in.Name, in.ProviderID, in.Status, in.LastError)
+		if in.Status != cloud.StatusRunning {
+			continue
+		}
+		out, err := env.Lab.Exec(ctx, in.Name, "sh", "-c", "systemctl is-active kubelet molt-agent; journalctl -u kubelet -u molt-agent --no-pager -n 40 | cut -c1-300")
+		t.Logf("%s (err %v)", out, err)
+	}
 }
