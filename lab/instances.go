@@ -20,7 +20,7 @@ import (
 
 // instanceStopGrace is how long an instance's host may take to power off
 // before it is killed.
-const instanceStopGrace = 10 * time.Second
+const instanceStopGrace = 3 * time.Second
 
 // Groups returns the lab's instance groups, their book in
 // <state>/groups.json. Instances boot as workers of the lab's cluster, so
