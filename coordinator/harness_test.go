@@ -435,9 +435,22 @@ func (healthyReader) ProtectedPods(context.Context, []string, time.Time) ([]pref
 	return nil, nil
 }
 
-func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error {
+// Health fails, as the API server's answer would, for a node whose Node
+// was deleted (a MIG instance replaced), and for the first f.health calls.
+func (f *fakeOps) Health(_ context.Context, v phases.Version, nodes []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	deleted := map[string]bool{}
+	for _, c := range f.calls {
+		if n, ok := strings.CutPrefix(c, "delete node "); ok {
+			deleted[n] = true
+		}
+	}
+	for _, n := range nodes {
+		if deleted[n] {
+			return fmt.Errorf("node not found: %s", n)
+		}
+	}
 	if f.health > 0 {
 		f.health--
 		return errors.New("kube-apiserver /readyz: etcd not ready")
