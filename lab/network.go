@@ -169,6 +169,19 @@ func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Con
 	return r.c, r.err
 }
 
+// namespacesWithPrefix lists the network namespaces whose name starts
+// with prefix.
+func namespacesWithPrefix(prefix string) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 func nsPath(name string) string { return filepath.Join("/run/netns", name) }
 
 func nsExists(name string) bool { return exists(nsPath(name)) }
@@ -189,4 +202,45 @@ func run(ctx context.Context, name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// ListenInNamespace listens on addr inside the network namespace at
+// nsPath: the socket stays in that namespace, so a server of this process
+// is reachable only from there (the lab's instance groups listen on the
+// lab namespace's loopback, where the coordinator members run).
+func ListenInNamespace(nsPath, network, addr string) (net.Listener, error) {
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("%w: %v", ErrNetwork, err)}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("%w: setns: %v", ErrNetwork, err)}
+			return
+		}
+		l, err := net.Listen(network, addr)
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else: the goroutine exits locked and the runtime discards the thread.
+		ch <- result{l, err}
+	}()
+	r := <-ch
+	return r.l, r.err
 }
