@@ -47,6 +47,12 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	if err := os.RemoveAll(cfg.WorkDir); err != nil {
 		return err
 	}
+	if cfg.Auto && cfg.ProtectionAge == 0 {
+		// The lab's "precious" pod (safe-to-evict=false) would hold
+		// worker-2 out of an automatic upgrade for a week (SPEC §8).
+		cfg.ProtectionAge = time.Minute
+		fmt.Fprintln(out, "==> automatic upgrades leave nodes with safe-to-evict=false pods alone for --protection-age (7 days by default); this demo's members use 1m, so the lab's precious pod does not hold worker-2")
+	}
 	env, err := Up(ctx, cfg.Config)
 	defer func() {
 		if env == nil {

@@ -59,6 +59,10 @@ type Config struct {
 	// the agents' --health-timeout (0: their defaults).
 	GateInterval       time.Duration
 	AgentHealthTimeout time.Duration
+	// ProtectionAge is the members' --protection-age (0: the default,
+	// 7 days): how long automatic upgrades leave a node alone for its
+	// safe-to-evict=false pods.
+	ProtectionAge time.Duration
 }
 
 // Env is a running environment: lab, members, agents.
@@ -111,6 +115,9 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	if cfg.GateInterval > 0 {
 		common = append(common, "--gate-interval", cfg.GateInterval.String())
+	}
+	if cfg.ProtectionAge > 0 {
+		common = append(common, "--protection-age", cfg.ProtectionAge.String())
 	}
 	e.Members = memberSet(cfg.Members, cfg.BasePort, cfg.WorkDir, common)
 

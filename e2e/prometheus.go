@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sys/unix"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/lab"
@@ -229,38 +227,5 @@ func (e *Env) Query(ctx context.Context, expr string) (map[string]string, error)
 // listenInNamespace listens on addr from inside network namespace ns: the
 // socket stays there, and serves connections made inside it.
 func listenInNamespace(ns, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("setns %s: %w", ns, err)}
-			return
-		}
-		l, err := net.Listen("tcp", addr)
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		} // else: the goroutine exits locked and the runtime discards the thread.
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
+	return lab.ListenInNamespace(filepath.Join("/run/netns", ns), "tcp", addr)
 }

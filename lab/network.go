@@ -130,43 +130,63 @@ func (n Network) DialContext(ctx context.Context, network, addr string) (net.Con
 
 // DialInNamespace dials from the network namespace at nsPath. A socket
 // stays in the namespace it was created in, so only the dial needs a thread
-// switched into it; the thread is switched back, or retired if it cannot be.
+// switched into it (InNamespace).
 func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+	var c net.Conn
+	err := InNamespace(nsPath, func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// ListenInNamespace listens on addr from the network namespace at nsPath:
+// the socket stays there and serves connections made inside it.
+func ListenInNamespace(nsPath, network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := InNamespace(nsPath, func() error {
+		var err error
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	return l, err
+}
+
+// InNamespace runs fn on an OS thread switched into the network namespace
+// at nsPath, and waits for it. The thread is switched back, or retired if
+// it cannot be, so no other goroutine ever runs in the namespace.
+func InNamespace(nsPath string, fn func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: err}
+			ch <- fmt.Errorf("%w: %v", ErrNetwork, err)
 			return
 		}
 		defer orig.Close()
 		target, err := os.Open(nsPath)
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("%w: %v", ErrNetwork, err)}
+			ch <- fmt.Errorf("%w: %v", ErrNetwork, err)
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("%w: setns: %v", ErrNetwork, err)}
+			ch <- fmt.Errorf("%w: setns %s: %v", ErrNetwork, nsPath, err)
 			return
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
+		err = fn()
 		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		} // else: the goroutine exits locked and the runtime discards the thread.
-		ch <- result{c, err}
+		ch <- err
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-ch
 }
 
 // namespacesWithPrefix lists the network namespaces whose name starts

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/trust"
 )
@@ -237,11 +239,5 @@ func (c *coordinator) leader() *member {
 // waitFor polls cond until it holds or within passes.
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	require.Eventually(t, cond, within, 50*time.Millisecond, "timed out waiting for %s", what)
 }

@@ -9,12 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/moltproject/molt/lab"
 )
 
 // The test's network, apart from the lab's (10.77.0.0/24, lab.lock): a
@@ -114,43 +113,7 @@ func heal(i int) error {
 	return nil
 }
 
-// dialInNamespace dials from the bridge's namespace: a socket stays in the
-// namespace it was created in, so only the dial runs on a thread switched
-// into it; the thread is switched back, or retired if it cannot be.
+// dialInNamespace dials from the bridge's namespace (lab.DialInNamespace).
 func dialInNamespace(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open(filepath.Join("/run/netns", netNS))
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("setns: %w", err)}
-			return
-		}
-		d := net.Dialer{}
-		c, err := d.DialContext(ctx, network, addr)
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		} // else: the goroutine exits locked and the runtime discards the thread.
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
+	return lab.DialInNamespace(ctx, filepath.Join("/run/netns", netNS), network, addr)
 }

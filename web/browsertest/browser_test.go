@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,10 +38,22 @@ func (p *page) go_(hash string) {
 
 func (p *page) wait(what, expr string) { p.t.Helper(); waitJS(p.t, p.ctx, what, expr) }
 
+// click clicks the element sel names. The page re-renders its regions as
+// it polls the API, so the node found may be replaced before the click
+// lands ("Could not find node with given id"): then it is found again.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.wait(sel, fmt.Sprintf(`!!document.querySelector(%s)`, js(sel)))
-	run(p.t, p.ctx, "click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	var err error
+	for range 5 {
+		p.wait(sel, fmt.Sprintf(`!!document.querySelector(%s)`, js(sel)))
+		ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	require.NoError(p.t, err, "click "+sel)
 }
 
 func (p *page) text(sel string) string {

@@ -30,13 +30,7 @@ import (
 // eventually polls cond every 10 ms until it holds, for at most a minute.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, time.Minute, 10*time.Millisecond, "timed out waiting for %s", what)
 }
 
 // member is one coordinator member on loopback, its API over HTTPS from
