@@ -143,7 +143,9 @@ func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Con
 }
 
 // ListenInNamespace listens on addr from the network namespace at nsPath:
-// the socket stays there and serves connections made inside it.
+// the socket stays there and serves connections made inside it, so a
+// server of this process is reachable only from there (the lab's instance
+// groups listen on the lab namespace's loopback, where the members run).
 func ListenInNamespace(nsPath, network, addr string) (net.Listener, error) {
 	var l net.Listener
 	err := InNamespace(nsPath, func() error {
@@ -222,45 +224,4 @@ func run(ctx context.Context, name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-// ListenInNamespace listens on addr inside the network namespace at
-// nsPath: the socket stays in that namespace, so a server of this process
-// is reachable only from there (the lab's instance groups listen on the
-// lab namespace's loopback, where the coordinator members run).
-func ListenInNamespace(nsPath, network, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open(nsPath)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("%w: %v", ErrNetwork, err)}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("%w: setns: %v", ErrNetwork, err)}
-			return
-		}
-		l, err := net.Listen(network, addr)
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		} // else: the goroutine exits locked and the runtime discards the thread.
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
 }
