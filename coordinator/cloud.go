@@ -71,6 +71,11 @@ func (c *Coordinator) admitCloud(ctx context.Context, spec *phases.ClusterSpec) 
 				if errors.Is(err, cloud.ErrNotFound) {
 					return &RuleError{Rule: "cloud-group-not-found", Detail: fmt.Sprintf("pool %s: instance group %s does not exist in %s", p.Name, ref, spec.Cloud.Provider), Err: ErrInvalid}
 				}
+				if cloud.Retryable(err) {
+					// Nothing answered (or not yet): the registration cannot
+					// check its groups; say so rather than fail inside.
+					return &RuleError{Rule: "cloud-unreachable", Detail: fmt.Sprintf("pool %s: the %s adapter could not be asked for group %s (registration checks every group; try again once it answers): %v", p.Name, spec.Cloud.Provider, ref, err), Err: ErrInvalid}
+				}
 				return fmt.Errorf("pool %s: group %s: %w", p.Name, ref, err)
 			}
 			if !fill {

@@ -283,6 +283,8 @@ type fakeOps struct {
 	// workloadsShort, when set, is what WorkloadsReady says is short.
 	unready        map[string]string
 	workloadsShort string
+	// gates hold calls by their recorded text (holdCall).
+	gates []*callGate
 }
 
 // setUnready makes NodeReady of node fail with why ("" makes it pass).
@@ -301,6 +303,48 @@ func (f *fakeOps) protectedUntil(node string) (time.Time, bool) {
 	defer f.mu.Unlock()
 	t, ok := f.protected[node]
 	return t, ok
+}
+
+// callGate holds the calls whose recorded text starts with prefix until
+// released; hit is closed at the first such call.
+type callGate struct {
+	prefix   string
+	hit      chan struct{}
+	hitOnce  sync.Once
+	released chan struct{}
+}
+
+// holdCall makes every call whose recorded text starts with prefix
+// ("drain n1", "delete node ") wait until release is called or the
+// caller's context ends (a member killed); hit is closed when the first
+// one arrives.
+func (f *fakeOps) holdCall(prefix string) (hit <-chan struct{}, release func()) {
+	g := &callGate{prefix: prefix, hit: make(chan struct{}), released: make(chan struct{})}
+	f.mu.Lock()
+	f.gates = append(f.gates, g)
+	f.mu.Unlock()
+	var once sync.Once
+	return g.hit, func() { once.Do(func() { close(g.released) }) }
+}
+
+// gate records call, then waits at every gate that holds it.
+func (f *fakeOps) gate(ctx context.Context, call string) error {
+	f.record(call)
+	f.mu.Lock()
+	gates := append([]*callGate(nil), f.gates...)
+	f.mu.Unlock()
+	for _, g := range gates {
+		if !strings.HasPrefix(call, g.prefix) {
+			continue
+		}
+		g.hitOnce.Do(func() { close(g.hit) })
+		select {
+		case <-g.released:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // holdAddons makes ApplyAddons wait for its deadline (hold) or return at
@@ -360,8 +404,10 @@ func (f *fakeOps) called(s string) bool {
 	}
 	return false
 }
-func (f *fakeOps) Drain(_ context.Context, node string, _ bool) (coordinator.Drained, error) {
-	f.record("drain " + node)
+func (f *fakeOps) Drain(ctx context.Context, node string, _ bool) (coordinator.Drained, error) {
+	if err := f.gate(ctx, "drain "+node); err != nil {
+		return coordinator.Drained{}, err
+	}
 	return coordinator.Drained{Workloads: []phases.Workload{{Kind: "Deployment", Namespace: "default", Name: "web"}}}, nil
 }
 func (f *fakeOps) NodeReady(_ context.Context, node, v string) error {
@@ -380,21 +426,17 @@ func (f *fakeOps) WorkloadsReady(_ context.Context, ws []phases.Workload) error 
 	}
 	return nil
 }
-func (f *fakeOps) WaitReady(_ context.Context, node, v string) error {
-	f.record("ready " + node + " " + v)
-	return nil
+func (f *fakeOps) WaitReady(ctx context.Context, node, v string) error {
+	return f.gate(ctx, "ready "+node+" "+v)
 }
-func (f *fakeOps) Uncordon(_ context.Context, node string) error {
-	f.record("uncordon " + node)
-	return nil
+func (f *fakeOps) Uncordon(ctx context.Context, node string) error {
+	return f.gate(ctx, "uncordon "+node)
 }
-func (f *fakeOps) DeletePods(_ context.Context, node string) ([]phases.LeftPod, error) {
-	f.record("delete pods " + node)
-	return nil, nil
+func (f *fakeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error) {
+	return nil, f.gate(ctx, "delete pods "+node)
 }
-func (f *fakeOps) DeleteNode(_ context.Context, node string) error {
-	f.record("delete node " + node)
-	return nil
+func (f *fakeOps) DeleteNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "delete node "+node)
 }
 func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {
 	f.mu.Lock()
@@ -458,9 +500,22 @@ func (healthyReader) DeprecatedAPIs(context.Context) ([]preflight.DeprecatedAPI,
 	return nil, nil
 }
 
-func (f *fakeOps) Health(_ context.Context, v phases.Version, _ []string) error {
+// Health fails, as the API server's answer would, for a node whose Node
+// was deleted (a MIG instance replaced), and for the first f.health calls.
+func (f *fakeOps) Health(_ context.Context, v phases.Version, nodes []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	deleted := map[string]bool{}
+	for _, c := range f.calls {
+		if n, ok := strings.CutPrefix(c, "delete node "); ok {
+			deleted[n] = true
+		}
+	}
+	for _, n := range nodes {
+		if deleted[n] {
+			return fmt.Errorf("node not found: %s", n)
+		}
+	}
 	if f.health > 0 {
 		f.health--
 		return errors.New("kube-apiserver /readyz: etcd not ready")

@@ -181,7 +181,9 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 		case phases.StepIDAddons:
 			err = c.applyAddons(ctx, ops, p)
 		case phases.StepIDHealth:
-			err = ops.Health(ctx, p.upgrade.To, upgradeNodes(p.upgrade))
+			// The nodes as they are now: a MIG pool's replacements and
+			// green nodes, not the instances they replaced.
+			err = ops.Health(ctx, p.upgrade.To, p.upgrade.LiveNodes())
 		}
 	}
 	if ctx.Err() != nil {
@@ -216,14 +218,6 @@ func (c *Coordinator) applyAddons(ctx context.Context, ops ClusterOps, p tickPla
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.AddonRolloutTimeout)
 	defer cancel()
 	return c.retry(wctx, "addons", func() error { return ops.ApplyAddons(wctx, p.upgrade.To, addons) })
-}
-
-func upgradeNodes(u *phases.Upgrade) []string {
-	out := make([]string, len(u.Nodes))
-	for i := range u.Nodes {
-		out[i] = u.Nodes[i].Node
-	}
-	return out
 }
 
 // startProtectedPool starts an automatic upgrade's pool step together with

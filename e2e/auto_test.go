@@ -20,8 +20,8 @@ import (
 // opened by a policy update and the scheduler starts the upgrade by
 // itself; closing the window when the first worker starts pauses the
 // upgrade at a safe point (that worker finishes, the next waits), and
-// reopening it resumes the upgrade to the end.
-func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) {
+// reopening it resumes the upgrade to the end. It returns the upgrade.
+func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) *phases.Upgrade {
 	probes := env.StartProbes(ctx)
 	rep, err := env.RunAutomatic(ctx, AutoOptions{To: to, PauseAt: "worker-1", PauseHold: 5 * time.Second})
 	reports := probes.Stop()
@@ -50,4 +50,5 @@ func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) 
 	requireProbed(t, to, reports)
 	requireOrder(t, rep.Upgrade)
 	requireClusterAt(t, ctx, env, rep.Upgrade, to)
+	return rep.Upgrade
 }

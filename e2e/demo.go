@@ -61,6 +61,16 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		if cfg.Keep && err == nil {
 			fmt.Fprintf(out, "\nThe lab and the coordinator keep running. Try:\n  sudo ip netns exec %s %s --config %s cluster get %s\n  sudo %s down\n",
 				env.Lab.Network().LabNS(), filepath.Join(cfg.BinDir, "moltctl"), env.MoltctlConfig(), ClusterName, "bin/molt-lab")
+			if env.GroupService() != nil {
+				var urls []string
+				for _, m := range env.Members {
+					urls = append(urls, m.URL())
+				}
+				fmt.Fprintf(out, "The MIG pool's instance groups were served by this process, at %s; serve them again before the coordinator works on the pool:\n  sudo bin/molt-lab serve-groups --listen %s --agent %s --coordinator %s --token-file %s --ca-pin %s\n",
+					env.GroupService().Endpoint(), strings.TrimPrefix(env.GroupService().Endpoint(), "http://"), filepath.Join(cfg.BinDir, "molt-agent"),
+					strings.Join(urls, ","), env.InstancesTokenFile(), env.caPin)
+				_ = env.GroupService().Close()
+			}
 			return
 		}
 		fmt.Fprintln(out, "==> removing the lab and the coordinator")
@@ -101,6 +111,9 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintf(out, "\n==> status.version = %s (upgrade took %s; demo %s in all)\n\n", cfg.To, took.Round(time.Second), time.Since(t0).Round(time.Second))
 	fmt.Fprint(out, Summary(u))
 	fmt.Fprintf(out, "containerd, as each host's containerd API reports it: %s\n", ContainerdChange(before, after))
+	if cfg.MIG != nil {
+		fmt.Fprint(out, MIGSummary(u))
+	}
 	fmt.Fprintln(out, "the sample workload during the upgrade (20 requests/s on each path):")
 	for _, r := range reports {
 		fmt.Fprintf(out, "  %s\n", r)

@@ -1,7 +1,9 @@
 // Package e2e runs molt end to end on this machine: the lab's real
 // Kubernetes cluster on systemd-nspawn hosts, a three-member coordinator
 // (real Raft on disk, over the lab namespace's loopback) and molt-agent on
-// every host, installed by systemd/install.sh. The coordinator members run
+// every host, installed by systemd/install.sh, and a MIG-backed worker
+// pool whose instances are hosts of the lab's instance groups (mig.go),
+// driven through the "lab" cloud adapter. The coordinator members run
 // inside the lab's network namespace, so the agents reach them at
 // 10.77.0.1 and they reach the cluster's API server through the lab's
 // control-plane load balancer; nothing of the lab is routed on the
@@ -9,5 +11,7 @@
 //
 // The same code drives `molt-lab demo` (the README's main command) and the
 // end-to-end tests (`go test -tags e2e ./e2e/`), which add faults: a Raft
-// leader killed and an agent killed mid-operation.
+// leader killed and an agent killed mid-operation; the MIG pool upgraded
+// by surge, and by blue/green rolled back and then completed through the
+// pool commands.
 package e2e

@@ -75,6 +75,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180,
 		Releases: []string{fromVersion, minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
 		Out: tlog{t}, AlertFor: 10 * time.Second, GateInterval: 3 * time.Second, AgentHealthTimeout: time.Minute,
+		MIG: DefaultMIGPool(), ConcurrentWorkerPools: 2,
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -91,17 +92,30 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("minor upgrade with a leader and an agent killed", func(t *testing.T) { testMinorWithFaults(t, ctx, env) })
+	t.Run("minor upgrade with a leader and an agent killed", func(t *testing.T) {
+		mig := watchMIG(t, ctx, env)
+		u := testMinorWithFaults(t, ctx, env)
+		mig.requireSurge(t, ctx, u, minorVersion)
+	})
 	if t.Failed() {
 		return
 	}
-	// The patch is automatic: nobody starts it (auto_test.go; the path of
-	// `molt-lab demo --auto`). A red PromQL gate holds its first worker
-	// (health_test.go) while the window it started in closes.
-	t.Run("automatic patch upgrade in its maintenance window, held by a red gate", func(t *testing.T) {
+	t.Run("patch with the MIG pool blue/green, rolled back while draining", func(t *testing.T) { testBlueGreenRollback(t, ctx, env) })
+	if t.Failed() {
+		return
+	}
+	// The patch again, automatic: nobody starts it (auto_test.go; the
+	// path of `molt-lab demo --auto`). A red PromQL gate holds its first
+	// worker (health_test.go) while the window it started in closes; the
+	// MIG pool goes blue/green after the workers, completed while it soaks.
+	t.Run("automatic patch upgrade in its maintenance window, held by a red gate, the MIG pool completed in its soak", func(t *testing.T) {
+		blue, err := env.PoolNodes(ctx, env.MIG().Name)
+		require.NoError(t, err)
+		bg := driveBlueGreen(ctx, env, phases.PoolComplete)
 		gate := startGateHold(t, ctx, env)
 		defer func() { t.Logf("gate %s held %s", gateName, gate.Wait(t)) }()
-		testAutomaticPatch(t, ctx, env, patchVersion)
+		u := testAutomaticPatch(t, ctx, env, patchVersion)
+		requireBlueGreenCompleted(t, ctx, env, bg, blue, u, patchVersion)
 	})
 	if t.Failed() {
 		return
@@ -191,7 +205,7 @@ func snapshot(t *testing.T, ctx context.Context, env *Env) clusterSnapshot {
 // its data directory); while a worker's agent runs an operation, the agent
 // is killed with `systemctl kill -s KILL`. The upgrade completes, in SPEC
 // §4's order, and every operation took effect once.
-func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
+func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Upgrade {
 	var (
 		mu          sync.Mutex
 		killedAt    time.Time
@@ -269,6 +283,7 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
 		require.NotEqual(t, was, ctrdAfter[host], "containerd on %s", host)
 	}
 	t.Logf("MEASURED containerd before → after the minor: %v → %v", ctrdBefore, ctrdAfter)
+	return u
 }
 
 // firstAfter is the earliest step or node-step start after t.
@@ -349,7 +364,9 @@ func requireOrder(t *testing.T, u *phases.Upgrade) {
 	}
 	for _, n := range u.Nodes {
 		require.Equal(t, phases.StateDone, n.State, n.Node)
-		require.Equal(t, u.To, n.Version, n.Node)
+		if migNodeUpgraded(u, &n) {
+			require.Equal(t, u.To, n.Version, n.Node)
+		}
 	}
 }
 
@@ -362,7 +379,9 @@ func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upg
 	t.Helper()
 	nodes, err := env.Lab.Nodes(ctx)
 	require.NoError(t, err)
-	require.Len(t, nodes, len(env.Lab.Config().Topology.Hosts))
+	count, err := env.NodeCount(ctx)
+	require.NoError(t, err)
+	require.Len(t, nodes, count, "a Node for every host and instance the cluster's pools list")
 	for _, n := range nodes {
 		require.True(t, n.Ready, n.Name)
 		require.False(t, n.Unschedulable, n.Name)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ type Config struct {
 	// DrainTimeout bounds each node's best-effort drain (SPEC: at most
 	// 20 minutes; the lab's PDB-protected Deployment drains in seconds).
 	DrainTimeout time.Duration
+	// MIG, when set, adds a MIG-backed worker pool of lab instance groups
+	// (mig.go) beside the bare-metal pools.
+	MIG *MIGPool
+	// ConcurrentWorkerPools is how many worker pools the upgrades this
+	// environment starts run at once (0: the coordinator's default, 1).
+	ConcurrentWorkerPools int
 	// Out receives progress lines; Log structured detail.
 	Out io.Writer
 	Log *slog.Logger
@@ -74,6 +81,10 @@ type Env struct {
 	// the CA's pin agents check it by, the first admin's token, and the
 	// token the hosts' agents enroll with.
 	caPin, adminToken, bootstrapToken string
+	// kubeconfig is the cluster's admin kubeconfig, as registered.
+	kubeconfig string
+	// groups serves the lab's instance groups (MIG set).
+	groups *lab.GroupService
 }
 
 // Up brings the lab network up, starts the coordinator members on it,
@@ -203,10 +214,25 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if err != nil {
 		return e, err
 	}
+	if cfg.MIG != nil {
+		if err := e.upMIG(ctx, bin("molt-agent"), script, urls); err != nil {
+			return e, err
+		}
+	}
 	if err := e.registerCluster(ctx, string(kc)); err != nil {
 		return e, err
 	}
-	e.step("waiting for %d agents", len(l.Config().Topology.Hosts))
+	if cfg.MIG != nil {
+		e.step("waiting for the MIG pool's instances: Nodes Ready at v%s", l.Config().Version)
+		if err := e.WaitMIGNodes(ctx, l.Config().Version, 5*time.Minute); err != nil {
+			return e, err
+		}
+	}
+	n, err := e.NodeCount(ctx)
+	if err != nil {
+		return e, err
+	}
+	e.step("waiting for %d agents", n)
 	if err := e.WaitAgents(ctx, 2*time.Minute); err != nil {
 		return e, err
 	}
@@ -293,6 +319,7 @@ func (e *Env) registerCluster(ctx context.Context, kc string) error {
 	if err != nil {
 		return err
 	}
+	e.kubeconfig = kc
 	spec := api.ClusterSpec{Name: ClusterName, Kind: api.ClusterStandalone, Channel: "regular", Version: v.String(), Kubeconfig: kc}
 	pools := []struct {
 		name string
@@ -309,6 +336,11 @@ func (e *Env) registerCluster(ctx context.Context, kc string) error {
 		}
 		spec.Pools = append(spec.Pools, pool)
 	}
+	if e.groups != nil {
+		// The MIG pool, once its groups exist (registration checks them).
+		spec.Pools = append(spec.Pools, e.migPool(ctx))
+		spec.Cloud = &api.CloudSpec{Provider: phases.CloudLab, Endpoint: e.groups.Endpoint()}
+	}
 	_, err = e.API().Do(ctx, http.MethodPut, "/v1/clusters/"+ClusterName, spec, nil)
 	return err
 }
@@ -320,9 +352,10 @@ func (e *Env) Cluster(ctx context.Context) (api.Cluster, error) {
 	return c, err
 }
 
-// WaitAgents waits until every host's agent is registered, seen and healthy.
+// WaitAgents waits until the agent of every node the cluster's pools list
+// (the lab's hosts, the MIG pool's instances) is registered, seen and
+// healthy.
 func (e *Env) WaitAgents(ctx context.Context, timeout time.Duration) error {
-	want := len(e.Lab.Config().Topology.Hosts)
 	var last string
 	err := poll(ctx, timeout, func() (bool, error) {
 		c, err := e.Cluster(ctx)
@@ -330,13 +363,29 @@ func (e *Env) WaitAgents(ctx context.Context, timeout time.Duration) error {
 			last = err.Error()
 			return false, nil
 		}
+		nodes := map[string]bool{}
+		for _, p := range c.Spec.Pools {
+			for _, n := range p.Nodes {
+				nodes[n.Name] = true
+			}
+		}
+		want := len(nodes)
 		ok := 0
 		var missing []string
 		for _, a := range c.Status.Agents {
+			if !nodes[a.Node] {
+				continue
+			}
 			if a.Registered && !a.Missing && a.Healthy {
 				ok++
+				delete(nodes, a.Node)
 			} else {
 				missing = append(missing, a.Node)
+			}
+		}
+		for n := range nodes {
+			if !slices.Contains(missing, n) {
+				missing = append(missing, n)
 			}
 		}
 		last = fmt.Sprintf("%d/%d agents healthy; not yet: %s", ok, want, strings.Join(missing, " "))
@@ -356,9 +405,14 @@ func (e *Env) Close() {
 	}
 }
 
-// Down stops the members and removes the lab.
+// Down stops the members and the instance-group service and removes the
+// lab (the instances' hosts with it).
 func (e *Env) Down(ctx context.Context) error {
 	e.Close()
+	if e.groups != nil {
+		_ = e.groups.Close()
+		e.groups = nil
+	}
 	if e.Lab == nil {
 		return nil
 	}

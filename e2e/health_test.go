@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,6 +152,15 @@ func testBrokenKubelet(t *testing.T, ctx context.Context, env *Env) {
 		s.Rollback, s.HealthGates = "auto", nil
 	}))
 	before := workerKubelets(t, ctx, env)
+	// One worker pool at a time, the workers first (the MIG pool follows
+	// them in the spec): the failed workers pool ends the upgrade before
+	// the MIG pool starts, which stays at the patch.
+	env.cfg.ConcurrentWorkerPools = 1
+	var migNodes []string
+	if m := env.MIG(); m != nil {
+		migNodes, err = env.PoolNodes(ctx, m.Name)
+		require.NoError(t, err)
+	}
 
 	t0 := time.Now()
 	started, err := env.StartUpgrade(ctx, brokenVersion)
@@ -169,6 +179,10 @@ func testBrokenKubelet(t *testing.T, ctx context.Context, env *Env) {
 	require.True(t, w1.Rollback)
 	require.Equal(t, phases.StateDone, w1.State)
 	require.Equal(t, patchVersion, w1.Version.String())
+	if m := env.MIG(); m != nil {
+		s, _ := u.Step(phases.PoolStepID(m.Name))
+		require.Equal(t, phases.StatePending, s.State, "the MIG pool after the failed workers pool did not start")
+	}
 	w2, _ := u.Node("worker-2")
 	require.Equal(t, phases.StatePending, w2.State, "worker-2 was not touched")
 	require.Zero(t, w2.Attempt)
@@ -179,7 +193,7 @@ func testBrokenKubelet(t *testing.T, ctx context.Context, env *Env) {
 	require.NoError(t, err)
 	for _, n := range nodes {
 		want := "v" + brokenVersion
-		if strings.HasPrefix(n.Name, "worker-") {
+		if strings.HasPrefix(n.Name, "worker-") || slices.Contains(migNodes, n.Name) {
 			want = "v" + patchVersion
 		}
 		require.True(t, n.Ready, "%s Ready", n.Name)

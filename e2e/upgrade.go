@@ -58,7 +58,8 @@ func (e *Env) PrintReport(run api.PreflightRun) {
 // refused with the blocking checks.
 func (e *Env) StartUpgrade(ctx context.Context, version string) (*phases.Upgrade, error) {
 	var u api.Upgrade
-	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", api.UpgradeRequest{Version: version}, &u); err != nil {
+	req := api.UpgradeRequest{Version: version, ConcurrentWorkerPools: e.cfg.ConcurrentWorkerPools}
+	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", req, &u); err != nil {
 		return nil, err
 	}
 	return convert.UpgradeFromAPI(&u)

@@ -41,10 +41,14 @@ func (c *Client) NodeState(ctx context.Context, node string) (NodeState, error) 
 type NodeInfo struct {
 	Name string
 	NodeState
+	// ProviderID is spec.providerID ("" when the kubelet set none);
+	// Labels are the Node's labels.
+	ProviderID string
+	Labels     map[string]string
 }
 
-// ListNodes reads every Node's readiness, kubelet version and cordon
-// state, sorted by name.
+// ListNodes reads every Node's readiness, kubelet version, cordon state,
+// provider ID and labels, sorted by name.
 func (c *Client) ListNodes(ctx context.Context) ([]NodeInfo, error) {
 	list, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -52,7 +56,8 @@ func (c *Client) ListNodes(ctx context.Context) ([]NodeInfo, error) {
 	}
 	out := make([]NodeInfo, 0, len(list.Items))
 	for i := range list.Items {
-		out = append(out, NodeInfo{Name: list.Items[i].Name, NodeState: nodeState(&list.Items[i])})
+		n := &list.Items[i]
+		out = append(out, NodeInfo{Name: n.Name, NodeState: nodeState(n), ProviderID: n.Spec.ProviderID, Labels: n.Labels})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -104,7 +104,22 @@ func (l *Lab) CheckAddons(ctx context.Context, version string) error {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		if why := checkProxyPods(proxies, l.cfg.Topology, want); why != "" {
+		// Every host of the topology, and every instance of the lab's
+		// instance groups that is a Node.
+		var nodes []string
+		for _, h := range l.cfg.Topology.Hosts {
+			nodes = append(nodes, h.Name)
+		}
+		all, err := kc.ListNodes(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, n := range all {
+			if strings.HasPrefix(n.ProviderID, ProviderIDScheme) {
+				nodes = append(nodes, n.Name)
+			}
+		}
+		if why := checkProxyPods(proxies, nodes, want); why != "" {
 			return false, why, nil
 		}
 		dns, err := kc.ListPods(ctx, "kube-system", "k8s-app=kube-dns")
@@ -119,20 +134,20 @@ func (l *Lab) CheckAddons(ctx context.Context, version string) error {
 }
 
 // checkProxyPods says what is wrong with kube-proxy's pods ("" nothing):
-// one per host of topo, each Ready and on image.
-func checkProxyPods(pods []kube.PodInfo, topo Topology, image string) string {
+// one per node, each Ready and on image.
+func checkProxyPods(pods []kube.PodInfo, nodes []string, image string) string {
 	byNode := map[string][]kube.PodInfo{}
 	for _, p := range pods {
 		byNode[p.NodeName] = append(byNode[p.NodeName], p)
 	}
 	var wrong []string
-	for _, h := range topo.Hosts {
-		if why := checkPods(byNode[h.Name], image, 1); why != "" {
-			wrong = append(wrong, h.Name+": "+why)
+	for _, n := range nodes {
+		if why := checkPods(byNode[n], image, 1); why != "" {
+			wrong = append(wrong, n+": "+why)
 		}
 	}
-	if len(pods) != len(topo.Hosts) {
-		wrong = append(wrong, fmt.Sprintf("%d pods for %d nodes", len(pods), len(topo.Hosts)))
+	if len(pods) != len(nodes) {
+		wrong = append(wrong, fmt.Sprintf("%d pods for %d nodes", len(pods), len(nodes)))
 	}
 	return strings.Join(wrong, "; ")
 }

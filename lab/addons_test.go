@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,23 +168,31 @@ func TestKubeletAndContainerdPointAtClusterDNSAndTheRegistry(t *testing.T) {
 }
 
 func TestCheckAddonPods(t *testing.T) {
-	topo := SmallTopology()
+	var nodes []string
+	for _, h := range SmallTopology().Hosts {
+		nodes = append(nodes, h.Name)
+	}
 	img := KubeProxyImage("1.34.4")
 	pod := func(name, node, image string, ready bool) kube.PodInfo {
 		return kube.PodInfo{Name: name, NodeName: node, Ready: ready, Phase: "Running", Containers: []kube.ContainerInfo{{Name: "kube-proxy", Image: image}}}
 	}
 	all := []kube.PodInfo{pod("kp-a", "cplb-1", img, true), pod("kp-b", "cp-1", img, true), pod("kp-c", "worker-1", img, true)}
-	require.Empty(t, checkProxyPods(all, topo, img))
+	require.Empty(t, checkProxyPods(all, nodes, img))
 
 	old := []kube.PodInfo{all[0], all[1], pod("kp-c", "worker-1", KubeProxyImage("1.34.3"), true)}
-	require.Equal(t, "worker-1: kp-c runs registry.k8s.io/kube-proxy:v1.34.3, want registry.k8s.io/kube-proxy:v1.34.4", checkProxyPods(old, topo, img))
+	require.Equal(t, "worker-1: kp-c runs registry.k8s.io/kube-proxy:v1.34.3, want registry.k8s.io/kube-proxy:v1.34.4", checkProxyPods(old, nodes, img))
 
 	notReady := []kube.PodInfo{all[0], all[1], pod("kp-c", "worker-1", img, false)}
-	require.Equal(t, "worker-1: kp-c not Ready (Running)", checkProxyPods(notReady, topo, img))
+	require.Equal(t, "worker-1: kp-c not Ready (Running)", checkProxyPods(notReady, nodes, img))
 
 	missing := all[:2]
-	require.Equal(t, "worker-1: 0 pods, want 1; 2 pods for 3 nodes", checkProxyPods(missing, topo, img))
+	require.Equal(t, "worker-1: 0 pods, want 1; 2 pods for 3 nodes", checkProxyPods(missing, nodes, img))
 
 	leaving := append(append([]kube.PodInfo{}, all...), pod("kp-old", "worker-1", KubeProxyImage("1.34.3"), false))
-	require.Contains(t, checkProxyPods(leaving, topo, img), "worker-1: 2 pods, want 1")
+	require.Contains(t, checkProxyPods(leaving, nodes, img), "worker-1: 2 pods, want 1")
+
+	// An instance of the lab's groups is a node too.
+	withInstance := append(slices.Clone(nodes), "mig-a-1")
+	require.Equal(t, "mig-a-1: 0 pods, want 1; 3 pods for 4 nodes", checkProxyPods(all, withInstance, img))
+	require.Empty(t, checkProxyPods(append(slices.Clone(all), pod("kp-d", "mig-a-1", img, true)), withInstance, img))
 }

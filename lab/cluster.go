@@ -282,7 +282,8 @@ func waitWorkloads(ctx context.Context, kc *kube.Client, timeout time.Duration) 
 // the Deployment's Service by name from there (checkServiceByName: cluster
 // DNS, then the ClusterIP through kube-proxy). It fails (ErrNotReady) when
 // no Deployment pod is Ready, when one runs on a host that is not a worker,
-// or when a pod or the Service does not answer or answers wrongly.
+// or when a pod or the Service does not answer or answers wrongly. The
+// instance groups' Nodes are workers too.
 func (l *Lab) CheckServing(ctx context.Context) error {
 	kc, err := l.Kube()
 	if err != nil {
@@ -303,9 +304,18 @@ func (l *Lab) CheckServing(ctx context.Context) error {
 		},
 	}}
 	defer client.CloseIdleConnections()
+	// Workers: the topology's, and the instance groups' Nodes, which
+	// register with the worker role label (groups.go).
 	workers := map[string]bool{}
 	for _, h := range l.cfg.Topology.WithRole(RoleWorker) {
 		workers[h.Name] = true
+	}
+	if nodes, err := kc.ListNodes(ctx); err == nil {
+		for _, n := range nodes {
+			if n.Labels[roleLabel] == string(RoleWorker) && strings.HasPrefix(n.ProviderID, ProviderIDScheme) {
+				workers[n.Name] = true
+			}
+		}
 	}
 	asked := 0
 	for _, p := range pods {

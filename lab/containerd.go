@@ -45,17 +45,27 @@ func containerdFor(buildCache, rootfs, version string) (path string, built bool,
 func (l *Lab) ContainerdVersions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, h := range l.cfg.Topology.Hosts {
-		b, err := l.Exec(ctx, h.Name, "ctr", "version")
+		v, err := l.ContainerdVersion(ctx, h.Name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: ctr version: %v", ErrNotReady, h.Name, err)
-		}
-		v, ok := serverVersion(string(b))
-		if !ok {
-			return nil, fmt.Errorf("%w: %s: no server version in %q", ErrNotReady, h.Name, b)
+			return nil, err
 		}
 		out[h.Name] = v
 	}
 	return out, nil
+}
+
+// ContainerdVersion asks one host's containerd (a host of the topology or
+// an instance of the lab's groups) for its version through its API.
+func (l *Lab) ContainerdVersion(ctx context.Context, host string) (string, error) {
+	b, err := l.Exec(ctx, host, "ctr", "version")
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: ctr version: %v", ErrNotReady, host, err)
+	}
+	v, ok := serverVersion(string(b))
+	if !ok {
+		return "", fmt.Errorf("%w: %s: no server version in %q", ErrNotReady, host, b)
+	}
+	return v, nil
 }
 
 // serverVersion reads the Version line of the Server section of

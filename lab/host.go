@@ -261,6 +261,35 @@ func findHost(name, netns string) (runningHost, bool) {
 	return runningHost{}, false
 }
 
+// hostsWithPrefix finds every systemd-nspawn process whose network
+// namespace's name starts with prefix, by machine name: the topology's
+// hosts and the instances of the lab's instance groups, whatever a state
+// file says.
+func hostsWithPrefix(prefix string) map[string]runningHost {
+	out := map[string]runningHost{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasSuffix(strings.SplitN(string(b), "\x00", 2)[0], "systemd-nspawn") {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		name, inNS := "", false
+		for i, a := range args {
+			if a == "-M" && i+1 < len(args) {
+				name = args[i+1]
+			}
+			inNS = inNS || strings.HasPrefix(a, "--network-namespace-path=/run/netns/"+prefix)
+		}
+		if name == "" || !inNS {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		out[name] = runningHost{nspawnPID: pid, initPID: nspawn.InitOf(pid)}
+	}
+	return out
+}
+
 func hasArg(args []string, a string) bool {
 	for _, x := range args {
 		if x == a {

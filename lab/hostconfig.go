@@ -75,6 +75,14 @@ func KubeletConfig() ([]byte, error) {
 
 // KubeletUnit is the systemd unit that runs the kubelet on a host.
 func KubeletUnit(h HostSpec) string {
+	labels := "molt.dev/role=" + string(h.Role)
+	if h.Zone != "" {
+		labels += "," + ZoneLabel + "=" + h.Zone
+	}
+	extra := ""
+	if h.ProviderID != "" {
+		extra = " --provider-id=" + h.ProviderID
+	}
 	return strings.Join([]string{
 		"[Unit]",
 		"Description=kubelet (molt lab)",
@@ -87,7 +95,7 @@ func KubeletUnit(h HostSpec) string {
 			" --kubeconfig=" + kubeletConf +
 			" --hostname-override=" + h.Name +
 			" --node-ip=" + h.IP +
-			" --node-labels=molt.dev/role=" + string(h.Role) +
+			" --node-labels=" + labels + extra +
 			" --v=1",
 		"Restart=always",
 		"RestartSec=2",

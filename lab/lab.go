@@ -360,15 +360,15 @@ func (l *Lab) Down(ctx context.Context) error {
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, h := range l.cfg.Topology.Hosts {
-		rh, ok := findHost(h.Name, l.net.HostNS(h.Name))
-		if !ok {
-			continue
-		}
+	// Every host in one of the lab's namespaces: the topology's and the
+	// instance groups' (instances.go), found by their namespace's prefix.
+	hosts := hostsWithPrefix(l.cfg.Prefix)
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		rh := hosts[name]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.step("stopping host %s (nspawn pid %d)", h.Name, rh.nspawnPID)
+			l.step("stopping host %s (nspawn pid %d)", name, rh.nspawnPID)
 			if err := stopHost(ctx, rh, 30*time.Second); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -381,8 +381,21 @@ func (l *Lab) Down(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	l.step("removing namespaces %s*", l.cfg.Prefix)
-	if err := killNamespacePIDs(ctx, l.net.Namespaces()); err != nil {
+	namespaces := l.net.Namespaces()
+	for _, ns := range namespacesWithPrefix(l.cfg.Prefix) {
+		if !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if err := killNamespacePIDs(ctx, namespaces); err != nil {
 		errs = append(errs, err)
+	}
+	// Instances' namespaces first: deleting one takes its veth off the
+	// bridge, which goes with the lab namespace.
+	for _, ns := range namespaces[len(l.net.Namespaces()):] {
+		if err := run(ctx, "ip", "netns", "del", ns); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", ErrNetwork, err))
+		}
 	}
 	if err := l.net.Down(ctx); err != nil {
 		errs = append(errs, err)

@@ -22,7 +22,12 @@ import (
 // from the control-plane host, then tears down and checks nothing is left.
 // Run: go test -tags lab -run TestSmallLab -v ./lab/ (root; ~1 minute).
 // MOLT_LAB_VERSION picks the version (default 1.34.4, the one CI builds).
-func TestSmallLabUpServeDown(t *testing.T) { upServeDown(t, SmallTopology(), testVersion()) }
+//
+// On that lab it then runs the instance groups' tests (groups_lab_test.go):
+// a lab is brought up once for both.
+func TestSmallLabUpServeDown(t *testing.T) {
+	upServeDown(t, SmallTopology(), testVersion(), testInstanceGroups)
+}
 
 // TestFullLabUpServeDown does the same with the full topology (3 etcd
 // members behind the LB, 7 hosts; ~2-3 minutes).
@@ -55,7 +60,9 @@ func TestSmallLabUpAtUpgradeVersions(t *testing.T) {
 	}
 }
 
-func upServeDown(t *testing.T, topo Topology, version string) {
+// upServeDown brings the lab up, checks it, runs more (each a subtest)
+// and leaves Down to newTestLab's cleanup, which checks nothing is left.
+func upServeDown(t *testing.T, topo Topology, version string, more ...func(*testing.T, context.Context, *Lab)) {
 	requireLabTools(t)
 	l := newTestLabAt(t, topo, version, nil)
 	cfg := l.Config()
@@ -141,6 +148,9 @@ func upServeDown(t *testing.T, topo Topology, version string) {
 	t0 = time.Now()
 	require.NoError(t, l.Up(ctx), "a second Up is a no-op")
 	t.Logf("second up in %s", time.Since(t0).Round(time.Millisecond))
+	for _, f := range more {
+		f(t, ctx, l)
+	}
 }
 
 // requireNothingLeft checks no nspawn process, namespace or state remains.
@@ -159,6 +169,8 @@ func requireNothingLeft(t *testing.T, l *Lab) {
 	links, err := exec.Command("ip", "-o", "link").Output()
 	require.NoError(t, err)
 	require.NotContains(t, string(links), "vh-")
+	require.NotContains(t, string(links), "vi-", "an instance's veth")
+	require.Empty(t, hostsWithPrefix(l.Config().Prefix), "a host of the lab, instances included")
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 	require.NotContains(t, string(mounts), l.Config().Prefix)

@@ -143,7 +143,9 @@ func DialInNamespace(ctx context.Context, nsPath, network, addr string) (net.Con
 }
 
 // ListenInNamespace listens on addr from the network namespace at nsPath:
-// the socket stays there and serves connections made inside it.
+// the socket stays there and serves connections made inside it, so a
+// server of this process is reachable only from there (the lab's instance
+// groups listen on the lab namespace's loopback, where the members run).
 func ListenInNamespace(nsPath, network, addr string) (net.Listener, error) {
 	var l net.Listener
 	err := InNamespace(nsPath, func() error {
@@ -187,6 +189,19 @@ func InNamespace(nsPath string, fn func() error) error {
 		ch <- err
 	}()
 	return <-ch
+}
+
+// namespacesWithPrefix lists the network namespaces whose name starts
+// with prefix.
+func namespacesWithPrefix(prefix string) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func nsPath(name string) string { return filepath.Join("/run/netns", name) }

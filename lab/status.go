@@ -2,9 +2,14 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +27,9 @@ type HostStatus struct {
 	// Node fields are empty when the API is unreachable or the Node absent.
 	NodeReady      bool
 	KubeletVersion string
+	// Instance is the status of an instance group's instance ("" for a
+	// host of the topology).
+	Instance string
 }
 
 // Status is the lab as it is now.
@@ -43,6 +51,19 @@ func (l *Lab) Status(ctx context.Context) Status {
 			hs.Running, hs.NspawnPID = true, rh.nspawnPID
 		}
 		st.Hosts = append(st.Hosts, hs)
+	}
+	// The instance groups' hosts, as their book lists them.
+	var book groupsBook
+	if b, err := os.ReadFile(filepath.Join(l.cfg.StateDir, "groups.json")); err == nil && json.Unmarshal(b, &book) == nil {
+		names := slices.Sorted(maps.Keys(book.Instances))
+		for _, n := range names {
+			in := book.Instances[n]
+			hs := HostStatus{HostSpec: HostSpec{Name: n, Role: RoleWorker, IP: in.IP, Zone: in.Zone, ProviderID: InstanceProviderID(in.Zone, in.Group, n)}, Instance: string(in.Status)}
+			if rh, ok := findHost(n, l.net.HostNS(n)); ok {
+				hs.Running, hs.NspawnPID = true, rh.nspawnPID
+			}
+			st.Hosts = append(st.Hosts, hs)
+		}
 	}
 	nodes, err := l.Nodes(ctx)
 	if err != nil {
@@ -99,9 +120,13 @@ func (l *Lab) StaticPodImages(ctx context.Context) (map[string]string, error) {
 // Print writes st as a table plus how to reach the API.
 func (st Status) Print(w io.Writer, labNS string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tROLE\tADDRESS\tRUNNING\tNODE READY\tKUBELET")
+	fmt.Fprintln(tw, "HOST\tROLE\tADDRESS\tRUNNING\tNODE READY\tKUBELET\tINSTANCE")
 	for _, h := range st.Hosts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\n", h.Name, h.Role, h.IP, h.Running, h.NodeReady, h.KubeletVersion)
+		inst := "-"
+		if h.Instance != "" {
+			inst = h.ProviderID + " " + h.Instance
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\t%s\n", h.Name, h.Role, h.IP, h.Running, h.NodeReady, h.KubeletVersion, inst)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "topology %s, version v%s\n", st.Topology, st.Version)

@@ -37,6 +37,11 @@ type HostSpec struct {
 	Name string `json:"name"`
 	Role Role   `json:"role"`
 	IP   string `json:"ip"`
+	// Zone and ProviderID are set for the instances of the lab's instance
+	// groups (groups.go): the kubelet registers its Node with them
+	// (topology.kubernetes.io/zone, spec.providerID).
+	Zone       string `json:"zone,omitempty"`
+	ProviderID string `json:"providerID,omitempty"`
 }
 
 // Topology is the set of hosts a lab runs.
@@ -49,22 +54,22 @@ type Topology struct {
 // data-plane LB host and two workers.
 func FullTopology() Topology {
 	return Topology{Name: "full", Hosts: []HostSpec{
-		{"cplb-1", RoleControlPlaneLB, "10.77.0.10"},
-		{"cp-1", RoleControlPlane, "10.77.0.11"},
-		{"cp-2", RoleControlPlane, "10.77.0.12"},
-		{"cp-3", RoleControlPlane, "10.77.0.13"},
-		{"lb-1", RoleLoadBalancer, "10.77.0.20"},
-		{"worker-1", RoleWorker, "10.77.0.31"},
-		{"worker-2", RoleWorker, "10.77.0.32"},
+		{Name: "cplb-1", Role: RoleControlPlaneLB, IP: "10.77.0.10"},
+		{Name: "cp-1", Role: RoleControlPlane, IP: "10.77.0.11"},
+		{Name: "cp-2", Role: RoleControlPlane, IP: "10.77.0.12"},
+		{Name: "cp-3", Role: RoleControlPlane, IP: "10.77.0.13"},
+		{Name: "lb-1", Role: RoleLoadBalancer, IP: "10.77.0.20"},
+		{Name: "worker-1", Role: RoleWorker, IP: "10.77.0.31"},
+		{Name: "worker-2", Role: RoleWorker, IP: "10.77.0.32"},
 	}}
 }
 
 // SmallTopology is one control-plane LB, one control-plane host and one worker.
 func SmallTopology() Topology {
 	return Topology{Name: "small", Hosts: []HostSpec{
-		{"cplb-1", RoleControlPlaneLB, "10.77.0.10"},
-		{"cp-1", RoleControlPlane, "10.77.0.11"},
-		{"worker-1", RoleWorker, "10.77.0.31"},
+		{Name: "cplb-1", Role: RoleControlPlaneLB, IP: "10.77.0.10"},
+		{Name: "cp-1", Role: RoleControlPlane, IP: "10.77.0.11"},
+		{Name: "worker-1", Role: RoleWorker, IP: "10.77.0.31"},
 	}}
 }
 

@@ -68,6 +68,13 @@ type Backend interface {
 	TimeoutNext(t *testing.T)
 }
 
+// Releaser is a Backend whose templates can name only some releases (the
+// lab: the releases it has Kubernetes builds of). The suite makes its
+// templates of these two, instead of 1.34.4 and 1.35.1.
+type Releaser interface {
+	Releases() (first, second string)
+}
+
 // Run runs the contract against the providers h builds. Each case is a
 // subtest.
 func Run(t *testing.T, h Harness) {
@@ -92,7 +99,11 @@ func Run(t *testing.T, h Harness) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := h.New(t)
-			c.fn(&env{t: t, b: b, p: b.Provider(t), ctx: context.Background(), zone: b.Zone()})
+			e := &env{t: t, b: b, p: b.Provider(t), ctx: context.Background(), zone: b.Zone(), r1: "1.34.4", r2: "1.35.1"}
+			if r, ok := b.(Releaser); ok {
+				e.r1, e.r2 = r.Releases()
+			}
+			c.fn(e)
 		})
 	}
 }
@@ -104,6 +115,8 @@ type env struct {
 	p    cloud.Provider
 	ctx  context.Context
 	zone string
+	// r1 and r2 are the releases of the templates the cases make.
+	r1, r2 string
 }
 
 func (e *env) group(name string) cloud.GroupRef { return cloud.GroupRef{Zone: e.zone, Name: name} }
@@ -121,11 +134,11 @@ func (e *env) template(release, req string) string {
 }
 
 // newGroup creates a group of size running instances from the template
-// of release 1.34.4.
+// of release r1.
 func (e *env) newGroup(name string, size int) cloud.GroupRef {
 	e.t.Helper()
 	g := e.group(name)
-	tmpl := e.template("1.34.4", name+"/template")
+	tmpl := e.template(e.r1, name+"/template")
 	require.NoError(e.t, e.p.CreateGroup(e.ctx, g, tmpl, size, name+"/create"))
 	e.b.FinishCreating(e.t)
 	return g
@@ -203,22 +216,22 @@ func (e *env) allRunning(g cloud.GroupRef) []cloud.Instance {
 // EnsureTemplate is content-addressed and idempotent.
 func testTemplates(e *env) {
 	t := e.t
-	a := e.template("1.34.4", "ct/templates/a")
-	assert.Equal(t, cloud.TemplateName(e.spec("1.34.4")), a, "the template's name is TemplateName of its spec")
-	assert.Equal(t, a, e.template("1.34.4", "ct/templates/a"), "the same request")
-	assert.Equal(t, a, e.template("1.34.4", "ct/templates/again"), "a new request for the same spec")
-	b := e.template("1.35.1", "ct/templates/b")
+	a := e.template(e.r1, "ct/templates/a")
+	assert.Equal(t, cloud.TemplateName(e.spec(e.r1)), a, "the template's name is TemplateName of its spec")
+	assert.Equal(t, a, e.template(e.r1, "ct/templates/a"), "the same request")
+	assert.Equal(t, a, e.template(e.r1, "ct/templates/again"), "a new request for the same spec")
+	b := e.template(e.r2, "ct/templates/b")
 	assert.NotEqual(t, a, b)
-	assert.Equal(t, cloud.TemplateName(e.spec("1.35.1")), b)
+	assert.Equal(t, cloud.TemplateName(e.spec(e.r2)), b)
 
 	_, err := e.p.EnsureTemplate(e.ctx, cloud.TemplateSpec{Base: e.b.BaseTemplate()}, "ct/templates/no-release")
 	assert.ErrorIs(t, err, cloud.ErrInvalid, "a template needs a release")
 	if e.b.BaseTemplate() != "" {
-		_, err := e.p.EnsureTemplate(e.ctx, cloud.TemplateSpec{Release: "1.34.4", Base: "ct-no-such-base"}, "ct/templates/no-base")
+		_, err := e.p.EnsureTemplate(e.ctx, cloud.TemplateSpec{Release: e.r1, Base: "ct-no-such-base"}, "ct/templates/no-base")
 		assert.ErrorIs(t, err, cloud.ErrNotFound, "a missing base template")
 		// A step repeated after its instances moved to the release asks
 		// with their template as the base: nothing new is made.
-		same, err := e.p.EnsureTemplate(e.ctx, cloud.TemplateSpec{Release: "1.34.4", Base: a}, "ct/templates/base-at-release")
+		same, err := e.p.EnsureTemplate(e.ctx, cloud.TemplateSpec{Release: e.r1, Base: a}, "ct/templates/base-at-release")
 		require.NoError(t, err)
 		assert.Equal(t, a, same, "a base that is already a template of the release is its own answer")
 	}
@@ -231,7 +244,7 @@ func testGroups(e *env) {
 	_, err := e.p.GetGroup(e.ctx, g)
 	require.ErrorIs(t, err, cloud.ErrNotFound, "before it is created")
 
-	tmpl := e.template("1.34.4", "ct/groups/template")
+	tmpl := e.template(e.r1, "ct/groups/template")
 	require.NoError(t, e.p.CreateGroup(e.ctx, g, tmpl, 2, "ct/groups/create"))
 	require.NoError(t, e.p.CreateGroup(e.ctx, g, tmpl, 2, "ct/groups/create"), "the same request")
 	require.NoError(t, e.p.CreateGroup(e.ctx, g, tmpl, 5, "ct/groups/create-again"), "a group that exists is left as it is")
@@ -314,19 +327,19 @@ func testReplay(e *env) {
 		do   func(p cloud.Provider) error
 	}{
 		{"template 1.34.4", func(p cloud.Provider) error {
-			_, err := p.EnsureTemplate(e.ctx, e.spec("1.34.4"), "ct/replay/t1")
+			_, err := p.EnsureTemplate(e.ctx, e.spec(e.r1), "ct/replay/t1")
 			return err
 		}},
 		{"create group", func(p cloud.Provider) error {
-			return p.CreateGroup(e.ctx, g, cloud.TemplateName(e.spec("1.34.4")), 2, "ct/replay/group")
+			return p.CreateGroup(e.ctx, g, cloud.TemplateName(e.spec(e.r1)), 2, "ct/replay/group")
 		}},
 		{"resize to 3", func(p cloud.Provider) error { return p.Resize(e.ctx, g, 3, "ct/replay/resize") }},
 		{"template 1.35.1", func(p cloud.Provider) error {
-			_, err := p.EnsureTemplate(e.ctx, e.spec("1.35.1"), "ct/replay/t2")
+			_, err := p.EnsureTemplate(e.ctx, e.spec(e.r2), "ct/replay/t2")
 			return err
 		}},
 		{"set template", func(p cloud.Provider) error {
-			return p.SetTemplate(e.ctx, g, cloud.TemplateName(e.spec("1.35.1")), "ct/replay/set-template")
+			return p.SetTemplate(e.ctx, g, cloud.TemplateName(e.spec(e.r2)), "ct/replay/set-template")
 		}},
 		{"surge x", func(p cloud.Provider) error {
 			return p.CreateInstances(e.ctx, g, []string{"ct-replay-x"}, "ct/replay/surge-x")
@@ -375,7 +388,7 @@ func testOneReqManyCalls(e *env) {
 	t := e.t
 	a := e.newGroup("ct-onereq-a", 0)
 	b := e.newGroup("ct-onereq-b", 0)
-	v2 := e.template("1.35.1", "ct/onereq/v2")
+	v2 := e.template(e.r2, "ct/onereq/v2")
 	const req = "ct/onereq/action"
 	for _, g := range []cloud.GroupRef{a, b} {
 		require.NoError(t, e.p.SetTemplate(e.ctx, g, v2, req), "%s", g)
@@ -408,7 +421,7 @@ func testSetTemplate(e *env) {
 	v1 := e.get(g).Template
 	old := e.allRunning(g)
 	require.Len(t, old, 1)
-	v2 := e.template("1.35.1", "ct/settemplate/v2")
+	v2 := e.template(e.r2, "ct/settemplate/v2")
 
 	require.NoError(t, e.p.SetTemplate(e.ctx, g, v2, "ct/settemplate/set"))
 	require.NoError(t, e.p.SetTemplate(e.ctx, g, v2, "ct/settemplate/set"), "the same request")

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/moltproject/molt/cloud"
@@ -109,4 +110,15 @@ func (c *Cloud) Repeats(method string) int {
 		}
 	}
 	return n
+}
+
+// AfterCall sets f to run after every call, outside the Cloud's lock, with
+// the caller's context and the call as recorded: a test holds a caller
+// right after a change was carried out (say, until it kills the leader
+// that made it). If the caller's context ended meanwhile, a call that
+// succeeded returns the context's error, its change made. nil removes it.
+func (c *Cloud) AfterCall(f func(ctx context.Context, call Call)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.after = f
 }

@@ -74,6 +74,7 @@ type Cloud struct {
 	failNext  int             // calls still to fail with ErrTransient
 	timeouts  int             // mutating calls still to "time out" after applying
 	calls     []Call
+	after     func(context.Context, Call)
 }
 
 type group struct {
@@ -136,10 +137,17 @@ func (c *Cloud) call(ctx context.Context, rec Call, mutating bool, fn func() err
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	err := c.run(&rec, mutating, fn)
 	rec.Err = err
 	c.calls = append(c.calls, rec)
+	after := c.after
+	c.mu.Unlock()
+	if after != nil {
+		after(ctx, rec)
+		if err == nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	return err
 }
 

@@ -209,3 +209,27 @@ func TestConcurrentUse(t *testing.T) {
 	assert.Equal(t, 8, grp.TargetSize)
 	assert.True(t, grp.Stable)
 }
+
+// AfterCall runs after the change, outside the lock; a caller whose
+// context ended meanwhile gets its error, the change made.
+func TestAfterCall(t *testing.T) {
+	c := memory.New(memory.Options{})
+	var seen []string
+	cctx, cancel := context.WithCancel(ctx)
+	g := cloud.GroupRef{Zone: "z", Name: "pool"}
+	c.AfterCall(func(_ context.Context, call memory.Call) {
+		seen = append(seen, call.Method)
+		if call.Method == "CreateGroup" {
+			_, err := c.GetGroup(context.Background(), g) // the lock is free, the group made
+			assert.NoError(t, err)
+			cancel()
+		}
+	})
+	tmpl, err := c.EnsureTemplate(cctx, cloud.TemplateSpec{Release: "1.34.4"}, "t")
+	require.NoError(t, err)
+	require.ErrorIs(t, c.CreateGroup(cctx, g, tmpl, 1, "g"), context.Canceled)
+	c.AfterCall(nil)
+	_, err = c.GetGroup(ctx, g)
+	require.NoError(t, err, "the change was made")
+	assert.Equal(t, []string{"EnsureTemplate", "CreateGroup", "GetGroup"}, seen)
+}

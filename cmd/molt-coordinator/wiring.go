@@ -8,6 +8,7 @@ import (
 
 	"github.com/moltproject/molt/cloud"
 	"github.com/moltproject/molt/cloud/gce"
+	"github.com/moltproject/molt/cloud/labcloud"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/phases"
@@ -25,7 +26,8 @@ func (k kubeConnector) Connect(cluster string, kubeconfig []byte) (coordinator.C
 
 // cloudConnector builds the cloud adapter a cluster's cloud spec names,
 // once per spec: gce (application-default credentials, the spec's project
-// and endpoint) and, once this binary knows it, lab.
+// and endpoint) and lab (the lab's instance groups, served over HTTP by the
+// process that runs the lab, at the spec's endpoint).
 type cloudConnector struct {
 	mu        sync.Mutex
 	providers map[phases.CloudSpec]cloud.Provider
@@ -34,7 +36,18 @@ type cloudConnector struct {
 }
 
 func newCloudConnector() *cloudConnector {
-	return &cloudConnector{providers: map[phases.CloudSpec]cloud.Provider{}}
+	return &cloudConnector{providers: map[phases.CloudSpec]cloud.Provider{}, lab: newLabAdapter}
+}
+
+// newLabAdapter is the lab adapter for an endpoint: the lab driver's
+// instance-group service (lab.GroupService), which listens on the loopback
+// of the lab's network namespace, where the members of a lab's
+// coordinator run.
+func newLabAdapter(endpoint string) (cloud.Provider, error) {
+	if endpoint == "" {
+		return nil, fmt.Errorf("the lab adapter needs cloud.endpoint: the URL the lab driver serves its instance groups on (molt-lab prints it)")
+	}
+	return labcloud.New(labcloud.Config{Endpoint: endpoint})
 }
 
 func (c *cloudConnector) Provider(spec phases.CloudSpec) (cloud.Provider, error) {

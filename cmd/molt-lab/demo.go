@@ -24,6 +24,7 @@ func demo(ctx context.Context, cfg lab.Config, args []string) error {
 	fs.BoolVar(&d.Keep, "keep", false, "leave the lab and the coordinator running at the end")
 	small := fs.Bool("small", false, "small topology: 1 control-plane LB, 1 control-plane host, 1 worker")
 	fs.BoolVar(&d.Auto, "auto", false, "an automatic patch upgrade instead (default --from 1.34.3 --to 1.34.4): the scheduler starts it by itself when the maintenance window opens")
+	mig := fs.Bool("mig", true, "add a MIG-backed worker pool of lab instance groups (2 zones × 1 instance, surge), upgraded beside the bare-metal pools")
 	_ = fs.Parse(args)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -32,6 +33,10 @@ func demo(ctx context.Context, cfg lab.Config, args []string) error {
 	}
 	if *small {
 		d.Lab.Topology = lab.SmallTopology()
+	}
+	if *mig {
+		d.MIG = e2e.DefaultMIGPool()
+		d.ConcurrentWorkerPools = 2
 	}
 	d.Out = os.Stdout
 	d.Log = cfg.Log

@@ -4,6 +4,7 @@
 //	molt-lab demo [--from 1.33.13] [--to 1.34.4] [--keep] [--small] [--auto]   (molt's main job; see e2e)
 //	molt-lab up [--small] [--version 1.34.4] [--agent BIN --coordinator URL]
 //	molt-lab status
+//	molt-lab serve-groups [--listen 127.0.0.1:PORT] [--agent BIN --coordinator URL --token-file F --ca-pin P]
 //	molt-lab down
 //	molt-lab render [--out vagrant/.lab]   (host files for the Vagrant lab)
 //
@@ -54,10 +55,13 @@ func main() {
 	fs.DurationVar(&cfg.ReadyTimeout, "timeout", cfg.ReadyTimeout, "how long to wait for the API and Nodes")
 	verbose := fs.Bool("v", false, "debug logs")
 	renderDir := fs.String("out", "vagrant/.lab", "render: where to write each host's files")
-	agentBin := fs.String("agent", "", "up: install this molt-agent binary into every host with systemd/install.sh")
+	agentBin := fs.String("agent", "", "up, serve-groups: install this molt-agent binary into every host (every new instance) with systemd/install.sh")
 	coordinator := fs.String("coordinator", "https://"+lab.GatewayIP+":7080", "up --agent: coordinator URL the agents use")
 	token := fs.String("token", "", "up --agent: the agents' bootstrap token (moltctl token create --cluster molt-lab --uses N)")
 	caPin := fs.String("ca-pin", "", "up --agent: the coordinator's CA pin, sha256:<hex> (molt-coordinator prints it)")
+	listen := fs.String("listen", "127.0.0.1:0", "serve-groups: address on the lab namespace's loopback (the endpoint a cluster's cloud spec names)")
+	tokenFile := fs.String("token-file", "", "serve-groups --agent: file holding the bootstrap token new instances' agents enroll with")
+	cluster := fs.String("cluster", "lab", "serve-groups --agent: the cluster new instances' agents join")
 	_ = fs.Parse(args)
 	if *agentBin != "" {
 		script := filepath.Join(cfg.ModuleDir, "systemd", "install.sh")
@@ -94,6 +98,8 @@ func main() {
 		if err = l.Render(*renderDir); err == nil {
 			fmt.Printf("==> host files for %d hosts in %s\n", len(cfg.Topology.Hosts), *renderDir)
 		}
+	case "serve-groups":
+		err = serveGroups(ctx, l, lab.GroupsConfig{Listen: *listen}, *agentBin, *coordinator, *tokenFile, *caPin, *cluster)
 	case "status":
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -119,6 +125,6 @@ func fail(err error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: molt-lab demo [--keep] | up [--small] [--version 1.34.4] | status | down | render [--out DIR]   (flags: -h)")
+	fmt.Fprintln(os.Stderr, "usage: molt-lab demo [--keep] | up [--small] [--version 1.34.4] | status | serve-groups [--listen ADDR] | down | render [--out DIR]   (flags: -h)")
 	os.Exit(2)
 }

@@ -208,10 +208,16 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 		return nil, nil
 	}
 	// Re-registering keeps history and agents. The version an operator
-	// states is what the cluster runs; it may only be restated, not moved,
-	// once molt tracks it: versions move through upgrades.
-	if spec.Version != old.StatusVersion {
-		return nil, &RuleError{Rule: "cluster-version", Detail: fmt.Sprintf("cluster %s runs %s; use an upgrade to change its version", spec.Name, old.StatusVersion), Err: ErrInvalid}
+	// states is what the cluster runs, or the desired version molt already
+	// holds (the target of a cancelled or failed upgrade: what GET returns
+	// must PUT back unchanged); it may only be restated, not moved:
+	// versions move through upgrades.
+	if spec.Version != old.StatusVersion && spec.Version != old.Spec.Version {
+		detail := fmt.Sprintf("cluster %s runs %s; use an upgrade to change its version", spec.Name, old.StatusVersion)
+		if old.Spec.Version != old.StatusVersion {
+			detail = fmt.Sprintf("cluster %s runs %s (desired %s); use an upgrade to change its version", spec.Name, old.StatusVersion, old.Spec.Version)
+		}
+		return nil, &RuleError{Rule: "cluster-version", Detail: detail, Err: ErrInvalid}
 	}
 	old.Spec = spec
 	old.pruneAgentCerts()

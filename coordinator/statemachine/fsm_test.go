@@ -377,3 +377,37 @@ func respec(entries []goldenEntry, version string) phases.ClusterSpec {
 	}
 	panic("golden log registers no cluster lab")
 }
+
+// After a cancelled upgrade the cluster runs its old version while its
+// spec holds the upgrade's target: a spec read back from the API restates
+// that target and is accepted (closing the cancelled upgrade), as is the
+// version it runs; a third version is refused.
+func TestReregisterAfterACancelledUpgradeRestatesEitherVersion(t *testing.T) {
+	entries := goldenEntries()
+	cpRunning := slices.IndexFunc(entries, func(e goldenEntry) bool { _, ok := e.cmd.(NodeStepResultCmd); return ok })
+	require.Positive(t, cpRunning)
+	now := time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		version string
+		want    error
+	}{{"1.34.4", nil}, {"1.33.6", nil}, {"1.34.5", ErrInvalid}} {
+		t.Run(tc.version, func(t *testing.T) {
+			f, _ := replay(t, encodeEntries(t, entries[:cpRunning], 1))
+			r := f.st.Clusters["lab"]
+			require.Equal(t, "1.34.4", r.Spec.Version.String(), "the spec holds the upgrade's target")
+			require.Equal(t, "1.33.6", r.StatusVersion.String())
+			r.Upgrade.State = phases.UpgradeCancelled
+			b, err := raftstore.Encode(CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, tc.version)})
+			require.NoError(t, err)
+			_, err = f.Handlers()[CmdPutCluster](uint64(cpRunning+1), b[1:])
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+				require.ErrorContains(t, err, "runs 1.33.6 (desired 1.34.4)")
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, f.st.Clusters["lab"].Upgrade.Closed, "the cancelled upgrade is closed")
+			require.Equal(t, tc.version, f.st.Clusters["lab"].Spec.Version.String())
+		})
+	}
+}
