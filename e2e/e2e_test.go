@@ -252,7 +252,9 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) {
 	require.Equal(t, "0", restarts())
 	ctrdBefore, err := env.Lab.ContainerdVersions(ctx)
 	require.NoError(t, err)
+	smoke := startChaosSmoke(t, ctx, env) // chaos_smoke_test.go: more faults, the invariant checks
 	u := upgradeTo(t, ctx, env, minorVersion, observe)
+	smoke.finish(t, ctx)
 	require.Equal(t, "1", restarts(), "systemd restarted the killed agent once")
 	mu.Lock()
 	require.False(t, killedAt.IsZero(), "the leader was never killed")
