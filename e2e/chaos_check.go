@@ -325,7 +325,7 @@ func checkJournal(host string, data []byte) (JournalSummary, []string) {
 // HostFiles is what the agent's upgrades write on one host, read after
 // the run: the binaries' sha256 and the static-pod manifests.
 type HostFiles struct {
-	Host                        string
+	Host                         string
 	KubeletSHA256, ContainerdSHA string
 	// Manifests maps each file of the manifest directory to its content.
 	Manifests map[string][]byte
