@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf deps test-all demo demo-auto plan-demo clean
+.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf chaos deps test-all demo demo-auto plan-demo clean
 
 all: build
 
@@ -66,7 +66,8 @@ test-lab:
 test-lab-all:
 	$(GO) test -tags lab -count=1 -timeout 45m ./lab/
 
-## test-e2e: real upgrades of the lab cluster with faults (leader and agent killed), refusals
+## test-e2e: real upgrades of the lab cluster with faults (leader and agent killed; the minor under a
+## seeded chaos schedule with the invariant checks: the chaos smoke, docs/chaos.md), refusals
 test-e2e:
 	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED|Error' ; \
 	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || { echo '--- last 120 lines of $(BIN)/e2e.log'; tail -n 120 $(BIN)/e2e.log; }; exit $$rc
@@ -112,6 +113,17 @@ bench:
 ## machine (about 20 minutes; needs etcd from deps); printed and written to bin/perf.md
 perf: build
 	BIN=$(BIN) bash scripts/perf.sh
+
+## chaos: N chaos runs (default 3), each a lab of its own upgraded v1.33.13 → v1.34.3 while a
+## schedule drawn from SEED+i (SEED=0: from the clock) kills, freezes and partitions members, kills
+## agents, cuts a host off, takes the API server's LB away and serves a wrong checksum; the
+## invariants are checked after each run. A table per run, then the summary line (docs/chaos.md;
+## about 8 minutes a run). On a shared machine: flock /work/lab.lock make chaos N=3
+N    ?= 3
+SEED ?= 0
+chaos: build
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-chaos
+	$(BIN)/molt-chaos --runs $(N) --seed $(SEED) --bin $(BIN) 2>&1 | tee $(BIN)/chaos.log; exit $${PIPESTATUS[0]}
 
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:
