@@ -92,8 +92,11 @@ func TestListNodesAndLabelNode(t *testing.T) {
 			require.Less(t, nodes[i-1].Name, n.Name, "sorted by name")
 		}
 	}
-	require.Equal(t, kube.NodeInfo{Name: a, NodeState: kube.NodeState{Ready: true, KubeletVersion: "v1.34.4"}}, byName[a])
-	require.Equal(t, kube.NodeInfo{Name: b, NodeState: kube.NodeState{KubeletVersion: "v1.33.13", Unschedulable: true}}, byName[b])
+	// The API server's node registration labels each Node with its hostname.
+	require.Equal(t, kube.NodeInfo{Name: a, NodeState: kube.NodeState{Ready: true, KubeletVersion: "v1.34.4"},
+		Labels: map[string]string{"kubernetes.io/hostname": a}}, byName[a])
+	require.Equal(t, kube.NodeInfo{Name: b, NodeState: kube.NodeState{KubeletVersion: "v1.33.13", Unschedulable: true},
+		Labels: map[string]string{"kubernetes.io/hostname": b}}, byName[b])
 
 	require.NoError(t, c.LabelNode(ctx, a, map[string]string{"node-role.kubernetes.io/worker": "", "x": "y"}))
 	n, err := cp.Clientset.CoreV1().Nodes().Get(ctx, a, metav1.GetOptions{})
