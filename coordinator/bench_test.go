@@ -50,6 +50,12 @@ func BenchmarkHeartbeats3Members(b *testing.B) {
 	}
 	b.Run("leader", func(b *testing.B) { heartbeatsAt(b, 3, false, n, true, 1500) })
 	b.Run("follower", func(b *testing.B) { heartbeatsAt(b, 3, true, n, true, 1500) })
+	// Kept connections, as real agents keep theirs: what the follower's
+	// path adds is not hidden behind a TLS handshake per beat. At most
+	// 6,000 agents (open files, BenchmarkHeartbeats15k).
+	k := min(n, 6000)
+	b.Run("leader-kept", func(b *testing.B) { heartbeatsAt(b, 3, false, k, false, 1500) })
+	b.Run("follower-kept", func(b *testing.B) { heartbeatsAt(b, 3, true, k, false, 1500) })
 }
 
 func heartbeats(b *testing.B, n int, perRequest bool) { heartbeatsAt(b, 1, false, n, perRequest, 0) }
