@@ -594,7 +594,12 @@ func readHostFiles(l *lab.Lab, host string) (HostFiles, error) {
 			continue
 		}
 		if strings.HasPrefix(e.Name(), ".") {
-			f.Leftovers = append(f.Leftovers, "/etc/kubernetes/manifests/"+e.Name())
+			// The agent writes a manifest through a temporary file named
+			// ".<name>.molt-tmp-*" (agent/fsutil.go); the lab's ".keep"
+			// holds the directory in the rootfs.
+			if strings.Contains(e.Name(), ".molt-tmp-") {
+				f.Leftovers = append(f.Leftovers, "/etc/kubernetes/manifests/"+e.Name())
+			}
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(mdir, e.Name()))
