@@ -123,7 +123,7 @@ Measured $started on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit
 | P5 | agent idle RSS after 30 s, unreachable coordinator, no containerd | $agent_rss MiB | — |
 | P5 | plan of a 15,000-node cluster | $(metric "$out/plan.txt" Plan15k ns/op | awk '{ printf "%.1f", $1 / 1e6 }') ms | — |
 | P5 | one tick (Decide) of a 15,000-node upgrade, 20 nodes in flight | $(metric "$out/tick.txt" Tick15k ns/op | awk '{ printf "%.2f", $1 / 1e6 }') ms | — |
-| — | lab upgrade wall time vs the sum of its steps' lower bounds | filled by the lab chaos work | — |
+| — | lab upgrade wall time vs the sum of its steps' lower bounds | not measured here: the lab row of each completed `make chaos` run (docs/chaos.md) | — |
 EOF
 if ((${#failed[@]})); then echo; echo "Benchmarks that failed in this run: ${failed[*]} (their output is above, on stderr)."; fi
 }
