@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -118,6 +119,15 @@ type Group struct {
 type Autoscaling struct {
 	Min int
 	Max int
+}
+
+// Validate refuses limits no autoscaler can hold: negative, or a minimum
+// above the maximum (ErrInvalid). Every provider checks them alike.
+func (a Autoscaling) Validate() error {
+	if a.Min < 0 || a.Max < 0 || a.Min > a.Max {
+		return fmt.Errorf("autoscaling limits %d..%d: %w", a.Min, a.Max, ErrInvalid)
+	}
+	return nil
 }
 
 // InstanceStatus is where an instance's life is.

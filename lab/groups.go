@@ -565,8 +565,8 @@ func (g *Groups) Resize(ctx context.Context, ref cloud.GroupRef, size int, req s
 // them.
 func (g *Groups) SetAutoscaling(ctx context.Context, ref cloud.GroupRef, a cloud.Autoscaling, req string) error {
 	return g.mutate(ctx, "SetAutoscaling", ref, fmt.Sprintf("min=%d max=%d", a.Min, a.Max), req, func() error {
-		if a.Min < 0 || a.Max < 0 || a.Min > a.Max {
-			return fmt.Errorf("lab: autoscaling limits %d..%d: %w", a.Min, a.Max, cloud.ErrInvalid)
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("lab: %w", err)
 		}
 		grp, err := g.group(ref)
 		if err != nil {

@@ -333,8 +333,8 @@ func (p *Provider) Resize(ctx context.Context, g cloud.GroupRef, size int, req s
 // autoscaler, whoever made it. Limits that are set already are not
 // written again.
 func (p *Provider) SetAutoscaling(ctx context.Context, g cloud.GroupRef, a cloud.Autoscaling, req string) error {
-	if a.Min < 0 || a.Max < 0 || a.Min > a.Max {
-		return fmt.Errorf("gce: autoscaling limits %d..%d: %w", a.Min, a.Max, cloud.ErrInvalid)
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("gce: %w", err)
 	}
 	igm, err := p.svc.InstanceGroupManagers.Get(p.project, g.Zone, g.Name).Context(ctx).Do()
 	if err != nil {

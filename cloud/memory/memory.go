@@ -318,8 +318,8 @@ func (c *Cloud) Resize(ctx context.Context, g cloud.GroupRef, size int, req stri
 // SetAutoscaling implements cloud.Provider.
 func (c *Cloud) SetAutoscaling(ctx context.Context, g cloud.GroupRef, a cloud.Autoscaling, req string) error {
 	return c.call(ctx, Call{Method: "SetAutoscaling", Group: g, Args: fmt.Sprintf("min=%d max=%d", a.Min, a.Max), Req: req}, true, func() error {
-		if a.Min < 0 || a.Max < 0 || a.Min > a.Max {
-			return fmt.Errorf("memory: autoscaling limits %d..%d: %w", a.Min, a.Max, cloud.ErrInvalid)
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("memory: %w", err)
 		}
 		grp, err := c.group(g)
 		if err != nil {
