@@ -236,13 +236,17 @@ func (c *Coordinator) poolWork(ctx context.Context, p tickPlan, a phases.Action,
 // A repeat of the action — a new leader, a retry after a transient error
 // — asks with the same req, which the provider treats as one request; a
 // try after a wait (quota, stockout) asks anew, since a provider answers
-// a request it remembers with its remembered refusal.
+// a request it remembers with its remembered refusal. The wait's time is
+// taken to the nanosecond, as the upgrade record holds it: two waits in
+// one second (a short --cloud-retry-interval) are two requests, else the
+// provider would answer the second try's create with the first's — done,
+// for an instance deleted since because the zone could not run it.
 func reqOf(action string, retryAt time.Time) func(call string) string {
 	return func(call string) string {
 		if retryAt.IsZero() {
 			return action + "/" + call
 		}
-		return fmt.Sprintf("%s/%s/w%d", action, call, retryAt.Unix())
+		return fmt.Sprintf("%s/%s/w%d", action, call, retryAt.UnixNano())
 	}
 }
 

@@ -694,11 +694,9 @@ func (c *Chaos) Finish(ctx context.Context, deadlinePassed bool) *ChaosReport {
 	add("ending", detail, ev)
 	c.mu.Lock()
 	for _, r := range c.records {
-		if r.Fired && (r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")) {
-			r.Next = nextAfter(c.transitions, r.at)
-		}
 		rep.Faults = append(rep.Faults, *r)
 	}
+	transitions := slices.Clone(c.transitions)
 	samples := slices.Clone(c.samples)
 	starts := c.starts
 	c.mu.Unlock()
@@ -735,6 +733,7 @@ func (c *Chaos) Finish(ctx context.Context, deadlinePassed bool) *ChaosReport {
 		}
 	}
 	add("ops-once", fmt.Sprintf("%d operations in %d journals", total, len(e.Lab.Config().Topology.Hosts)), jv)
+	setNext(rep.Faults, transitions, ops)
 
 	// The hosts' binaries and manifests.
 	var relTo api.Release
@@ -836,6 +835,28 @@ func (c *Chaos) Close() {
 }
 
 // nextAfter is the first transition after t (0: none).
+// setNext measures, for each fault of the leader that fired, the time to
+// the next transition: a step or node step the upgrade record shows
+// starting or ending, or an operation an agent's journal shows starting.
+// The journals are the ground truth: the record is read four times a
+// second from whichever member answers, and a member cut off from the
+// others answers with what it last knew, so transitions made meanwhile
+// can be overwritten before they are seen.
+func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTimes) {
+	ts := slices.Clone(transitions)
+	for _, o := range ops {
+		if !o.Started.IsZero() {
+			ts = append(ts, o.Started)
+		}
+	}
+	for i := range faults {
+		r := &faults[i]
+		if r.Fired && (r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")) {
+			r.Next = nextAfter(ts, r.at)
+		}
+	}
+}
+
 func nextAfter(ts []time.Time, t time.Time) time.Duration {
 	var best time.Time
 	for _, x := range ts {

@@ -410,3 +410,26 @@ func TestSummaryLine(t *testing.T) {
 	require.Contains(t, tab, "ok   ending")
 	require.Contains(t, halted.Table(), "FAIL order")
 }
+
+// TestNextCountsJournaledOperations: a transition the record no longer
+// shows (read from a member cut off from the others) is found in the
+// agents' journals; faults that are not the leader's get no figure.
+func TestNextCountsJournaledOperations(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	faults := []FaultRecord{
+		{Fault: Fault{Kind: FaultPartition, Variant: "leader"}, Fired: true, at: t0},
+		{Fault: Fault{Kind: FaultLeaderKill}, Fired: true, at: t0.Add(time.Minute)},
+		{Fault: Fault{Kind: FaultFollowerKill}, Fired: true, at: t0},
+		{Fault: Fault{Kind: FaultLeaderFreeze}, at: t0},
+	}
+	transitions := []time.Time{t0.Add(-time.Second), t0.Add(14 * time.Second), t0.Add(63 * time.Second)}
+	ops := map[string]OpTimes{
+		"u/lb-1/3/a1":     {Started: t0.Add(3 * time.Second), Finished: t0.Add(5 * time.Second)},
+		"u/worker-1/0/a1": {Finished: t0.Add(2 * time.Second)}, // no start journaled
+	}
+	setNext(faults, transitions, ops)
+	require.Equal(t, 3*time.Second, faults[0].Next, "the journaled start, not the record's later transition")
+	require.Equal(t, 3*time.Second, faults[1].Next)
+	require.Zero(t, faults[2].Next, "a follower's fault")
+	require.Zero(t, faults[3].Next, "a fault that did not fire")
+}

@@ -38,7 +38,8 @@ const (
 // static pods), three coordinator members with Raft on disk, molt-agent on
 // every host. It checks that bad upgrades are refused and change nothing,
 // then upgrades a minor while killing the Raft leader once and one agent
-// mid-operation, then a patch that the scheduler starts by itself when
+// mid-operation, under a chaos smoke (chaos_smoke_test.go: four more
+// faults and the invariant checks of docs/chaos.md), then a patch that the scheduler starts by itself when
 // the maintenance window opens.
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -262,7 +263,9 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Up
 	require.Equal(t, "0", restarts())
 	ctrdBefore, err := env.Lab.ContainerdVersions(ctx)
 	require.NoError(t, err)
+	smoke := startChaosSmoke(t, ctx, env) // chaos_smoke_test.go: more faults, the invariant checks
 	u := upgradeTo(t, ctx, env, minorVersion, observe)
+	smoke.finish(t, ctx)
 	require.Equal(t, "1", restarts(), "systemd restarted the killed agent once")
 	mu.Lock()
 	require.False(t, killedAt.IsZero(), "the leader was never killed")
