@@ -57,3 +57,32 @@ type AgentHealth struct {
 type OperationsResponse struct {
 	Operations []Operation `json:"operations"`
 }
+
+// RelayedBeats is what a follower sends the leader
+// (POST /v1/agents/heartbeats, members only): the agents' heartbeats it
+// received that change nothing in its replica, gathered for a short
+// window and sent in one request instead of one request each.
+type RelayedBeats struct {
+	Beats []RelayedBeat `json:"beats"`
+}
+
+// RelayedBeat is one agent's heartbeat, which the follower received
+// AgeMillis before it sent the batch (measured on the follower's clock
+// alone, so no two members' clocks are compared).
+type RelayedBeat struct {
+	Health    AgentHealth `json:"health"`
+	AgeMillis int64       `json:"ageMillis"`
+}
+
+// RelayedBeatsAnswer is the leader's answer to RelayedBeats: one result
+// per beat, in the same order.
+type RelayedBeatsAnswer struct {
+	Results []RelayedBeatResult `json:"results"`
+}
+
+// RelayedBeatResult is the leader's answer to one relayed beat: no
+// problem when the beat was noted (the follower answers the agent 204),
+// or the problem the leader would have answered the beat sent on its own.
+type RelayedBeatResult struct {
+	Problem *Problem `json:"problem,omitempty"`
+}

@@ -93,6 +93,9 @@ func TestEveryRouteRequiresItsRole(t *testing.T) {
 			weaker = []string{testAdmin}
 		case httpapi.NeedViewer:
 			weakCert = agent.cert
+		case httpapi.NeedMember:
+			weaker = []string{testAdmin}
+			weakCert = agent.cert
 		}
 		for _, tok := range weaker {
 			code, p := call(t, m.addr, method, path, tok, nil, "{}")

@@ -37,6 +37,10 @@ var productionTiming = false
 // started (gray_test.go freezes members with it).
 var wrapAPIListener func(id string, ln net.Listener) net.Listener
 
+// wrapService, when set, wraps what the API of every member started
+// serves (relay_test.go counts how heartbeats reach the leader).
+var wrapService func(id string, svc httpapi.Service) httpapi.Service
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -132,7 +136,11 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	cert := memberCert(t, id)
 	fwd := api.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
-	m.srv = httpapi.NewServer(httpapi.New(m.c, m.apiConfig))
+	var svc httpapi.Service = m.c
+	if wrapService != nil {
+		svc = wrapService(id, svc)
+	}
+	m.srv = httpapi.NewServer(httpapi.New(svc, m.apiConfig))
 	go func() { _ = m.srv.Serve(tlsListen(ln, cert)) }()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // liveness keeps agents' last heartbeats in the leader's memory. 15,000
@@ -34,6 +35,17 @@ func (l *liveness) reset(now time.Time) {
 func (l *liveness) beat(key string, now time.Time) {
 	l.mu.Lock()
 	l.seen[key] = now
+	l.mu.Unlock()
+}
+
+// beatAt notes a beat received at, earlier than now, by a follower that
+// relayed it: it keeps whichever beat of the agent is the later, since a
+// relayed beat may arrive after one the agent sent here since.
+func (l *liveness) beatAt(key string, at time.Time) {
+	l.mu.Lock()
+	if at.After(l.seen[key]) {
+		l.seen[key] = at
+	}
 	l.mu.Unlock()
 }
 
@@ -65,7 +77,9 @@ func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 			continue
 		}
 		last, ok := l.seen[nodeKey(a.Cluster, a.Node)]
-		if !ok {
+		if !ok || last.Before(l.since) {
+			// Every agent has its grace from the term's start, a beat
+			// a follower received before it and relayed after too.
 			last = l.since
 		}
 		if now.Sub(last) > c.cfg.MissingAfter {
@@ -108,21 +122,89 @@ func (c *Coordinator) checkAgent(cluster, node string) error {
 
 // Heartbeat notes a beat in memory and commits only a change of health.
 func (c *Coordinator) Heartbeat(ctx context.Context, h api.AgentHealth) error {
+	now := c.cfg.Clock.Now()
+	return c.heartbeat(ctx, h, now, now)
+}
+
+// heartbeat notes h, received at (now, or earlier for a relayed beat), and
+// commits a change of health at now.
+func (c *Coordinator) heartbeat(ctx context.Context, h api.AgentHealth, now, at time.Time) error {
 	if err := checkHeartbeatLimits(h); err != nil {
 		return err
 	}
-	now := c.cfg.Clock.Now()
-	healthy := h.Kubelet.Healthy && h.Containerd.Healthy
 	a, ok := c.sm.Agent(h.Cluster, h.Node)
 	if !ok || !a.Registered {
 		return fmt.Errorf("agent %s/%s is not registered: %w", h.Cluster, h.Node, ErrNotFound)
 	}
-	changed := a.Missing || a.Healthy != healthy || a.Kubelet != h.Kubelet.Version || a.Containerd != h.Containerd.Version
-	c.live.beat(nodeKey(h.Cluster, h.Node), now)
-	if !changed {
+	if at.Equal(now) {
+		c.live.beat(nodeKey(h.Cluster, h.Node), now)
+	} else { // relayed
+		c.live.beatAt(nodeKey(h.Cluster, h.Node), at)
+	}
+	if !beatChanges(a, h) {
 		return nil
 	}
-	_, err := c.apply(ctx, statemachine.CmdAgentHealth, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: healthy,
+	_, err := c.apply(ctx, statemachine.CmdAgentHealth, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: beatHealthy(h),
 		Kubelet: h.Kubelet.Version, Containerd: h.Containerd.Version, Now: now})
 	return err
+}
+
+func beatHealthy(h api.AgentHealth) bool { return h.Kubelet.Healthy && h.Containerd.Healthy }
+
+// beatChanges reports whether beat h changes agent a's replicated record:
+// back from missing, healthy ↔ unhealthy, new component versions.
+func beatChanges(a statemachine.AgentRecord, h api.AgentHealth) bool {
+	return a.Missing || a.Healthy != beatHealthy(h) || a.Kubelet != h.Kubelet.Version || a.Containerd != h.Containerd.Version
+}
+
+// RelayedBeat is an agent's heartbeat that a follower received and
+// relays to the leader with others (httpapi's beat relay): Age is how
+// long before the follower sent it on it received it, by its own clock,
+// so that no two members' clocks are compared.
+type RelayedBeat struct {
+	Health api.AgentHealth
+	Age    time.Duration
+}
+
+// BeatRelayable is what a follower asks of its replica before relaying
+// beat h: the beat's limits (a refusal is the error), and whether the beat
+// changes nothing the replica holds, so that the leader needs it for
+// liveness only. A beat that changes the agent's record, or of an agent
+// this replica does not know as registered (yet), is not relayable: it
+// goes to the leader on its own and its commit (or refusal) answers it.
+func (c *Coordinator) BeatRelayable(h api.AgentHealth) (bool, error) {
+	if err := checkHeartbeatLimits(h); err != nil {
+		return false, err
+	}
+	a, ok := c.sm.Agent(h.Cluster, h.Node)
+	return ok && a.Registered && !beatChanges(a, h), nil
+}
+
+// RelayedHeartbeats notes the beats a follower relayed, each as received
+// Age before now, as Heartbeat notes one beat: the leader checks each
+// against its own state and commits a change of health the follower's
+// replica did not show yet. It answers one error per beat (nil: noted), or
+// raftstore.ErrNotLeader for the whole batch on a member that does not
+// lead.
+func (c *Coordinator) RelayedHeartbeats(ctx context.Context, beats []RelayedBeat) ([]error, error) {
+	if !c.IsLeader() {
+		return nil, raftstore.ErrNotLeader
+	}
+	now := c.cfg.Clock.Now()
+	errs := make([]error, len(beats))
+	var wg sync.WaitGroup
+	for i, b := range beats {
+		at := now.Add(-max(b.Age, 0))
+		if checkHeartbeatLimits(b.Health) == nil {
+			if a, ok := c.sm.Agent(b.Health.Cluster, b.Health.Node); ok && a.Registered && !beatChanges(a, b.Health) {
+				c.live.beatAt(nodeKey(b.Health.Cluster, b.Health.Node), at)
+				continue
+			}
+		}
+		// A change to commit, or a refusal: commits wait for Raft, so
+		// they run side by side, not one after another.
+		wg.Go(func() { errs[i] = c.heartbeat(ctx, b.Health, now, at) })
+	}
+	wg.Wait()
+	return errs, nil
 }

@@ -55,6 +55,9 @@ const (
 	NeedBootstrapToken
 	// NeedAgentOrViewer is for what agents and operators both read.
 	NeedAgentOrViewer
+	// NeedMember requires a member's own certificate (not a principal it
+	// forwards): what one member asks of another.
+	NeedMember
 )
 
 func (q Requirement) String() string {
@@ -73,6 +76,8 @@ func (q Requirement) String() string {
 		return "bootstrap-token"
 	case NeedAgentOrViewer:
 		return "agent-or-viewer"
+	case NeedMember:
+		return "member"
 	}
 	return fmt.Sprintf("Requirement(%d)", int(q))
 }
@@ -227,6 +232,11 @@ func authorize(q Requirement, p Principal, r *http.Request) error {
 		c, n := chi.URLParam(r, "cluster"), chi.URLParam(r, "node")
 		if (c != "" || n != "") && (c != p.Cluster || n != p.Node) {
 			return forbid(fmt.Sprintf("an agent may touch only its own node %s/%s", p.Cluster, p.Node))
+		}
+		return nil
+	case NeedMember:
+		if p.Kind != KindMember {
+			return forbid("needs a member certificate")
 		}
 		return nil
 	}

@@ -34,6 +34,14 @@ type serving struct {
 	// member the caller reaches serves them, and nothing is replicated
 	// or recorded.
 	local bool
+	// relay: an agent's heartbeat, which a follower relays to the leader
+	// in a batch when it changes nothing (relay.go) and forwards
+	// otherwise.
+	relay bool
+	// member: a member's own call to the leader (relayed heartbeats),
+	// served by the leader alone and never forwarded; like the agents'
+	// calls it carries, not recorded.
+	member bool
 }
 
 var (
@@ -43,6 +51,11 @@ var (
 	// polls, results), served by the leader and not recorded in the
 	// audit log (docs/security.md says why).
 	agentCall = serving{leader: true}
+	// agentBeat: an agent's heartbeat, an agentCall that a follower may
+	// relay to the leader with others (relay.go).
+	agentBeat = serving{leader: true, relay: true}
+	// memberCall: beats a follower relays, for the leader alone.
+	memberCall = serving{member: true}
 	// local: a change of this member's own memory (web sessions).
 	local = serving{local: true}
 )
@@ -102,7 +115,8 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, write(200), f(h.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, agentCall, f(h.register)},
 		{"POST", "/v1/agents/{cluster}/{node}/certificate", NeedAgent, write(200), f(h.renew)},
-		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentCall, f(h.heartbeat)},
+		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentBeat, f(h.heartbeat)},
+		{"POST", relayedBeatsPath, NeedMember, memberCall, f(h.relayedBeats)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.result)},
 	}

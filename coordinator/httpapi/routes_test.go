@@ -23,8 +23,11 @@ func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 			require.True(t, reads, "%s changes state: declare it write(status) or agentCall", name)
 		case local:
 			require.Contains(t, []string{"POST /v1/session", "DELETE /v1/session"}, name, "only web sessions live in one member's memory")
-		case agentCall:
+		case agentCall, agentBeat:
 			require.Equal(t, NeedAgent, rt.need, "%s: only agents' own calls go unrecorded", name)
+		case memberCall:
+			require.Equal(t, "POST "+relayedBeatsPath, name, "only the beats a follower relays are a member's own call")
+			require.Equal(t, NeedMember, rt.need, name)
 		default:
 			require.True(t, rt.serve.leader, name)
 			require.False(t, reads, "%s: a read is not recorded", name)
@@ -36,5 +39,6 @@ func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 	require.Equal(t, 202, Audited(Config{})["POST /v1/clusters/{name}/upgrade"])
 	require.Equal(t, 201, Audited(Config{})["POST /v1/tokens"])
 	require.NotContains(t, Audited(Config{}), "POST /v1/agents/{cluster}/{node}/heartbeat")
+	require.NotContains(t, Audited(Config{}), "POST "+relayedBeatsPath)
 	require.Contains(t, Audited(Config{}), "POST /v1/agents/enroll")
 }

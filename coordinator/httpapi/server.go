@@ -99,6 +99,10 @@ type Service interface {
 
 	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
 	Heartbeat(ctx context.Context, h api.AgentHealth) error
+	// BeatRelayable and RelayedHeartbeats serve the beats a follower
+	// relays to the leader in batches (relay.go).
+	BeatRelayable(h api.AgentHealth) (bool, error)
+	RelayedHeartbeats(ctx context.Context, beats []coordinator.RelayedBeat) ([]error, error)
 	PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error)
 	ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error
 }
@@ -140,6 +144,11 @@ type Config struct {
 	// 429 too-many-requests, rule session-limit).
 	SessionTTL  time.Duration
 	MaxSessions int
+	// BeatRelayWindow is how long a follower gathers agents' heartbeats
+	// before relaying them to the leader in one request (relay.go):
+	// default DefaultBeatRelayWindow; negative forwards every beat as a
+	// request of its own.
+	BeatRelayWindow time.Duration
 }
 
 // DefaultMaxPollsPerNode is the default of Config.MaxPollsPerNode: an
@@ -179,7 +188,13 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.BeatRelayWindow == 0 {
+		cfg.BeatRelayWindow = DefaultBeatRelayWindow
+	}
 	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}, refusals: newRefusalLimiter(cfg.AuditRefusalEvery, cfg.AuditRefusalBurst)}
+	if cfg.BeatRelayWindow > 0 {
+		h.beats = newBeatRelay(h)
+	}
 	if !cfg.DisableWeb {
 		h.sessions = newSessionStore(cfg.Clock.Now, cfg.SessionTTL, cfg.MaxSessions)
 	}
@@ -201,7 +216,10 @@ func New(svc Service, cfg Config) http.Handler {
 		// enrollment's token is; the audit record of a write (which sees
 		// the authorization's refusal); whether the caller may.
 		mw := chi.Middlewares{h.authenticate(rt.need)}
-		if rt.serve.leader {
+		switch {
+		case rt.serve.relay:
+			mw = append(mw, h.relayBeats)
+		case rt.serve.leader:
 			mw = append(mw, h.leaderOnly)
 		}
 		if rt.method == http.MethodGet && strings.HasPrefix(rt.pattern, "/v1/") && (rt.need == NeedViewer || rt.need == NeedAdmin) {
@@ -247,6 +265,10 @@ type handlers struct {
 
 	// refusals rates the refused writes the audit log records.
 	refusals *refusalLimiter
+
+	// beats relays agents' heartbeats from a follower to the leader
+	// (relay.go); nil forwards each beat.
+	beats *beatRelay
 }
 
 // enterPoll counts a long poll of node in, or refuses it beyond
@@ -618,17 +640,9 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var hb api.AgentHealth
-	if err := decode(w, r, &hb); err != nil {
+	hb, err := beatOf(w, r)
+	if err != nil {
 		writeProblem(w, r, err)
-		return
-	}
-	if err := checkAgentBody(r, hb.Cluster, hb.Node); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	if hb.Cluster != chi.URLParam(r, "cluster") || hb.Node != chi.URLParam(r, "node") {
-		writeProblem(w, r, &coordinator.RuleError{Rule: "agent-identity", Detail: "heartbeat body names another node than the path", Err: coordinator.ErrInvalid})
 		return
 	}
 	if err := h.svc.Heartbeat(r.Context(), hb); err != nil {
@@ -636,6 +650,22 @@ func (h *handlers) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// beatOf reads an agent's heartbeat: its body must name the caller's own
+// node, the one the path names.
+func beatOf(w http.ResponseWriter, r *http.Request) (api.AgentHealth, error) {
+	var hb api.AgentHealth
+	if err := decode(w, r, &hb); err != nil {
+		return hb, err
+	}
+	if err := checkAgentBody(r, hb.Cluster, hb.Node); err != nil {
+		return hb, err
+	}
+	if hb.Cluster != chi.URLParam(r, "cluster") || hb.Node != chi.URLParam(r, "node") {
+		return hb, &coordinator.RuleError{Rule: "agent-identity", Detail: "heartbeat body names another node than the path", Err: coordinator.ErrInvalid}
+	}
+	return hb, nil
 }
 
 func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
