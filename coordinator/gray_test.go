@@ -237,6 +237,7 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 		{"leader frozen, agents at the leader", "all", true},
 		{"leader frozen, agents at a follower", "all", false},
 		{"leader cut off from its peers, agents at the leader", "raft", true},
+		{"leader cut off from its peers, agents at a follower", "raft", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := newGrayCluster(t, newFakeOps())
