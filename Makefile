@@ -121,9 +121,10 @@ perf: build
 ## about 8 minutes a run). On a shared machine: flock /work/lab.lock make chaos N=3
 N    ?= 3
 SEED ?= 0
+CHAOS_FLAGS ?=
 chaos: build
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-chaos
-	$(BIN)/molt-chaos --runs $(N) --seed $(SEED) --bin $(BIN) 2>&1 | tee $(BIN)/chaos.log; exit $${PIPESTATUS[0]}
+	$(BIN)/molt-chaos --runs $(N) --seed $(SEED) --bin $(BIN) $(CHAOS_FLAGS) 2>&1 | tee $(BIN)/chaos.log; exit $${PIPESTATUS[0]}
 
 ## deps: install what the tests need (apt packages, Go tools, Kubernetes builds); idempotent, cached
 deps:

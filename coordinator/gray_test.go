@@ -237,6 +237,7 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 		{"leader frozen, agents at the leader", "all", true},
 		{"leader frozen, agents at a follower", "all", false},
 		{"leader cut off from its peers, agents at the leader", "raft", true},
+		{"leader cut off from its peers, agents at a follower", "raft", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gc := newGrayCluster(t, newFakeOps())
@@ -319,12 +320,13 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 // BenchmarkFailoverToNextStep measures, with production Raft timing and
 // agents configured as real ones (ten-minute polls at the leader, pings),
 // the time from a fault of the leader mid-upgrade to the next operation
-// an agent runs (performance table row P3): the leader killed, or frozen.
+// an agent runs (performance table row P3): the leader killed, frozen, or
+// cut off from the other members while its agents still reach it.
 // Run with -benchtime=10x for the median and max of ten.
 func BenchmarkFailoverToNextStep(b *testing.B) {
 	productionTiming = true
 	defer func() { productionTiming = false }()
-	for _, fault := range []string{"kill", "freeze"} {
+	for _, fault := range []string{"kill", "freeze", "partition"} {
 		b.Run(fault, func(b *testing.B) {
 			var samples []time.Duration
 			for i := 0; i < b.N; i++ {
@@ -338,7 +340,7 @@ func BenchmarkFailoverToNextStep(b *testing.B) {
 }
 
 // nextStepAfter upgrades a fresh 3-member coordinator's cluster until
-// cp-1 is done, then kills or freezes the leader, and returns how long
+// cp-1 is done, then kills, freezes or cuts off the leader, and returns how long
 // until an agent ran the next operation.
 func nextStepAfter(b *testing.B, fault string) time.Duration {
 	b.StopTimer()
@@ -371,10 +373,13 @@ func nextStepAfter(b *testing.B, fault string) time.Duration {
 		return ok && n.State == phases.StateDone
 	})
 	at := time.Now()
-	if fault == "kill" {
+	switch fault {
+	case "kill":
 		leader.stop(true)
-	} else {
+	case "freeze":
 		gc.freeze(leader, "all")
+	default: // cut off from its peers; its agents still reach it
+		gc.freeze(leader, "raft")
 	}
 	var next time.Time
 	eventually(b, "an operation after the fault", func() bool {

@@ -30,7 +30,10 @@ type ChaosRunConfig struct {
 	// Deadline bounds each upgrade; past it, an upgrade still running is
 	// halted (when it says why it waits) or wedged.
 	Deadline time.Duration
-	Out      io.Writer
+	// Keep keeps every run's directory, not only those that found
+	// something (to read how a run went).
+	Keep bool
+	Out  io.Writer
 }
 
 // ChaosPrefix starts the namespace names of the chaos runs' labs.
@@ -90,7 +93,7 @@ func runChaosOnce(ctx context.Context, cfg ChaosRunConfig, seed uint64) (rep *Ch
 	})
 	var ch *Chaos
 	defer func() {
-		keep := err != nil || (rep != nil && (len(rep.Violations()) > 0 || !rep.Explained))
+		keep := cfg.Keep || err != nil || (rep != nil && (len(rep.Violations()) > 0 || !rep.Explained))
 		if env != nil {
 			if keep {
 				saveAgentLogs(env, work)

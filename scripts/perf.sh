@@ -6,12 +6,15 @@
 #   P1 makespan of a simulated 1,000-node upgrade vs the plan's critical path
 #   P2 15,000 agents heartbeating at a 3-member coordinator: leader and follower path
 #      (PERF_AGENTS=N: N agents at the same 1,500 beats/s, a shorter run on a busy machine)
-#   P3 failover: leader killed or frozen mid-upgrade → the next operation an agent runs
+#   P3 failover: leader killed, frozen or partitioned mid-upgrade → the next operation an agent runs
 #   P4 commit latency: raftstore (3 members, fsync) vs etcd 3.6.4 (3 members on loopback, fsync)
 #   P5 agent idle RSS; plan of 15,000 nodes; one tick of 15,000 nodes
+#   lab: one upgrade of the lab without faults (molt-chaos --profile none) vs
+#      the sum of its steps' lower bounds (as root; PERF_LAB=0 leaves it out)
 #
-# Needs the binaries (make build) and etcd from scripts/install-deps.sh.
-# Runs about 15 minutes on 2 cores. Other work on the machine skews the
+# Needs the binaries (make build), etcd from scripts/install-deps.sh and,
+# for the lab row, root and the lab's parts (make deps; one lab per
+# machine). Runs about 25 minutes on 2 cores (15 without the lab row). Other work on the machine skews the
 # figures: the load average before and after is printed with the table.
 set -euo pipefail
 
@@ -97,6 +100,21 @@ agent_rss="n/a (the agent exited: $(tail -1 "$out/agent.log"))"
 [[ -e "/proc/$agent_pid/status" ]] && agent_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent_pid/status")
 kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""
 
+lab_row="not measured here (PERF_LAB=0, or not root): the lab row of each completed \`make chaos\` run (docs/chaos.md)" lab_ratio="—"
+if [[ "${PERF_LAB:-1}" != 0 && $(id -u) == 0 ]]; then
+	log "lab: one upgrade without faults (molt-chaos --profile none)"
+	$GO build -trimpath -o "$BIN/" ./cmd/molt-chaos
+	if "$BIN/molt-chaos" --profile none --runs 1 --seed 1 --bin "$BIN" --work-dir "$out/lab" >"$out/lab.txt" 2>&1; then
+		# "lab row: wall 378s vs bound 328s: 1.15× (steps took/bound: …)"
+		lab_row=$(sed -n 's/^ *lab row: \(wall [0-9]*s vs bound [0-9]*s\): \([0-9.]*\)×.*/\1/p' "$out/lab.txt" | head -1)
+		lab_ratio=$(sed -n 's/^ *lab row: wall [0-9]*s vs bound [0-9]*s: \([0-9.]*\)×.*/\1/p' "$out/lab.txt" | head -1)
+		lab_row=${lab_row:-failed} lab_ratio=${lab_ratio:-—}
+	else
+		failed+=(lab) lab_row=failed
+		tail -n 20 "$out/lab.txt" >&2
+	fi
+fi
+
 M="$out/makespan.txt" H="$out/heartbeats.txt" F="$out/failover.txt" R="$out/apply.txt"
 raft_p50=$(metric "$R" 'ApplyLatency' p50-ms) raft_p99=$(metric "$R" 'ApplyLatency' p99-ms)
 read -r etcd_p50 etcd_p99 <<<"$etcd_best"
@@ -118,12 +136,13 @@ Measured $started on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit
 | P2 | the same at a **follower** | p50 $(metric "$H" follower-kept p50-µs) µs, p99 $(metric "$H" follower-kept p99-µs) µs, $(metric "$H" follower-kept beats/s) beats/s, $fkcpu µs CPU/beat | $(ratio "$fkcpu" "$lkcpu") of the leader's CPU/beat (≤ 1.5) |
 | P3 | leader SIGKILLed mid-upgrade → next operation an agent runs, 10 runs | median $(metric "$F" 'kill' median-s) s, max $(metric "$F" 'kill' max-s) s | — |
 | P3 | leader frozen (all its connections stop) mid-upgrade → next operation, 10 runs | median $(metric "$F" 'freeze' median-s) s, max $(metric "$F" 'freeze' max-s) s | ≤ 5 s |
+| P3 | leader cut off from the other members (its Raft connections stop; agents still reach it) mid-upgrade → next operation, 10 runs | median $(metric "$F" 'partition' median-s) s, max $(metric "$F" 'partition' max-s) s | ≤ 5 s |
 | P4 | commit latency, one small command at a time, 3 members on loopback, fsync on: raftstore Apply (in process) vs etcd put (gRPC client) | raftstore p50 $raft_p50 ms, p99 $raft_p99 ms; etcd p50 $etcd_p50 ms, p99 $etcd_p99 ms (best endpoint; p50 by endpoint $etcd_all ms) | $(ratio "$raft_p50" "$etcd_p50") (≤ 1) |
 | P4 | where a commit's time goes: one small append and fsync on this disk (a commit on 3 members waits for two in a row: the leader's append, then a follower's) | p50 $(metric "$out/fsync.txt" Fsync p50-ms) ms, p99 $(metric "$out/fsync.txt" Fsync p99-ms) ms | — |
 | P5 | agent idle RSS after 30 s, unreachable coordinator, no containerd | $agent_rss MiB | — |
 | P5 | plan of a 15,000-node cluster | $(metric "$out/plan.txt" Plan15k ns/op | awk '{ printf "%.1f", $1 / 1e6 }') ms | — |
 | P5 | one tick (Decide) of a 15,000-node upgrade, 20 nodes in flight | $(metric "$out/tick.txt" Tick15k ns/op | awk '{ printf "%.2f", $1 / 1e6 }') ms | — |
-| — | lab upgrade wall time vs the sum of its steps' lower bounds | not measured here: the lab row of each completed `make chaos` run (docs/chaos.md) | — |
+| — | lab upgrade wall time (full topology, v1.33.13 → v1.34.3, no faults) vs the sum of its steps' lower bounds | $lab_row | $lab_ratio |
 EOF
 if ((${#failed[@]})); then echo; echo "Benchmarks that failed in this run: ${failed[*]} (their output is above, on stderr)."; fi
 }

@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&cfg.BinDir, "bin", "bin", "directory with molt-coordinator, molt-agent and moltctl")
 	flag.StringVar(&cfg.WorkDir, "work-dir", "/var/tmp/molt-chaos", "one directory per run (kept when the run found something)")
 	flag.DurationVar(&cfg.Deadline, "deadline", 25*time.Minute, "how long an upgrade may run before it counts as halted (with a reason) or wedged")
+	flag.BoolVar(&cfg.Keep, "keep", false, "keep every run's directory (member logs, agent journals), not only those that found something")
 	verbose := flag.Bool("v", false, "the lab's warnings on stderr")
 	flag.Parse()
 	p, err := e2e.ProfileByName(*profile)
