@@ -90,6 +90,9 @@ func runChaosOnce(ctx context.Context, cfg ChaosRunConfig, seed uint64) (rep *Ch
 		Lab: lcfg, BinDir: cfg.BinDir, WorkDir: work, BasePort: 7280,
 		Releases: []string{cfg.From, cfg.To}, DrainTimeout: 2 * time.Minute,
 		GateInterval: 3 * time.Second, Out: cfg.Out, Log: lcfg.Log,
+		// A MIG pool beside the bare-metal ones (surge, a zone at a
+		// time), upgraded beside the workers as in the e2e test.
+		MIG: DefaultMIGPool(), ConcurrentWorkerPools: 2,
 	})
 	var ch *Chaos
 	defer func() {
