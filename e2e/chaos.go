@@ -48,10 +48,17 @@ type FaultRecord struct {
 	// Waited is how long it waited for another member fault to heal.
 	Waited time.Duration
 	// Next is the time from the fault to the next transition the
-	// coordinator committed (a step or node step starting or ending);
-	// measured for faults of the leader.
-	Next time.Duration
-	Err  string
+	// coordinator committed (a step or node step starting or ending) or
+	// an agent began (an operation); measured for faults of the leader.
+	// An operation in flight at the fault runs on by itself, and the
+	// step after it can only follow its end: AfterOps is the time from
+	// the later of the new leader and the end of the operations in flight
+	// to the next transition — what the fault itself held the upgrade up.
+	Next, AfterOps time.Duration
+	// NewLeader is the time from a fault of the leader until another
+	// member said it led (zero: not seen within a minute).
+	NewLeader time.Duration
+	Err       string
 
 	at, armed time.Time
 }
@@ -317,6 +324,10 @@ func (c *Chaos) apply(ctx context.Context, r *FaultRecord) (func(context.Context
 			role = "leader"
 		}
 		setTarget(m.ID + " (" + role + ")")
+		if leaderFault {
+			c.faults.Add(1)
+			go c.timeNewLeader(context.WithoutCancel(ctx), r, m) // ctx ends with apply
+		}
 		switch r.Kind {
 		case FaultLeaderKill, FaultFollowerKill:
 			m.Kill()
@@ -413,6 +424,41 @@ func (c *Chaos) apply(ctx context.Context, r *FaultRecord) (func(context.Context
 		return func(context.Context) error { return c.swap.restore() }, nil
 	}
 	return nil, fmt.Errorf("unknown fault %s", r.Kind)
+}
+
+// timeNewLeader polls the members other than old, the leader a fault
+// just struck, until one says it leads, and records when.
+func (c *Chaos) timeNewLeader(ctx context.Context, r *FaultRecord, old *Member) {
+	defer c.faults.Done()
+	deadline := time.Now().Add(time.Minute)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		for _, m := range c.env.Members {
+			if m == old || !m.Running() {
+				continue
+			}
+			var list []api.Member
+			cl := api.NewClient(m.URL(), c.hc)
+			cl.SetBearerToken(c.env.adminToken)
+			mctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := cl.Do(mctx, http.MethodGet, "/v1/members", nil, &list)
+			cancel()
+			if err != nil {
+				continue
+			}
+			for _, x := range list {
+				if x.ID == m.ID && x.Leader {
+					c.mu.Lock()
+					r.NewLeader = time.Since(r.at)
+					c.mu.Unlock()
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (c *Chaos) setFrozen(m *Member, v bool) {
@@ -851,8 +897,20 @@ func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTim
 	}
 	for i := range faults {
 		r := &faults[i]
-		if r.Fired && (r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")) {
-			r.Next = nextAfter(ts, r.at)
+		if !r.Fired || !(r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")) {
+			continue
+		}
+		r.Next = nextAfter(ts, r.at)
+		// From when both a leader was back and the operations in flight
+		// at the fault had ended.
+		from := r.at.Add(r.NewLeader)
+		for _, o := range ops {
+			if !o.Started.IsZero() && o.Started.Before(r.at) && o.Finished.After(from) {
+				from = o.Finished
+			}
+		}
+		if d := nextAfter(ts, from); d > 0 {
+			r.AfterOps = d
 		}
 	}
 }

@@ -179,8 +179,11 @@ func (r *ChaosReport) Table() string {
 		if f.Waited > time.Second {
 			note = append(note, fmt.Sprintf("waited %.0fs for the member fault before it", f.Waited.Seconds()))
 		}
+		if f.NewLeader > 0 {
+			note = append(note, fmt.Sprintf("new leader +%.1fs", f.NewLeader.Seconds()))
+		}
 		if f.Next > 0 {
-			note = append(note, fmt.Sprintf("next step +%.1fs", f.Next.Seconds()))
+			note = append(note, fmt.Sprintf("next step +%.1fs (%.1fs after the operations in flight and the election)", f.Next.Seconds(), f.AfterOps.Seconds()))
 		}
 		if f.Err != "" {
 			note = append(note, "ERROR "+f.Err)

@@ -427,9 +427,27 @@ func TestNextCountsJournaledOperations(t *testing.T) {
 		"u/lb-1/3/a1":     {Started: t0.Add(3 * time.Second), Finished: t0.Add(5 * time.Second)},
 		"u/worker-1/0/a1": {Finished: t0.Add(2 * time.Second)}, // no start journaled
 	}
+	faults[0].NewLeader = 2 * time.Second
 	setNext(faults, transitions, ops)
 	require.Equal(t, 3*time.Second, faults[0].Next, "the journaled start, not the record's later transition")
+	require.Equal(t, time.Second, faults[0].AfterOps, "from the new leader (no operation was in flight)")
 	require.Equal(t, 3*time.Second, faults[1].Next)
 	require.Zero(t, faults[2].Next, "a follower's fault")
 	require.Zero(t, faults[3].Next, "a fault that did not fire")
+}
+
+// TestAfterOpsWaitsForTheOperationsInFlight: an operation that began
+// before the fault holds its node's next step until it ends, fault or
+// not; AfterOps counts from its end.
+func TestAfterOpsWaitsForTheOperationsInFlight(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 6, 36, 25, 700_000_000, time.UTC)
+	faults := []FaultRecord{{Fault: Fault{Kind: FaultPartition, Variant: "leader"}, Fired: true, at: t0, NewLeader: 4 * time.Second}}
+	ops := map[string]OpTimes{
+		"u/lb-1/2/a0": {Started: t0.Add(-3 * time.Second), Finished: t0.Add(14500 * time.Millisecond)},
+		"u/lb-1/3/a0": {Started: t0.Add(14600 * time.Millisecond), Finished: t0.Add(14700 * time.Millisecond)},
+		"u/cp-1/2/a0": {Started: t0.Add(-time.Minute), Finished: t0.Add(-50 * time.Second)},
+	}
+	setNext(faults, nil, ops)
+	require.Equal(t, 14600*time.Millisecond, faults[0].Next)
+	require.Equal(t, 100*time.Millisecond, faults[0].AfterOps)
 }
