@@ -142,7 +142,7 @@ Measured $started on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit
 | P5 | agent idle RSS after 30 s, unreachable coordinator, no containerd | $agent_rss MiB | — |
 | P5 | plan of a 15,000-node cluster | $(metric "$out/plan.txt" Plan15k ns/op | awk '{ printf "%.1f", $1 / 1e6 }') ms | — |
 | P5 | one tick (Decide) of a 15,000-node upgrade, 20 nodes in flight | $(metric "$out/tick.txt" Tick15k ns/op | awk '{ printf "%.2f", $1 / 1e6 }') ms | — |
-| — | lab upgrade wall time (full topology, v1.33.13 → v1.34.3, no faults) vs the sum of its steps' lower bounds | $lab_row | $lab_ratio |
+| — | lab upgrade wall time (full topology and a MIG pool of two zones, v1.33.13 → v1.34.3, no faults) vs the sum of its steps' lower bounds | $lab_row | $lab_ratio |
 EOF
 if ((${#failed[@]})); then echo; echo "Benchmarks that failed in this run: ${failed[*]} (their output is above, on stderr)."; fi
 }
