@@ -314,7 +314,7 @@ func (c *Chaos) apply(ctx context.Context, r *FaultRecord) (func(context.Context
 	}
 	switch r.Kind {
 	case FaultLeaderKill, FaultFollowerKill, FaultLeaderFreeze, FaultFollowerFreeze, FaultPartition:
-		leaderFault := r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")
+		leaderFault := r.Fault.ofLeader()
 		m, err := c.member(ctx, leaderFault, r.Pick)
 		if err != nil {
 			return nil, err
@@ -880,7 +880,6 @@ func (c *Chaos) Close() {
 	c.cg.remove(c.env.Members)
 }
 
-// nextAfter is the first transition after t (0: none).
 // setNext measures, for each fault of the leader that fired, the time to
 // the next transition: a step or node step the upgrade record shows
 // starting or ending, or an operation an agent's journal shows starting.
@@ -897,7 +896,7 @@ func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTim
 	}
 	for i := range faults {
 		r := &faults[i]
-		if !r.Fired || !(r.Kind == FaultLeaderKill || r.Kind == FaultLeaderFreeze || (r.Kind == FaultPartition && r.Variant == "leader")) {
+		if !r.Fired || !r.Fault.ofLeader() {
 			continue
 		}
 		r.Next = nextAfter(ts, r.at)
@@ -915,6 +914,7 @@ func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTim
 	}
 }
 
+// nextAfter is the first transition after t (0: none).
 func nextAfter(ts []time.Time, t time.Time) time.Duration {
 	var best time.Time
 	for _, x := range ts {

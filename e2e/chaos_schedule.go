@@ -52,6 +52,12 @@ const (
 	FaultBadArtifact FaultKind = "bad-artifact"
 )
 
+// ofLeader reports whether f strikes the member that leads (killed,
+// frozen, or cut off from the others).
+func (f Fault) ofLeader() bool {
+	return f.Kind == FaultLeaderKill || f.Kind == FaultLeaderFreeze || (f.Kind == FaultPartition && f.Variant == "leader")
+}
+
 // memberFault reports whether k acts on a coordinator member; those are
 // injected one at a time, so a quorum stays (two members down at once
 // only stalls the upgrade, which proves nothing).
