@@ -51,10 +51,11 @@ type FaultRecord struct {
 	// coordinator committed (a step or node step starting or ending) or
 	// an agent began (an operation); measured for faults of the leader.
 	// An operation in flight at the fault runs on by itself, and the
-	// step after it can only follow its end: AfterOps is the time from
-	// the later of the new leader and the end of the operations in flight
-	// to the next transition — what the fault itself held the upgrade up.
-	Next, AfterOps time.Duration
+	// step after it can only follow its end. Held is what the fault
+	// itself held the upgrade up: the time to that next transition from
+	// the new leader, or from the first operation in flight that ended
+	// after it (its node's next step was due then).
+	Next, Held time.Duration
 	// NewLeader is the time from a fault of the leader until another
 	// member said it led (zero: not seen within a minute).
 	NewLeader time.Duration
@@ -900,17 +901,22 @@ func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTim
 			continue
 		}
 		r.Next = nextAfter(ts, r.at)
-		// From when both a leader was back and the operations in flight
-		// at the fault had ended.
-		from := r.at.Add(r.NewLeader)
+		// Held: from the new leader to the next transition, or, when an
+		// operation in flight at the fault ended in between, from the
+		// first such end (its node's next step was due then).
+		led := r.at.Add(r.NewLeader)
+		d := nextAfter(ts, led)
+		if d == 0 {
+			continue
+		}
+		next, from := led.Add(d), led
 		for _, o := range ops {
-			if !o.Started.IsZero() && o.Started.Before(r.at) && o.Finished.After(from) {
+			if !o.Started.IsZero() && o.Started.Before(r.at) && o.Finished.After(led) && o.Finished.Before(next) &&
+				(from.Equal(led) || o.Finished.Before(from)) {
 				from = o.Finished
 			}
 		}
-		if d := nextAfter(ts, from); d > 0 {
-			r.AfterOps = d
-		}
+		r.Held = next.Sub(from)
 	}
 }
 

@@ -183,7 +183,7 @@ func (r *ChaosReport) Table() string {
 			note = append(note, fmt.Sprintf("new leader +%.1fs", f.NewLeader.Seconds()))
 		}
 		if f.Next > 0 {
-			note = append(note, fmt.Sprintf("next step +%.1fs (%.1fs after the operations in flight and the election)", f.Next.Seconds(), f.AfterOps.Seconds()))
+			note = append(note, fmt.Sprintf("next step +%.1fs (held %.1fs past the election and the operations in flight)", f.Next.Seconds(), f.Held.Seconds()))
 		}
 		if f.Err != "" {
 			note = append(note, "ERROR "+f.Err)

@@ -430,24 +430,36 @@ func TestNextCountsJournaledOperations(t *testing.T) {
 	faults[0].NewLeader = 2 * time.Second
 	setNext(faults, transitions, ops)
 	require.Equal(t, 3*time.Second, faults[0].Next, "the journaled start, not the record's later transition")
-	require.Equal(t, time.Second, faults[0].AfterOps, "from the new leader (no operation was in flight)")
+	require.Equal(t, time.Second, faults[0].Held, "from the new leader (no operation was in flight)")
 	require.Equal(t, 3*time.Second, faults[1].Next)
 	require.Zero(t, faults[2].Next, "a follower's fault")
 	require.Zero(t, faults[3].Next, "a fault that did not fire")
 }
 
-// TestAfterOpsWaitsForTheOperationsInFlight: an operation that began
-// before the fault holds its node's next step until it ends, fault or
-// not; AfterOps counts from its end.
-func TestAfterOpsWaitsForTheOperationsInFlight(t *testing.T) {
+// TestHeldCountsFromTheFirstOperationInFlightToEnd: an operation that
+// began before the fault holds its node's next step until it ends, fault
+// or not; Held counts from the first such end after the election, and
+// from the election when none ended before the next step.
+func TestHeldCountsFromTheFirstOperationInFlightToEnd(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 6, 36, 25, 700_000_000, time.UTC)
-	faults := []FaultRecord{{Fault: Fault{Kind: FaultPartition, Variant: "leader"}, Fired: true, at: t0, NewLeader: 4 * time.Second}}
-	ops := map[string]OpTimes{
-		"u/lb-1/2/a0": {Started: t0.Add(-3 * time.Second), Finished: t0.Add(14500 * time.Millisecond)},
-		"u/lb-1/3/a0": {Started: t0.Add(14600 * time.Millisecond), Finished: t0.Add(14700 * time.Millisecond)},
-		"u/cp-1/2/a0": {Started: t0.Add(-time.Minute), Finished: t0.Add(-50 * time.Second)},
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	faults := []FaultRecord{
+		{Fault: Fault{Kind: FaultPartition, Variant: "leader"}, Fired: true, at: t0, NewLeader: 4 * time.Second},
+		{Fault: Fault{Kind: FaultLeaderKill}, Fired: true, at: at(60_000), NewLeader: 2 * time.Second},
 	}
-	setNext(faults, nil, ops)
+	ops := map[string]OpTimes{
+		// Seed 103: lb-1 imported images from before the fault to +14.5 s.
+		"u/lb-1/2/a0": {Started: at(-3000), Finished: at(14_500)},
+		"u/lb-1/3/a0": {Started: at(14_600), Finished: at(14_700)},
+		"u/cp-1/2/a0": {Started: at(-60_000), Finished: at(-50_000)},
+		// The kill: two operations in flight, the later ends after the
+		// next step, which followed 0.3 s after the election.
+		"u/w-1/2/a0": {Started: at(59_000), Finished: at(80_000)},
+		"u/w-2/2/a0": {Started: at(59_500), Finished: at(90_000)},
+	}
+	setNext(faults, []time.Time{at(62_300)}, ops)
 	require.Equal(t, 14600*time.Millisecond, faults[0].Next)
-	require.Equal(t, 100*time.Millisecond, faults[0].AfterOps)
+	require.Equal(t, 100*time.Millisecond, faults[0].Held, "from lb-1's import's end")
+	require.Equal(t, 2300*time.Millisecond, faults[1].Next)
+	require.Equal(t, 300*time.Millisecond, faults[1].Held, "from the election: no operation in flight ended before the next step")
 }
