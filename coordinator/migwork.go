@@ -194,7 +194,7 @@ func (c *Coordinator) runPoolWork(ctx context.Context, p tickPlan, a phases.Acti
 		res.Message = err.Error()
 		log.Warn("pool work failed; retried", "err", err)
 	case wait != "":
-		res.Wait, res.RetryAt, res.Message = wait, c.cfg.Clock.Now().Add(c.cfg.CloudRetryInterval), wait
+		res.Wait, res.RetryAt, res.Message = wait, c.cloudRetryAt(), wait
 		log.Info("pool work waits", "reason", wait)
 	default:
 		res.OK, res.Message = true, "done"

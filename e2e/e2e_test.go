@@ -39,8 +39,8 @@ const (
 // every host. It checks that bad upgrades are refused and change nothing,
 // then upgrades a minor while killing the Raft leader once and one agent
 // mid-operation, under a chaos smoke (chaos_smoke_test.go: four more
-// faults and the invariant checks of docs/chaos.md), then a patch that the scheduler starts by itself when
-// the maintenance window opens.
+// faults and the invariant checks of docs/chaos.md), then a patch that
+// the scheduler starts by itself when the maintenance window opens.
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
 	builds := cachedir.Build()
