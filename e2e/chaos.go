@@ -888,6 +888,13 @@ func (c *Chaos) Close() {
 // second from whichever member answers, and a member cut off from the
 // others answers with what it last knew, so transitions made meanwhile
 // can be overwritten before they are seen.
+//
+// The new leader is found by polling, so it may have led, and acted, a
+// little before the poll saw it. A transition the record shows after the
+// fault and before the poll saw the new leader is the new leader's: a
+// leader frozen, killed or cut off commits nothing, and the record's times
+// are the committing leader's. The fault then held nothing past the
+// election.
 func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTimes) {
 	ts := slices.Clone(transitions)
 	for _, o := range ops {
@@ -905,6 +912,10 @@ func setNext(faults []FaultRecord, transitions []time.Time, ops map[string]OpTim
 		// operation in flight at the fault ended in between, from the
 		// first such end (its node's next step was due then).
 		led := r.at.Add(r.NewLeader)
+		if first := nextAfter(transitions, r.at); first > 0 && first <= r.NewLeader {
+			r.Held = 0
+			continue
+		}
 		d := nextAfter(ts, led)
 		if d == 0 {
 			continue

@@ -463,3 +463,28 @@ func TestHeldCountsFromTheFirstOperationInFlightToEnd(t *testing.T) {
 	require.Equal(t, 2300*time.Millisecond, faults[1].Next)
 	require.Equal(t, 300*time.Millisecond, faults[1].Held, "from the election: no operation in flight ended before the next step")
 }
+
+// TestHeldIsZeroWhenTheNewLeaderActedBeforeThePollSawIt: seed 211's leader
+// freeze. The record showed a transition at +2.0 s, before the poll saw
+// the new leader at +2.1 s, and the next at +9.9 s (a drain). The frozen
+// leader committed nothing, so the +2.0 s transition was the new
+// leader's, and the fault held nothing past the election; a journaled
+// start in that gap (an operation dispatched before the fault) is no such
+// evidence.
+func TestHeldIsZeroWhenTheNewLeaderActedBeforeThePollSawIt(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 9, 15, 10, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	faults := []FaultRecord{
+		{Fault: Fault{Kind: FaultLeaderFreeze}, Fired: true, at: t0, NewLeader: 2100 * time.Millisecond},
+		{Fault: Fault{Kind: FaultLeaderKill}, Fired: true, at: at(60_000), NewLeader: 2100 * time.Millisecond},
+	}
+	transitions := []time.Time{at(-500), at(2000), at(9900), at(69_900)}
+	ops := map[string]OpTimes{
+		"u/w-1/4/a0": {Started: at(62_000), Finished: at(65_000)}, // started by its agent, not committed
+	}
+	setNext(faults, transitions, ops)
+	require.Equal(t, 2*time.Second, faults[0].Next)
+	require.Zero(t, faults[0].Held, "the record's transition at +2.0 s was the new leader's")
+	require.Equal(t, 2*time.Second, faults[1].Next, "the journaled start")
+	require.Equal(t, 7800*time.Millisecond, faults[1].Held, "a journaled start before the poll is not the new leader's act")
+}
