@@ -135,8 +135,9 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 		}
 		c.before[h.Name] = f
 	}
-	c.loops.Add(2)
+	c.loops.Add(3)
 	go c.follow(ctx)
+	go c.sweep(ctx)
 	go c.sample(ctx)
 	return c, nil
 }
@@ -150,6 +151,56 @@ func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
 		return nil, err
 	}
 	return convert.UpgradeFromAPI(&u)
+}
+
+// sweep reads the upgrade at every running member four times a second,
+// each with a deadline of its own, and records the transitions each
+// shows. follow's client stays on the member that answered last, and a
+// member cut off from the others answers with what it last knew (reads
+// are not linearizable: docs/api.md), so follow alone can miss the
+// transitions the others commit meanwhile; every committed transition is
+// real, whichever member shows it.
+func (c *Chaos) sweep(ctx context.Context) {
+	defer c.loops.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var wg sync.WaitGroup
+		for _, m := range c.env.Members {
+			if !m.Running() {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := api.NewClient(m.URL(), c.hc)
+				cl.SetBearerToken(c.env.adminToken)
+				mctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				var au api.Upgrade
+				if _, err := cl.Do(mctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &au); err != nil {
+					return
+				}
+				u, err := convert.UpgradeFromAPI(&au)
+				if err != nil {
+					return
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if c.u != nil && u.ID == c.u.ID {
+					c.recordLocked(u)
+				}
+			}()
+		}
+		wg.Wait()
+	}
 }
 
 // follow reads the upgrade four times a second, records what it sees and
@@ -190,6 +241,16 @@ func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
 		}
 	}
 	c.u = u
+	c.recordLocked(u)
+	if !u.InProgress() {
+		return
+	}
+	c.fireLocked(ctx, u, now)
+}
+
+// recordLocked records the transitions and step starts u shows. c.mu is
+// held.
+func (c *Chaos) recordLocked(u *phases.Upgrade) {
 	record := func(t time.Time) {
 		if !t.IsZero() && !slices.Contains(c.transitions, t) {
 			c.transitions = append(c.transitions, t)
@@ -213,9 +274,10 @@ func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
 		record(s.StartedAt)
 		record(s.FinishedAt)
 	}
-	if !u.InProgress() {
-		return
-	}
+}
+
+// fireLocked fires the faults whose trigger u passed. c.mu is held.
+func (c *Chaos) fireLocked(ctx context.Context, u *phases.Upgrade, now time.Time) {
 	for _, r := range c.records {
 		if r.Fired {
 			continue
@@ -884,10 +946,10 @@ func (c *Chaos) Close() {
 // setNext measures, for each fault of the leader that fired, the time to
 // the next transition: a step or node step the upgrade record shows
 // starting or ending, or an operation an agent's journal shows starting.
-// The journals are the ground truth: the record is read four times a
-// second from whichever member answers, and a member cut off from the
-// others answers with what it last knew, so transitions made meanwhile
-// can be overwritten before they are seen.
+// The journals add what the record no longer shows: it is read four
+// times a second at every member (sweep), yet a node's step start is
+// overwritten by the next one, so a step shorter than a read's interval
+// can go unseen.
 //
 // The new leader is found by polling, so it may have led, and acted, a
 // little before the poll saw it. A transition the record shows after the
