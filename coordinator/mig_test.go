@@ -76,15 +76,9 @@ func getCluster(t *testing.T, cl *api.Client, name string) api.Cluster {
 // carried out (repeats of a known request ID change nothing and do not
 // count).
 func creates(c *memory.Cloud) map[string]int {
-	out := map[string]int{}
+	out := changedBy(c, "CreateInstances")
 	for _, call := range c.Calls() {
-		if call.Repeat || call.Err != nil {
-			continue
-		}
-		switch call.Method {
-		case "CreateInstances":
-			out[call.Args]++
-		case "CreateGroup":
+		if call.Method == "CreateGroup" && !call.Repeat && call.Err == nil {
 			out[call.Group.Name]++
 		}
 	}
@@ -93,10 +87,14 @@ func creates(c *memory.Cloud) map[string]int {
 
 // deletes counts the DeleteInstances calls that changed something, by
 // their names argument.
-func deletes(c *memory.Cloud) map[string]int {
+func deletes(c *memory.Cloud) map[string]int { return changedBy(c, "DeleteInstances") }
+
+// changedBy counts the calls of method that changed something (not a
+// repeat, no error), by their arguments.
+func changedBy(c *memory.Cloud, method string) map[string]int {
 	out := map[string]int{}
 	for _, call := range c.Calls() {
-		if call.Method == "DeleteInstances" && !call.Repeat && call.Err == nil {
+		if call.Method == method && !call.Repeat && call.Err == nil {
 			out[call.Args]++
 		}
 	}

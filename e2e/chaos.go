@@ -142,15 +142,44 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 	return c, nil
 }
 
-// upgrade reads the cluster's current upgrade.
-func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+// upgradeVia reads the cluster's current upgrade through cl within timeout.
+func upgradeVia(ctx context.Context, cl *api.Client, timeout time.Duration) (*phases.Upgrade, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var u api.Upgrade
-	if _, err := c.client.Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
+	if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
 		return nil, err
 	}
 	return convert.UpgradeFromAPI(&u)
+}
+
+// upgrade reads the cluster's current upgrade from whichever member answers.
+func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
+	return upgradeVia(ctx, c.client, 20*time.Second)
+}
+
+// memberClient is an admin client of member m alone.
+func (c *Chaos) memberClient(m *Member) *api.Client {
+	cl := api.NewClient(m.URL(), c.hc)
+	cl.SetBearerToken(c.env.adminToken)
+	return cl
+}
+
+// every runs fn every d until Finish or ctx ends; it is one of c.loops.
+func (c *Chaos) every(ctx context.Context, d time.Duration, fn func()) {
+	defer c.loops.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+	}
 }
 
 // sweep reads the upgrade at every running member four times a second,
@@ -161,34 +190,14 @@ func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
 // transitions the others commit meanwhile; every committed transition is
 // real, whichever member shows it.
 func (c *Chaos) sweep(ctx context.Context) {
-	defer c.loops.Done()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	c.every(ctx, 250*time.Millisecond, func() {
 		var wg sync.WaitGroup
 		for _, m := range c.env.Members {
 			if !m.Running() {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cl := api.NewClient(m.URL(), c.hc)
-				cl.SetBearerToken(c.env.adminToken)
-				mctx, cancel := context.WithTimeout(ctx, time.Second)
-				defer cancel()
-				var au api.Upgrade
-				if _, err := cl.Do(mctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &au); err != nil {
-					return
-				}
-				u, err := convert.UpgradeFromAPI(&au)
+			wg.Go(func() {
+				u, err := upgradeVia(ctx, c.memberClient(m), time.Second)
 				if err != nil {
 					return
 				}
@@ -197,32 +206,22 @@ func (c *Chaos) sweep(ctx context.Context) {
 				if c.u != nil && u.ID == c.u.ID {
 					c.recordLocked(u)
 				}
-			}()
+			})
 		}
 		wg.Wait()
-	}
+	})
 }
 
 // follow reads the upgrade four times a second, records what it sees and
 // fires the faults whose trigger it passed.
 func (c *Chaos) follow(ctx context.Context) {
-	defer c.loops.Done()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	c.every(ctx, 250*time.Millisecond, func() {
 		u, err := c.upgrade(ctx)
 		if err != nil || u.ID == c.prevID {
-			continue
+			return
 		}
 		c.observe(ctx, u, time.Now())
-	}
+	})
 }
 
 func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
@@ -500,10 +499,8 @@ func (c *Chaos) timeNewLeader(ctx context.Context, r *FaultRecord, old *Member) 
 				continue
 			}
 			var list []api.Member
-			cl := api.NewClient(m.URL(), c.hc)
-			cl.SetBearerToken(c.env.adminToken)
 			mctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := cl.Do(mctx, http.MethodGet, "/v1/members", nil, &list)
+			_, err := c.memberClient(m).Do(mctx, http.MethodGet, "/v1/members", nil, &list)
 			cancel()
 			if err != nil {
 				continue
@@ -581,10 +578,8 @@ func (c *Chaos) member(ctx context.Context, leader bool, pick int) (*Member, err
 func (c *Chaos) leaderSeenBy(ctx context.Context, m *Member) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	cl := api.NewClient(m.URL(), c.hc)
-	cl.SetBearerToken(c.env.adminToken)
 	var list []api.Member
-	if _, err := cl.Do(ctx, http.MethodGet, "/v1/members", nil, &list); err != nil {
+	if _, err := c.memberClient(m).Do(ctx, http.MethodGet, "/v1/members", nil, &list); err != nil {
 		return ""
 	}
 	for _, x := range list {
