@@ -373,13 +373,7 @@ func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	if changed != nil {
-		go func() {
-			select {
-			case <-changed:
-				cancel(errLeaderChanged)
-			case <-ctx.Done():
-			}
-		}()
+		go h.cancelOnLeaderChange(ctx, cancel, leader, changed)
 	}
 	scheme := "http"
 	if h.cfg.ForwardTransport != nil {
@@ -401,6 +395,27 @@ func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string
 	forwardPrincipal(r)
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 	return again
+}
+
+// cancelOnLeaderChange cancels a forward to leader when this member comes
+// to know another leader, or none. A signal alone is not enough: Raft's
+// leader observations reach LeaderChanged after Raft already answers with
+// the leader they name, so a signal can arrive for the very leader the
+// request was sent to (seen right after a leadership transfer); that one
+// is let pass and the next awaited.
+func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.CancelCauseFunc, leader string, changed <-chan struct{}) {
+	for {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+		changed = h.leaderChanges()
+		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != leader {
+			cancel(errLeaderChanged)
+			return
+		}
+	}
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
