@@ -50,6 +50,9 @@ type ProbeReport struct {
 	// LongestOutage is the longest time from a failed request to the next
 	// request that passed (a run of failures counts once).
 	LongestOutage time.Duration
+	// LongestOutageFrom is when the longest outage began (its first failed
+	// request), so that it can be placed against the upgrade's steps.
+	LongestOutageFrom time.Time
 	// Failures are the failed requests in the order they were sent (at
 	// most maxFailuresKept; Failed counts all).
 	Failures []ProbeFailure
@@ -60,6 +63,9 @@ const maxFailuresKept = 200
 // String is the one-line summary the demo and the e2e test print.
 func (r ProbeReport) String() string {
 	s := fmt.Sprintf("%s: %d requests, %d failed, longest outage %s", r.Name, r.Sent, r.Failed, r.LongestOutage.Round(time.Millisecond))
+	if !r.LongestOutageFrom.IsZero() {
+		s += " from " + r.LongestOutageFrom.UTC().Format("15:04:05.000")
+	}
 	if r.Failed > 0 {
 		var first []string
 		for i, f := range r.Failures {
@@ -183,6 +189,7 @@ func summarize(name string, results []probeResult) ProbeReport {
 	closeOutage := func(end time.Time) {
 		if !outageStart.IsZero() && end.Sub(outageStart) > r.LongestOutage {
 			r.LongestOutage = end.Sub(outageStart)
+			r.LongestOutageFrom = outageStart
 		}
 		outageStart = time.Time{}
 	}

@@ -25,9 +25,10 @@ func TestSummarizeFindsTheLongestRunOfFailures(t *testing.T) {
 	require.Equal(t, 11, r.Sent)
 	require.Equal(t, 6, r.Failed)
 	require.Equal(t, 100*time.Millisecond, r.LongestOutage)
+	require.Equal(t, at(150), r.LongestOutageFrom, "the first of the longest runs")
 	require.Len(t, r.Failures, 6)
 	require.Equal(t, at(150), r.Failures[0].At, "failures in the order sent")
-	require.Contains(t, r.String(), "service: 11 requests, 6 failed, longest outage 100ms (first: 20:00:00.150 refused;")
+	require.Contains(t, r.String(), "service: 11 requests, 6 failed, longest outage 100ms from 20:00:00.150 (first: 20:00:00.150 refused;")
 
 	clean := summarize("lb", []probeResult{{at(0), ""}, {at(50), ""}})
 	require.Equal(t, ProbeReport{Name: "lb", Sent: 2}, clean)
