@@ -49,14 +49,14 @@ func (f *changingFollower) observe(addr string) {
 // reached it.
 func heldLeader(t *testing.T, release <-chan struct{}) (addr string, arrived <-chan struct{}) {
 	leader := &indexedMember{}
-	api := New(leader, Config{})
+	srv := New(leader, Config{})
 	got := make(chan struct{}, 4)
 	ls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
 			got <- struct{}{}
 			<-release
 		}
-		api.ServeHTTP(w, r)
+		srv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ls.Close)
 	return ls.Listener.Addr().String(), got
