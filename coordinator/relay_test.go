@@ -55,16 +55,26 @@ func countBeats(t *testing.T) map[string]*beatCounter {
 // agentAt reads agent node's record and last beat as member m shows it.
 func agentAt(t *testing.T, m *member, node string) api.AgentStatus {
 	t.Helper()
+	a, ok := findAgent(t, m, node)
+	if !ok {
+		t.Fatalf("no agent %s at %s", node, m.id)
+	}
+	return a
+}
+
+// findAgent is agentAt for a member that may not have applied the agent's
+// registration yet (a follower's replica): ok is false then.
+func findAgent(t *testing.T, m *member, node string) (api.AgentStatus, bool) {
+	t.Helper()
 	var c api.Cluster
 	_, err := m.client().Do(context.Background(), http.MethodGet, "/v1/clusters/lab", nil, &c)
 	require.NoError(t, err)
 	for _, a := range c.Status.Agents {
 		if a.Node == node {
-			return a
+			return a, true
 		}
 	}
-	t.Fatalf("no agent %s at %s", node, m.id)
-	return api.AgentStatus{}
+	return api.AgentStatus{}, false
 }
 
 // caughtUp waits until follower has applied what the leader has.
@@ -108,7 +118,10 @@ func TestBeatsAtAFollower(t *testing.T) {
 	require.NoError(t, cl.Heartbeat(ctx, healthBeat("worker-1", true)))
 	require.Equal(t, int64(1), lc.direct.Load(), "a change goes to the leader on its own")
 	require.True(t, agentAt(t, leader, "worker-1").Healthy)
-	eventually(t, "the follower's replica shows the health", func() bool { return agentAt(t, follower, "worker-1").Healthy })
+	eventually(t, "the follower's replica shows the health", func() bool {
+		a, ok := findAgent(t, follower, "worker-1")
+		return ok && a.Healthy
+	})
 
 	for i := range 3 {
 		before := time.Now()
@@ -172,7 +185,10 @@ func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
 		require.NoError(t, agents["worker-1"].Heartbeat(ctx, healthBeat("worker-1", true)))
 	}
 	beat() // reports health: committed
-	eventually(t, "the follower's replica shows the health", func() bool { return agentAt(t, follower, "worker-1").Healthy })
+	eventually(t, "the follower's replica shows the health", func() bool {
+		a, ok := findAgent(t, follower, "worker-1")
+		return ok && a.Healthy
+	})
 	start := clock.Now()
 	missing := coordinator.DefaultConfig().MissingAfter
 
@@ -186,7 +202,10 @@ func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
 
 	clock.Set(start.Add(3 * missing))
 	eventually(t, "the agent that stopped beating declared missing", func() bool { return agentAt(t, leader, "worker-1").Missing })
-	eventually(t, "the follower's replica shows it missing", func() bool { return agentAt(t, follower, "worker-1").Missing })
+	eventually(t, "the follower's replica shows it missing", func() bool {
+		a, ok := findAgent(t, follower, "worker-1")
+		return ok && a.Missing
+	})
 	beat()
 	require.False(t, agentAt(t, leader, "worker-1").Missing, "back, committed by the time the follower answered")
 }

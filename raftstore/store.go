@@ -381,10 +381,14 @@ func (s *Store) watchLeadership() {
 	}
 }
 
-// LeaderChanged returns a channel that is closed when the leader this
-// member knows changes: another member is elected, or the leader is lost
-// (an election starts). A follower forwarding a request to the leader
-// gives up on it then, rather than wait on a leader that may have frozen.
+// LeaderChanged returns a channel that is closed at Raft's next leader
+// observation: another member is elected, or the leader is lost (an
+// election starts). Raft names the new leader (LeaderHTTPAddr) before the
+// observation reaches this channel, so a channel taken after that can be
+// closed for the leader the caller already knows: a caller compares the
+// leader again rather than take the signal alone. A follower forwarding
+// a request to the leader gives up on it when the leader differs, rather
+// than wait on a leader that may have frozen.
 func (s *Store) LeaderChanged() <-chan struct{} {
 	s.leaderMu.Lock()
 	defer s.leaderMu.Unlock()

@@ -62,23 +62,29 @@ func heldLeader(t *testing.T, release <-chan struct{}) (addr string, arrived <-c
 	return ls.Listener.Addr().String(), got
 }
 
+// forwardedWrite starts a follower of the leader at addr and sends it a
+// write in the background, which it forwards; done receives its result.
+func forwardedWrite(t *testing.T, addr string) (f *changingFollower, done <-chan error) {
+	f = &changingFollower{addr: addr, signal: make(chan struct{})}
+	fs := httptest.NewServer(New(f, Config{}))
+	t.Cleanup(fs.Close)
+	c := api.NewClient(fs.URL, nil)
+	c.SetBearerToken(testToken)
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
+		result <- err
+	}()
+	return f, result
+}
+
 // TestForwardOutlivesASignalForTheSameLeader: a leader-change signal that
 // names the leader the write was forwarded to (Raft's observation arriving
 // after Raft already answered with that leader) leaves the forward alone.
 func TestForwardOutlivesASignalForTheSameLeader(t *testing.T) {
 	release := make(chan struct{})
 	addr, arrived := heldLeader(t, release)
-	f := &changingFollower{addr: addr, signal: make(chan struct{})}
-	fs := httptest.NewServer(New(f, Config{}))
-	t.Cleanup(fs.Close)
-
-	c := api.NewClient(fs.URL, nil)
-	c.SetBearerToken(testToken)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
-		done <- err
-	}()
+	f, done := forwardedWrite(t, addr)
 	<-arrived
 	f.observe(addr)
 	f.observe(addr)
@@ -93,17 +99,7 @@ func TestForwardEndsWhenAnotherLeaderIsKnown(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	addr, arrived := heldLeader(t, release)
-	f := &changingFollower{addr: addr, signal: make(chan struct{})}
-	fs := httptest.NewServer(New(f, Config{}))
-	t.Cleanup(fs.Close)
-
-	c := api.NewClient(fs.URL, nil)
-	c.SetBearerToken(testToken)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
-		done <- err
-	}()
+	f, done := forwardedWrite(t, addr)
 	<-arrived
 	f.observe("127.0.0.1:1")
 	err := <-done

@@ -179,7 +179,7 @@ func (b *beatRelay) deliver(batch []*pendingBeat) ([]*api.Problem, error) {
 	if changed != nil {
 		ctx2, cancel2 := context.WithCancelCause(ctx)
 		defer cancel2(nil)
-		go b.h.cancelOnLeaderChange(ctx2, func(error) { cancel2(errRelayLeaderChanged) }, leader, changed)
+		go b.h.cancelOnLeaderChange(ctx2, cancel2, errRelayLeaderChanged, leader, changed)
 		ctx = ctx2
 	}
 	body, err := json.Marshal(req)

@@ -373,7 +373,7 @@ func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	if changed != nil {
-		go h.cancelOnLeaderChange(ctx, cancel, leader, changed)
+		go h.cancelOnLeaderChange(ctx, cancel, errLeaderChanged, leader, changed)
 	}
 	scheme := "http"
 	if h.cfg.ForwardTransport != nil {
@@ -397,13 +397,13 @@ func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string
 	return again
 }
 
-// cancelOnLeaderChange cancels a forward to leader when this member comes
-// to know another leader, or none. A signal alone is not enough: Raft's
+// cancelOnLeaderChange cancels a forward to leader, with cause, when this
+// member comes to lead or to know another leader, or none. A signal alone is not enough: Raft's
 // leader observations reach LeaderChanged after Raft already answers with
 // the leader they name, so a signal can arrive for the very leader the
 // request was sent to (seen right after a leadership transfer); that one
 // is let pass and the next awaited.
-func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.CancelCauseFunc, leader string, changed <-chan struct{}) {
+func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.CancelCauseFunc, cause error, leader string, changed <-chan struct{}) {
 	for {
 		select {
 		case <-changed:
@@ -412,7 +412,7 @@ func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.Canc
 		}
 		changed = h.leaderChanges()
 		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != leader {
-			cancel(errLeaderChanged)
+			cancel(cause)
 			return
 		}
 	}
