@@ -195,4 +195,15 @@ func TestCheckAddonPods(t *testing.T) {
 	withInstance := append(slices.Clone(nodes), "mig-a-1")
 	require.Equal(t, "mig-a-1: 0 pods, want 1; 3 pods for 4 nodes", checkProxyPods(all, withInstance, img))
 	require.Empty(t, checkProxyPods(append(slices.Clone(all), pod("kp-d", "mig-a-1", img, true)), withInstance, img))
+
+	// A deleted instance's Node is gone before its pods are: the pod
+	// garbage collector removes them up to 80 s later. Such a pod runs
+	// nowhere and is not counted; a pod not yet bound to a node is.
+	live := []kube.NodeInfo{{Name: "cplb-1"}, {Name: "cp-1"}, {Name: "worker-1"}}
+	orphan := pod("kp-gone", "mig-b-uym1v6", KubeProxyImage("1.34.3"), true)
+	withOrphan := append(slices.Clone(all), orphan)
+	require.Equal(t, "4 pods for 3 nodes", checkProxyPods(withOrphan, nodes, img), "counted, the orphan fails the check")
+	require.Empty(t, checkProxyPods(onExistingNodes(withOrphan, live), nodes, img))
+	pending := pod("kp-pending", "", img, false)
+	require.Equal(t, "4 pods for 3 nodes", checkProxyPods(onExistingNodes(append(slices.Clone(all), pending), live), nodes, img))
 }
