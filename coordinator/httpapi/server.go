@@ -398,11 +398,11 @@ func (h *handlers) forward(w http.ResponseWriter, r *http.Request, leader string
 }
 
 // cancelOnLeaderChange cancels a forward to leader, with cause, when this
-// member comes to lead or to know another leader, or none. A signal alone is not enough: Raft's
-// leader observations reach LeaderChanged after Raft already answers with
-// the leader they name, so a signal can arrive for the very leader the
-// request was sent to (seen right after a leadership transfer); that one
-// is let pass and the next awaited.
+// member comes to lead or to know another leader, or none. A signal alone
+// is not enough: Raft's leader observations reach LeaderChanged after Raft
+// already answers with the leader they name, so a signal can arrive for
+// the very leader the request was sent to (seen right after a leadership
+// transfer); that one is let pass and the next awaited.
 func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.CancelCauseFunc, cause error, leader string, changed <-chan struct{}) {
 	for {
 		select {
