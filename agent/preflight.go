@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -15,16 +14,11 @@ import (
 // ErrPreflight is wrapped by a failed CheckArtifacts or ProbePeers.
 var ErrPreflight = errors.New("preflight check failed")
 
-// checkArtifacts downloads each artifact to a scratch directory, checks its
-// sum (and size when given), deletes it and reports the free disk space.
-// Nothing is installed.
+// checkArtifacts fetches each artifact and checks its sum (and size when
+// given), storing nothing (verifyArtifact), and reports the free disk
+// space. Nothing is installed.
 func (r *run) checkArtifacts(ctx context.Context) (map[string]string, error) {
 	a := r.a
-	scratch := a.dataPath("scratch", r.op.ID)
-	if err := os.MkdirAll(scratch, 0o700); err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(scratch)
 	details := map[string]string{}
 	var errs []error
 	for i, art := range r.op.CheckArtifacts.Artifacts {
@@ -32,15 +26,7 @@ func (r *run) checkArtifacts(ctx context.Context) (map[string]string, error) {
 		if name == "" {
 			name = strconv.Itoa(i)
 		}
-		path := filepath.Join(scratch, strconv.Itoa(i))
-		err := a.download(ctx, art.URL, art.SHA256, path)
-		if err == nil && art.Size > 0 {
-			if fi, serr := os.Stat(path); serr == nil && fi.Size() != art.Size {
-				err = fmt.Errorf("%s: size %d, want %d", art.URL, fi.Size(), art.Size)
-			}
-		}
-		_ = os.Remove(path)
-		if err != nil {
+		if err := a.verifyArtifact(ctx, art.URL, art.SHA256, art.Size); err != nil {
 			details["artifact."+name] = err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue

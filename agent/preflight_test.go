@@ -14,7 +14,8 @@ import (
 func TestPreflightOperations(t *testing.T) {
 	coord := newFakeCoordinator(t)
 	h := newFakeHost(t, coord)
-	goodURL, goodSum := h.serve("a", []byte("artifact"))
+	content := "0xC0FFEE" // 8 bytes that no journal line holds
+	goodURL, goodSum := h.serve("a", []byte(content))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
@@ -58,8 +59,16 @@ func TestPreflightOperations(t *testing.T) {
 			}
 		})
 	}
-	// The scratch area is left empty.
-	entries, err := os.ReadDir(filepath.Join(h.root, "var/lib/molt-agent/scratch"))
+	// The artifact check stored nothing: no file of the agent's holds the
+	// artifact's bytes.
+	err = filepath.WalkDir(filepath.Join(h.root, "var/lib/molt-agent"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), content, path)
+		return nil
+	})
 	require.NoError(t, err)
-	require.Empty(t, entries)
 }

@@ -100,8 +100,8 @@ type Artifact struct {
 	Size   int64  `json:"size,omitempty"`
 }
 
-// CheckArtifacts downloads artifacts to a scratch area, verifies their sums
-// and reports disk space left; nothing is installed. Used by preflight.
+// CheckArtifacts fetches artifacts and verifies their sums, storing
+// nothing, and reports disk space left. Used by preflight.
 type CheckArtifacts struct {
 	Artifacts []Artifact `json:"artifacts"`
 }

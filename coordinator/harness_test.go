@@ -293,6 +293,23 @@ type fakeOps struct {
 	workloadsShort string
 	// gates hold calls by their recorded text (holdCall).
 	gates []*callGate
+	// readyzFailing is how many more reads of /readyz answer 500 with
+	// etcd failing; readyzReads counts the reads.
+	readyzFailing, readyzReads int
+}
+
+// failReadyz makes the next n reads of /readyz answer 500, etcd failing.
+func (f *fakeOps) failReadyz(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readyzFailing = n
+}
+
+// readyzCount is how many times /readyz was read.
+func (f *fakeOps) readyzCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readyzReads
 }
 
 // setUnready makes NodeReady of node fail with why ("" makes it pass).
@@ -482,10 +499,11 @@ func (f *fakeOps) ApplyAddons(ctx context.Context, v phases.Version, addons []ap
 }
 
 // PreflightReader answers like a healthy cluster: every asked node Ready,
-// /readyz with etcd passing, no blocking PDB, no protected pod.
-func (f *fakeOps) PreflightReader() preflight.ClusterReader { return healthyReader{} }
+// /readyz with etcd passing (but for the reads failReadyz fails), no
+// blocking PDB, no protected pod.
+func (f *fakeOps) PreflightReader() preflight.ClusterReader { return healthyReader{f} }
 
-type healthyReader struct{}
+type healthyReader struct{ f *fakeOps }
 
 func (healthyReader) Nodes(_ context.Context, nodes []string) (map[string]preflight.NodeInfo, error) {
 	out := map[string]preflight.NodeInfo{}
@@ -494,7 +512,14 @@ func (healthyReader) Nodes(_ context.Context, nodes []string) (map[string]prefli
 	}
 	return out, nil
 }
-func (healthyReader) ControlPlane(context.Context) (preflight.ControlPlaneHealth, error) {
+func (r healthyReader) ControlPlane(context.Context) (preflight.ControlPlaneHealth, error) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.f.readyzReads++
+	if r.f.readyzFailing > 0 {
+		r.f.readyzFailing--
+		return preflight.ParseReadyz(500, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed"), nil
+	}
 	return preflight.ParseReadyz(200, "[+]ping ok\n[+]etcd ok\nreadyz check passed"), nil
 }
 func (healthyReader) BlockingPDBs(context.Context, []string) ([]preflight.PDBInfo, error) {

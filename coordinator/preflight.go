@@ -119,9 +119,17 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 	}
 }
 
-// finishPreflight reads the cluster, runs every check and commits the report.
+// finishPreflight reads the cluster, runs every check and commits the
+// report. A report that blocks on a live check (preflight's LiveBlocking:
+// the API server's answers, the agents' heartbeats) is made again, up to
+// WorkRetries times RetryBackoff apart as any cluster call is retried,
+// before it is committed: the report is made right after the last host
+// answered, when every host has just fetched the release, and an API
+// server or an agent's kubelet that stalled for those seconds would refuse
+// an upgrade for nothing. The last report is the one committed, so a
+// control plane that stays unhealthy still refuses the upgrade, about 12 s
+// later by default.
 func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
-	now := c.cfg.Clock.Now()
 	run, err := c.sm.Preflight(cluster, id)
 	if err != nil || run.State != "running" {
 		return
@@ -130,16 +138,13 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 	if err != nil {
 		return
 	}
-	in, err := c.preflightInput(cluster, run.Target, now)
-	if err != nil {
-		return
-	}
 	// The run an automatic upgrade waits for blocks on what would only warn
 	// an operator (preflight's deprecated-apis).
+	automatic := false
 	if u := r.Upgrade; u != nil && u.Preflight == id && u.Options.Automatic {
-		in.Automatic = true
+		automatic = true
 	}
-	in.HostChecks = map[string]preflight.HostCheck{}
+	hosts := map[string]preflight.HostCheck{}
 	for node, ops := range run.Operations {
 		var results []api.OperationResult
 		for _, op := range ops {
@@ -148,15 +153,32 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 			}
 		}
 		if len(results) > 0 {
-			in.HostChecks[node] = preflight.HostCheckFromResults(results)
+			hosts[node] = preflight.HostCheckFromResults(results)
 		}
 	}
 	var reader preflight.ClusterReader
 	if ops, err := c.clusterOps(cluster, r.StoredKubeconfig()); err == nil {
 		reader = ops.PreflightReader()
 	}
-	preflight.GatherCluster(ctx, reader, &in)
-	rep := preflight.Run(in)
+	var rep preflight.Report
+	var now time.Time
+	_ = c.retry(ctx, "preflight "+id+" of cluster "+cluster, func() error {
+		now = c.cfg.Clock.Now()
+		in, err := c.preflightInput(cluster, run.Target, now)
+		if err != nil {
+			return err
+		}
+		in.Automatic, in.HostChecks = automatic, hosts
+		preflight.GatherCluster(ctx, reader, &in)
+		rep = preflight.Run(in)
+		if live := rep.LiveBlocking(); len(live) > 0 {
+			return fmt.Errorf("blocked by %s, which a new reading may pass", strings.Join(live, ", "))
+		}
+		return nil
+	})
+	if rep.Results == nil || ctx.Err() != nil {
+		return // no report made (the cluster went away), or the term ended
+	}
 	if c.cfg.Recorder != nil {
 		for _, r := range rep.Results {
 			c.cfg.Recorder.PreflightCheck(cluster, r.Check, string(r.Status))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/preflight"
 )
 
@@ -18,15 +19,8 @@ import (
 // and every node untouched; a passing run moves it to running.
 func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	ops := newFakeOps()
-	tc := newTestCluster(t, 1, ops)
+	ctx, tc, cl, nodes := labWithAgents(t, ops)
 	m := tc.members[0]
-	cl := m.client()
-	spec := registerLab(t, cl)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	nodes := nodeNames(spec)
-	startAgents(ctx, tc, "lab", nodes, true)
-	waitAgents(t, tc, "lab", len(nodes))
 
 	// A preflight alone: 202 with its ID, then a passing report.
 	var run api.PreflightRun
@@ -121,4 +115,61 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 	var p *api.Problem
 	require.ErrorAs(t, err, &p)
 	require.Equal(t, http.StatusNotFound, p.Status)
+}
+
+// TestPreflightReadsAStalledAPIServerAgain: a /readyz that fails for two
+// reads (an API server stalled for a few seconds) is read again and the
+// run passes; one that keeps failing fails control-plane-health after
+// WorkRetries+1 reads, naming what /readyz said.
+func TestPreflightReadsAStalledAPIServerAgain(t *testing.T) {
+	ops := newFakeOps()
+	ctx, _, cl, _ := labWithAgents(t, ops)
+
+	runPreflight := func() api.PreflightRun {
+		t.Helper()
+		var run api.PreflightRun
+		_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/preflight", map[string]string{"version": "1.34.4"}, &run)
+		require.NoError(t, err)
+		id := run.ID
+		eventually(t, "preflight "+id+" done", func() bool {
+			run = api.PreflightRun{}
+			_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/preflight/"+id, nil, &run)
+			return err == nil && run.State == "done"
+		})
+		return run
+	}
+	controlPlane := func(run api.PreflightRun) api.PreflightResult {
+		for _, r := range run.Report.Results {
+			if r.Check == preflight.IDControlPlaneHealth {
+				return r
+			}
+		}
+		t.Fatalf("no %s result in %+v", preflight.IDControlPlaneHealth, run.Report.Results)
+		return api.PreflightResult{}
+	}
+
+	ops.failReadyz(2)
+	run := runPreflight()
+	require.Equal(t, string(preflight.Passed), run.Report.Verdict, "%+v", run.Report.Results)
+	require.Equal(t, "pass", controlPlane(run).Status)
+	require.Equal(t, 3, ops.readyzCount(), "read until ready: two failures, then ready")
+
+	ops.failReadyz(1000)
+	run = runPreflight()
+	require.Equal(t, string(preflight.Failed), run.Report.Verdict)
+	cp := controlPlane(run)
+	require.Equal(t, "fail", cp.Status)
+	require.Contains(t, cp.Message, "etcd")
+	require.Equal(t, 3+coordinator.DefaultConfig().WorkRetries+1, ops.readyzCount(), "read WorkRetries+1 times, then judged")
+}
+
+// labWithAgents starts one member over ops, registers cluster lab and
+// runs an agent for each of its nodes until the test ends.
+func labWithAgents(t *testing.T, ops *fakeOps) (context.Context, *testCluster, *api.Client, []string) {
+	tc := newTestCluster(t, 1, ops)
+	cl := tc.members[0].client()
+	nodes := nodeNames(registerLab(t, cl))
+	startAgents(t.Context(), tc, "lab", nodes, true)
+	waitAgents(t, tc, "lab", len(nodes))
+	return t.Context(), tc, cl, nodes
 }

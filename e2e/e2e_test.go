@@ -516,6 +516,32 @@ func dumpLogs(t *testing.T, env *Env, work string) {
 	}
 	env.Lab.DescribeHosts(ctx, hosts)
 	env.Lab.DescribePods(ctx, "kube-system", lab.DemoNamespace)
+	logLastUpgrade(ctx, t, env)
+}
+
+// logLastUpgrade logs the cluster's last upgrade and what its preflight
+// did not pass. It comes last in the dump so that it is among the log's
+// last lines, the ones a CI summary keeps.
+func logLastUpgrade(ctx context.Context, t *testing.T, env *Env) {
+	u, err := env.Upgrade(ctx)
+	if err != nil {
+		t.Logf("--- last upgrade: %v", err)
+		return
+	}
+	t.Logf("--- last upgrade %s to %s: %s; reason %q; refused by %v", u.ID, u.To, u.State, u.Reason, u.RefusedChecks)
+	if u.Preflight == "" {
+		return
+	}
+	var run api.PreflightRun
+	if _, err := env.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/preflight/"+u.Preflight, nil, &run); err != nil || run.Report == nil {
+		t.Logf("    preflight %s: no report (%v)", u.Preflight, err)
+		return
+	}
+	for _, r := range run.Report.Results {
+		if r.Status != "pass" {
+			t.Logf("    preflight %s: %s %s (blocks %v): %s", u.Preflight, r.Check, r.Status, r.Blocks, r.Message)
+		}
+	}
 }
 
 // tlog sends lab and progress output to the test log.

@@ -51,3 +51,22 @@ func TestGatherClusterRecordsFailures(t *testing.T) {
 	r, _ = rep.Result(preflight.IDProtectedPods)
 	require.Equal(t, preflight.Pass, r.Status, "gathered and empty is a pass")
 }
+
+// TestLiveBlocking: of the blocking checks, those judging the API server's
+// answers and the agents' heartbeats are the ones a new reading may pass;
+// a failed host operation is the run's answer, and a warning blocks nothing.
+func TestLiveBlocking(t *testing.T) {
+	in := goodInput()
+	require.Empty(t, preflight.Run(in).LiveBlocking())
+
+	in.ControlPlane = preflight.ParseReadyz(500, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed")
+	setHost(&in, "cp-1", func(h *preflight.HostCheck) { h.ArtifactsOK, h.ArtifactsMessage = false, "kubelet: checksum mismatch" })
+	in.SetGathered(preflight.SourcePDBs, errors.New("policy/v1 forbidden"))
+	rep := preflight.Run(in)
+	require.Equal(t, []string{preflight.IDArtifacts, preflight.IDControlPlaneHealth}, rep.Failed)
+	require.Equal(t, []string{preflight.IDControlPlaneHealth}, rep.LiveBlocking())
+
+	in = goodInput()
+	in.SetGathered(preflight.SourceNodes, errors.New("context deadline exceeded"))
+	require.Equal(t, []string{preflight.IDNodesReady}, preflight.Run(in).LiveBlocking(), "a read that failed is read again")
+}

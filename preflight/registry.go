@@ -41,6 +41,28 @@ var severityOf = map[string]func(Input) Severity{
 	IDDeprecatedAPIs: deprecatedAPIsSeverity,
 }
 
+// liveChecks judge what changes by itself from one reading to the next:
+// the API server's answers and the agents' heartbeats. The others judge
+// what is fixed for a run: the catalog, the version rules, and the hosts'
+// answers to the run's operations.
+var liveChecks = map[string]bool{
+	IDAgentsReporting: true, IDControlPlaneHealth: true, IDDeprecatedAPIs: true,
+	IDNodesReady: true, IDPDBsBlockingDrain: true, IDProtectedPods: true,
+}
+
+// LiveBlocking returns, in report order, the checks that block r and judge
+// live data: those a new reading, seconds later, may pass. The coordinator
+// reads again a few times before it commits a report that blocks on one.
+func (r Report) LiveBlocking() []string {
+	var out []string
+	for _, res := range r.Results {
+		if res.Blocks && liveChecks[res.Check] {
+			out = append(out, res.Check)
+		}
+	}
+	return out
+}
+
 // Checks returns the registry, a fresh slice each call, ordered by ID.
 func Checks() []Check {
 	return []Check{
