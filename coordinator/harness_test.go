@@ -186,6 +186,10 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinat
 	first := startMember(t, "m1", t.TempDir(), true, ops, "", mutate...)
 	tc.members = append(tc.members, first)
 	eventually(t, "first leader", first.c.IsLeader)
+	// The first leader stores the bootstrap admin token in an entry of its
+	// own once it leads: a test that counts entries (requireRefusals)
+	// starts after it.
+	eventually(t, "bootstrap admin token stored", func() bool { return len(first.c.Tokens()) > 0 })
 	for i := 2; i <= n; i++ {
 		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "", mutate...)
 		tc.replace(append(tc.list(), m))
