@@ -1026,7 +1026,7 @@ function preflightsPage(name) {
         onclick: () => act(out, {
           title: `Run preflight of ${name} for ${version.value}?`, yes: 'Run preflight',
           body: [`The coordinator checks whether cluster ${name} can be upgraded from ${current} to ${version.value}: version rules, the release and its artifacts, nodes Ready, agents reporting, control-plane and etcd health, PodDisruptionBudgets and protected pods.`,
-            'Every host\u2019s agent downloads the release\u2019s artifacts into a scratch directory, checks their sha256 and free disk space, and probes up to 8 peer agents. Nothing on the cluster changes.'],
+            'Every host\u2019s agent fetches the release\u2019s artifacts and checks their sha256, storing nothing, checks its free disk space, and probes up to 8 peer agents. Nothing on the cluster changes.'],
           run: () => api('POST', `${cpath(name)}/preflight`, { version: version.value }),
           done: (r) => `Preflight run ${r.id} started.`,
         }),
