@@ -120,8 +120,9 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 }
 
 // finishPreflight reads the cluster, runs every check and commits the
-// report. A report that blocks on a live check (preflight's LiveBlocking:
-// the API server's answers, the agents' heartbeats) is made again, up to
+// report. A report that blocks only on live checks (preflight's
+// LiveBlocking: the API server's answers, the agents' heartbeats) is made
+// again, up to
 // WorkRetries times RetryBackoff apart as any cluster call is retried,
 // before it is committed: the report is made right after the last host
 // answered, when every host has just fetched the release, and an API
@@ -171,7 +172,10 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 		in.Automatic, in.HostChecks = automatic, hosts
 		preflight.GatherCluster(ctx, reader, &in)
 		rep = preflight.Run(in)
-		if live := rep.LiveBlocking(); len(live) > 0 {
+		// Only when every check that blocks judges live data may a new
+		// reading pass the report; a failed artifact check beside them
+		// refuses the upgrade whatever a new reading finds.
+		if live := rep.LiveBlocking(); len(live) > 0 && len(live) == len(rep.Failed) {
 			return fmt.Errorf("blocked by %s, which a new reading may pass", strings.Join(live, ", "))
 		}
 		return nil

@@ -47,7 +47,7 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 		c, err := m.c.Cluster("lab2")
 		return err == nil && len(c.Status.Agents) == len(nodes)-1
 	})
-	calls := len(ops.Calls())
+	calls, readyz := len(ops.Calls()), ops.readyzCount()
 	versions := func() string {
 		c, err := m.c.Cluster("lab2")
 		require.NoError(t, err)
@@ -66,6 +66,8 @@ func TestPreflightRunAndUpgradeRefusal(t *testing.T) {
 		return err == nil && u.State == api.UpgradeRefused
 	})
 	require.Contains(t, u.RefusedChecks, preflight.IDAgentsReporting)
+	require.Contains(t, u.RefusedChecks, preflight.IDArtifacts)
+	require.Equal(t, readyz+1, ops.readyzCount(), "an unanswered artifact check blocks whatever a new reading finds: judged once")
 	require.Equal(t, "1.33.6 1.33.6", versions(), "spec and status untouched")
 	require.Equal(t, calls, len(ops.Calls()), "no node touched")
 	c2, err := m.c.Cluster("lab2")
