@@ -174,7 +174,7 @@ func (r *labMachines) pki(name string) (*PKI, error) {
 // attach gives the instance its namespace on the lab bridge and the pod
 // routes between it and every other host.
 func (r *labMachines) attach(ctx context.Context, h HostSpec) error {
-	octet, err := instanceAddr(h.IP)
+	veth, err := instanceVeth(h)
 	if err != nil {
 		return err
 	}
@@ -185,10 +185,12 @@ func (r *labMachines) attach(ctx context.Context, h HostSpec) error {
 		if err := r.detachLocked(ctx, h); err != nil {
 			return err
 		}
+	} else if err := delLink(ctx, lab, veth); err != nil {
+		// A namespace deleted other than by detach (by hand, or by a
+		// Down that failed half way) leaves its veth on the bridge for
+		// a while: see delLink.
+		return err
 	}
-	// Interface names are at most 15 bytes: the instance's is named after
-	// its address, not its (longer) name.
-	veth := fmt.Sprintf("vi-%d", octet)
 	steps := [][]string{
 		{"netns", "add", ns},
 		{"-n", ns, "link", "set", "lo", "up"},
@@ -227,9 +229,21 @@ func (r *labMachines) detach(ctx context.Context, h HostSpec) error {
 	return r.detachLocked(ctx, h)
 }
 
-// detachLocked deletes the instance's namespace (its veth goes with it)
-// and the routes to its pod CIDR. A route already gone is fine.
+// detachLocked deletes the instance's veth, its namespace and the routes
+// to its pod CIDR. A veth or route already gone is fine.
 func (r *labMachines) detachLocked(ctx context.Context, h HostSpec) error {
+	veth, err := instanceVeth(h)
+	if err != nil {
+		return err
+	}
+	// The veth explicitly, not with the namespace: the kernel removes a
+	// deleted namespace's veths (and so this one's end on the bridge)
+	// only some time after `ip netns del` returns (see delLink). Until
+	// then the bridge would still list it, and attach's making the veth
+	// again would fail.
+	if err := delLink(ctx, r.l.net.LabNS(), veth); err != nil {
+		return err
+	}
 	ns := r.l.net.HostNS(h.Name)
 	if nsExists(ns) {
 		if err := run(ctx, "ip", "netns", "del", ns); err != nil {
@@ -244,6 +258,17 @@ func (r *labMachines) detachLocked(ctx context.Context, h HostSpec) error {
 	}
 	delete(r.attached, h.Name)
 	return nil
+}
+
+// instanceVeth names the bridge end of the instance's veth. Interface
+// names are at most 15 bytes: it is named after the instance's address,
+// not its (longer) name.
+func instanceVeth(h HostSpec) (string, error) {
+	octet, err := instanceAddr(h.IP)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("vi-%d", octet), nil
 }
 
 // others are the hosts an instance exchanges pod routes with: the

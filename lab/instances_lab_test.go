@@ -16,7 +16,8 @@ import (
 // host and detaches one: each instance gets its namespace, a veth on the
 // bridge named after its address and pod routes to every other host, and
 // every other namespace routes to its pods; a detached instance leaves no
-// namespace, veth or route behind.
+// namespace, veth or route behind, and its address can be attached again
+// at once, even after its namespace was deleted without detach.
 func TestInstanceNetwork(t *testing.T) {
 	requireLabTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -77,5 +78,20 @@ func TestInstanceNetwork(t *testing.T) {
 	links, err = exec.CommandContext(ctx, "ip", "-n", l.net.LabNS(), "-o", "link").CombinedOutput()
 	require.NoError(t, err)
 	require.NotContains(t, string(links), "vi-100@")
+	require.NoError(t, m.detach(ctx, a), "detaching again changes nothing")
+
+	// The address is free again at once: a new instance gets vi-100. Its
+	// namespace then goes without detach (as by hand), leaving the kernel
+	// to remove the veth some time later; attaching at that address must
+	// still not find the name taken.
+	c := HostSpec{Name: "mig-c-1", Role: RoleWorker, IP: "10.77.0.100"}
+	require.NoError(t, m.attach(ctx, c))
+	out, err := exec.CommandContext(ctx, "ip", "netns", "del", l.net.HostNS(c.Name)).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.NoError(t, m.attach(ctx, c))
+	links, err = exec.CommandContext(ctx, "ip", "-n", l.net.LabNS(), "-o", "link").CombinedOutput()
+	require.NoError(t, err)
+	require.Contains(t, string(links), "vi-100@")
+	require.NoError(t, m.detach(ctx, c))
 	// Down removes b's namespace though no topology names it.
 }

@@ -390,8 +390,11 @@ func (l *Lab) Down(ctx context.Context) error {
 	if err := killNamespacePIDs(ctx, namespaces); err != nil {
 		errs = append(errs, err)
 	}
-	// Instances' namespaces first: deleting one takes its veth off the
-	// bridge, which goes with the lab namespace.
+	// Instances' namespaces, then the network's. An instance's veth is
+	// not off the bridge when `ip netns del` returns (the kernel tears a
+	// namespace down later, see delLink), but the bridge's namespace goes
+	// right after, and every link in it with it: nothing is left where
+	// anyone could see it.
 	for _, ns := range namespaces[len(l.net.Namespaces()):] {
 		if err := run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", ErrNetwork, err))

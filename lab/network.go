@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,7 +51,8 @@ func (n Network) Namespaces() []string {
 // that is not).
 func (n Network) Up(ctx context.Context) error {
 	lab := n.LabNS()
-	if !nsExists(lab) {
+	labExisted := nsExists(lab)
+	if !labExisted {
 		steps := [][]string{
 			{"netns", "add", lab},
 			{"-n", lab, "link", "set", "lo", "up"},
@@ -73,6 +75,14 @@ func (n Network) Up(ctx context.Context) error {
 		veth := "vh-" + h.Name
 		if len(veth) > 15 {
 			return fmt.Errorf("%w: host name %q too long for an interface name", ErrNetwork, h.Name)
+		}
+		if labExisted {
+			// The host's namespace was deleted without the bridge's (by
+			// hand, or by a Down that failed half way): its veth may still
+			// be on the bridge, and would keep the name taken (delLink).
+			if err := delLink(ctx, lab, veth); err != nil {
+				return err
+			}
 		}
 		steps := [][]string{
 			{"netns", "add", ns},
@@ -102,8 +112,12 @@ func (n Network) Up(ctx context.Context) error {
 	return nil
 }
 
-// Down deletes every namespace of the network; deleting a namespace
-// deletes the veths and bridge inside it. Missing namespaces are fine.
+// Down deletes every namespace of the network, the bridge's first. The
+// kernel deletes the bridge and veths inside them when it tears the
+// namespaces down, which may be after Down returns; nothing waits for
+// that, as those links are in namespaces no one can enter any more (none
+// was ever in the machine's own), and an Up makes new ones. Missing
+// namespaces are fine.
 func (n Network) Down(ctx context.Context) error {
 	var errs []string
 	for _, ns := range n.Namespaces() {
@@ -207,6 +221,55 @@ func namespacesWithPrefix(prefix string) []string {
 func nsPath(name string) string { return filepath.Join("/run/netns", name) }
 
 func nsExists(name string) bool { return exists(nsPath(name)) }
+
+// delLink deletes the link name in namespace ns, and returns once it is
+// gone. A link that is not there counts as deleted, and so does a
+// namespace that is not there (the link went with it).
+//
+// Deleting a namespace does not do this for the veths in it. `ip netns
+// del` only drops the namespace's name; the kernel tears the namespace
+// down later, on a workqueue, and only then deletes its veths and their
+// peers in other namespaces. Until then the peer stays on the lab bridge
+// and its name is taken: a listing of the bridge still shows it, and
+// making a veth of that name fails with "File exists". Deleting one end
+// of a veth removes both ends before `ip link del` returns, so deleting
+// the bridge end before the namespace leaves nothing to wait for.
+func delLink(ctx context.Context, ns, name string) error {
+	if !nsExists(ns) {
+		return nil
+	}
+	err := run(ctx, "ip", "-n", ns, "link", "del", name)
+	if err == nil {
+		return nil
+	}
+	// Either it was never there or the kernel's teardown of its peer's
+	// namespace removed it first; gone is gone. Asking the kernel spares
+	// parsing ip's message.
+	if !nsExists(ns) {
+		return nil
+	}
+	ok, lerr := linkExists(ns, name)
+	if lerr == nil && !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", ErrNetwork, errors.Join(err, lerr))
+}
+
+// linkExists reports whether namespace ns has a link called name.
+func linkExists(ns, name string) (bool, error) {
+	var found bool
+	err := InNamespace(nsPath(ns), func() error {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return fmt.Errorf("%w: links of %s: %v", ErrNetwork, ns, err)
+		}
+		for _, i := range ifs {
+			found = found || i.Name == name
+		}
+		return nil
+	})
+	return found, err
+}
 
 func ipAll(ctx context.Context, steps [][]string) error {
 	for _, s := range steps {
