@@ -20,6 +20,10 @@ type ClusterOps interface {
 	// timeout is not an error (SPEC §6).
 	Drain(ctx context.Context, node string, automatic bool) (Drained, error)
 	WaitReady(ctx context.Context, node, kubeletVersion string) error
+	// WaitServing waits until the node serves what it runs: every static
+	// pod on it (its mirror pods) Ready. An LB pool's node is done only
+	// then (Coordinator.waitReady); ctx's deadline bounds the wait.
+	WaitServing(ctx context.Context, node string) error
 	// NodeReady returns nil when the node is Ready with its kubelet at
 	// kubeletVersion, else an error saying what it is (one read, no wait).
 	NodeReady(ctx context.Context, node, kubeletVersion string) error

@@ -46,6 +46,20 @@ type Config struct {
 	// wait) before the node is marked failed; RetryBackoff spaces them.
 	WorkRetries  int
 	RetryBackoff time.Duration
+	// PreflightArtifactWave bounds how many hosts of a preflight run check
+	// the release's artifacts (CheckArtifacts: fetch and hash every
+	// artifact) at a time; the others are offered theirs as those finish.
+	// A run waits PreflightTimeout per wave. 0 means
+	// DefaultPreflightArtifactWave; negative: no bound.
+	PreflightArtifactWave int
+	// APIUnavailableTimeout is how long a cluster call keeps being
+	// repeated, RetryBackoff apart, while the API server cannot be reached
+	// or answers that it is unavailable (ErrAPIUnavailable), before the
+	// step fails: upgrading a control-plane LB or an API server takes the
+	// API away for a while on its own (GKE on Bare Metal expects up to 1–2
+	// minutes), and that is not the next node's failure. Such failures do
+	// not count against WorkRetries. 0 means DefaultAPIUnavailableTimeout.
+	APIUnavailableTimeout time.Duration
 	// MaxConcurrentWork bounds the work items (cordon, drain, wait Ready,
 	// cluster steps, preflight reports) one leadership term runs at once;
 	// work beyond it is started by a later tick. 0 means
@@ -127,6 +141,11 @@ const DefaultSchedulerInterval = time.Minute
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
 
+// DefaultAPIUnavailableTimeout is the default of
+// Config.APIUnavailableTimeout: a little over the 1–2 minutes a
+// control-plane load balancer may be away at the start of an upgrade.
+const DefaultAPIUnavailableTimeout = 3 * time.Minute
+
 // DefaultAddonRolloutTimeout is the default of Config.AddonRolloutTimeout.
 const DefaultAddonRolloutTimeout = 5 * time.Minute
 
@@ -137,23 +156,25 @@ func DefaultConfig() Config {
 	rc.RaftAddr = "127.0.0.1:7081"
 	rc.HTTPAddr = "127.0.0.1:7080"
 	return Config{
-		Raft:                rc,
-		TickInterval:        time.Second,
-		HeartbeatInterval:   10 * time.Second,
-		MissingAfter:        30 * time.Second,
-		WorkRetries:         3,
-		RetryBackoff:        2 * time.Second,
-		MaxConcurrentWork:   DefaultMaxConcurrentWork,
-		WaitReadyTimeout:    15 * time.Minute,
-		AddonRolloutTimeout: DefaultAddonRolloutTimeout,
-		InstanceTimeout:     DefaultInstanceTimeout,
-		InstancePoll:        DefaultInstancePoll,
-		CloudRetryInterval:  DefaultCloudRetryInterval,
-		AuditMaxEntries:     statemachine.DefaultAuditMaxEntries,
-		HealthTimeout:       DefaultHealthTimeout,
-		GateTimeout:         DefaultGateTimeout,
-		GateInterval:        DefaultGateInterval,
-		SchedulerInterval:   DefaultSchedulerInterval,
-		Clock:               realClock{},
+		Raft:                  rc,
+		TickInterval:          time.Second,
+		HeartbeatInterval:     10 * time.Second,
+		MissingAfter:          30 * time.Second,
+		WorkRetries:           3,
+		RetryBackoff:          2 * time.Second,
+		APIUnavailableTimeout: DefaultAPIUnavailableTimeout,
+		PreflightArtifactWave: DefaultPreflightArtifactWave,
+		MaxConcurrentWork:     DefaultMaxConcurrentWork,
+		WaitReadyTimeout:      15 * time.Minute,
+		AddonRolloutTimeout:   DefaultAddonRolloutTimeout,
+		InstanceTimeout:       DefaultInstanceTimeout,
+		InstancePoll:          DefaultInstancePoll,
+		CloudRetryInterval:    DefaultCloudRetryInterval,
+		AuditMaxEntries:       statemachine.DefaultAuditMaxEntries,
+		HealthTimeout:         DefaultHealthTimeout,
+		GateTimeout:           DefaultGateTimeout,
+		GateInterval:          DefaultGateInterval,
+		SchedulerInterval:     DefaultSchedulerInterval,
+		Clock:                 realClock{},
 	}
 }

@@ -75,6 +75,12 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.MaxConcurrentWork <= 0 {
 		cfg.MaxConcurrentWork = DefaultMaxConcurrentWork
 	}
+	if cfg.PreflightArtifactWave == 0 {
+		cfg.PreflightArtifactWave = DefaultPreflightArtifactWave
+	}
+	if cfg.APIUnavailableTimeout <= 0 {
+		cfg.APIUnavailableTimeout = DefaultAPIUnavailableTimeout
+	}
 	if cfg.AddonRolloutTimeout <= 0 {
 		cfg.AddonRolloutTimeout = DefaultAddonRolloutTimeout
 	}

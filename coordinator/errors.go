@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"errors"
+
 	"github.com/moltproject/molt/coordinator/statemachine"
 )
 
@@ -25,3 +27,9 @@ var (
 	// ErrConflict: what is to be created exists already (409).
 	ErrConflict = statemachine.ErrConflict
 )
+
+// ErrAPIUnavailable is wrapped by a ClusterOps error when the cluster's API
+// server could not be reached, or answered that it is overloaded or
+// unavailable: the same call may pass later unchanged. Cluster calls that
+// fail with it are repeated for up to Config.APIUnavailableTimeout.
+var ErrAPIUnavailable = errors.New("API server unavailable")

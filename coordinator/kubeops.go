@@ -34,13 +34,28 @@ func ConnectKube(cluster string, kubeconfig []byte, cfg kube.Config, log *slog.L
 	return &kubeOps{k: k, log: cfg.Logger}, nil
 }
 
-func (o *kubeOps) Cordon(ctx context.Context, node string) error   { return o.k.Cordon(ctx, node) }
-func (o *kubeOps) Uncordon(ctx context.Context, node string) error { return o.k.Uncordon(ctx, node) }
+func (o *kubeOps) Cordon(ctx context.Context, node string) error {
+	return unavailable(o.k.Cordon(ctx, node))
+}
+func (o *kubeOps) Uncordon(ctx context.Context, node string) error {
+	return unavailable(o.k.Uncordon(ctx, node))
+}
+
+// unavailable marks an error of a call the API server did not answer, or
+// answered that it is overloaded or unavailable (kube.Transient), with
+// ErrAPIUnavailable: the coordinator repeats such calls for a while rather
+// than fail the step (Coordinator.retry).
+func unavailable(err error) error {
+	if err != nil && kube.Transient(err) {
+		return fmt.Errorf("%w: %w", ErrAPIUnavailable, err)
+	}
+	return err
+}
 
 func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) (Drained, error) {
 	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Automatic: automatic})
 	if err != nil {
-		return Drained{}, err
+		return Drained{}, unavailable(err)
 	}
 	d := Drained{Left: leftPods(res.LeftBehind)}
 	for _, w := range res.Workloads {
@@ -73,13 +88,13 @@ func (o *kubeOps) WorkloadsReady(ctx context.Context, ws []phases.Workload) erro
 func (o *kubeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod, error) {
 	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Delete: true, Timeout: phases.DeleteBlueGracePeriod + time.Minute})
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	return leftPods(res.LeftBehind), nil
 }
 
 func (o *kubeOps) DeleteNode(ctx context.Context, node string) error {
-	return o.k.DeleteNode(ctx, node)
+	return unavailable(o.k.DeleteNode(ctx, node))
 }
 
 func leftPods(in []kube.LeftPod) []phases.LeftPod {
@@ -92,6 +107,10 @@ func leftPods(in []kube.LeftPod) []phases.LeftPod {
 
 func (o *kubeOps) WaitReady(ctx context.Context, node, kubeletVersion string) error {
 	return o.k.WaitNodeReady(ctx, node, kubeletVersion)
+}
+
+func (o *kubeOps) WaitServing(ctx context.Context, node string) error {
+	return o.k.WaitStaticPodsReady(ctx, node)
 }
 
 func (o *kubeOps) ProtectedUntil(ctx context.Context, node string, now time.Time) (ProtectedInfo, error) {
@@ -118,7 +137,7 @@ func (o *kubeOps) ApplyAddons(ctx context.Context, v phases.Version, addons []ap
 	for _, a := range addons {
 		applied, err := o.k.Apply(ctx, []byte(a.YAML))
 		if err != nil {
-			return fmt.Errorf("add-on %s of v%s: %w", a.Name, v, err)
+			return unavailable(fmt.Errorf("add-on %s of v%s: %w", a.Name, v, err))
 		}
 		refs = append(refs, applied...)
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,8 +13,78 @@ import (
 	"github.com/moltproject/molt/preflight"
 )
 
-// PreflightTimeout is how long a run waits for agents' host checks.
+// PreflightTimeout is how long a run waits for agents' host checks, per
+// wave of artifact checks (preflightTimeout).
 const PreflightTimeout = 2 * time.Minute
+
+// DefaultPreflightArtifactWave is the default of
+// Config.PreflightArtifactWave.
+const DefaultPreflightArtifactWave = 20
+
+// preflightTimeout is how long a run with ops waits for its hosts:
+// PreflightTimeout for each wave of artifact checks (one wave when they
+// are not bounded).
+func preflightTimeout(ops map[string][]api.Operation, wave int) time.Duration {
+	hosts := 0
+	for _, hops := range ops {
+		if slices.ContainsFunc(hops, func(op api.Operation) bool { return op.Kind == api.OpCheckArtifacts }) {
+			hosts++
+		}
+	}
+	waves := 1
+	if wave > 0 && hosts > wave {
+		waves = (hosts + wave - 1) / wave
+	}
+	return PreflightTimeout * time.Duration(waves)
+}
+
+// artifactWave picks the hosts of a running preflight that are offered
+// their CheckArtifacts now, at most size at a time (nil: no bound, size
+// <= 0): every host whose check has started and not finished, then, in
+// the order of their names, hosts whose check has not started, up to
+// size. Every host fetches and hashes the whole release in its check; all
+// at once, that is the whole cluster downloading from the artifact server
+// at one moment, and on the lab's shared cores a stalled API server.
+// Hosts whose agent cannot answer (not registered, or missing) take no
+// place: agents-reporting decides for them. The order of names makes the
+// pick the same on every tick and on a new leader; a host whose agent
+// takes the offer but never reports keeps its place until the run's
+// deadline, so the wave shrinks by one rather than stopping.
+func artifactWave(p statemachine.PreflightProgress, size int) map[string]bool {
+	if size <= 0 {
+		return nil
+	}
+	able := make(map[string]bool, len(p.Reporting))
+	for _, n := range p.Reporting {
+		able[n] = true
+	}
+	wave := map[string]bool{}
+	var next []string // the smallest names not started, sorted, at most size
+	for node, ops := range p.Waiting {
+		if !able[node] || !slices.ContainsFunc(ops, func(op api.Operation) bool { return op.Kind == api.OpCheckArtifacts }) {
+			continue
+		}
+		if p.Started[node] {
+			wave[node] = true
+			continue
+		}
+		if len(next) == size && node > next[size-1] {
+			continue
+		}
+		i, _ := slices.BinarySearch(next, node)
+		next = slices.Insert(next, i, node)
+		if len(next) > size {
+			next = next[:size]
+		}
+	}
+	for _, node := range next {
+		if len(wave) >= size {
+			break
+		}
+		wave[node] = true
+	}
+	return wave
+}
 
 // StartPreflight starts a preflight run for an upgrade of cluster to
 // version and returns its ID at once; the run finishes in the background.
@@ -59,8 +130,9 @@ func (c *Coordinator) newPreflightRun(cluster string, to phases.Version) (Prefli
 		addrs[n] = a.Address
 	}
 	id := fmt.Sprintf("%s-%d", strings.ReplaceAll(cluster, ".", "-"), r.PreflightSeq+1)
-	return PreflightRun{ID: id, Cluster: cluster, Target: to, CreatedAt: now, Deadline: now.Add(PreflightTimeout),
-		Operations: preflight.HostOperations(id, in, "", addrs)}, nil
+	ops := preflight.HostOperations(id, in, "", addrs)
+	return PreflightRun{ID: id, Cluster: cluster, Target: to, CreatedAt: now, Deadline: now.Add(preflightTimeout(ops, c.cfg.PreflightArtifactWave)),
+		Operations: ops}, nil
 }
 
 // Preflight returns a stored run.
@@ -98,8 +170,14 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 		if offers[p.Cluster] == nil && len(p.Waiting) > 0 {
 			offers[p.Cluster] = map[string][]api.Operation{}
 		}
+		wave := artifactWave(p, c.cfg.PreflightArtifactWave)
 		for node, ops := range p.Waiting {
-			offers[p.Cluster][node] = append(offers[p.Cluster][node], ops...)
+			for _, op := range ops {
+				if op.Kind == api.OpCheckArtifacts && wave != nil && !wave[node] {
+					continue // not its turn: offered in a later wave
+				}
+				offers[p.Cluster][node] = append(offers[p.Cluster][node], op)
+			}
 		}
 		pending := p.Pending
 		// A new leader has seen no agent's heartbeat yet; the

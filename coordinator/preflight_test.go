@@ -175,3 +175,25 @@ func labWithAgents(t *testing.T, ops *fakeOps) (context.Context, *testCluster, *
 	waitAgents(t, tc, "lab", len(nodes))
 	return t.Context(), tc, cl, nodes
 }
+
+// TestPreflightInArtifactWaves: with the artifact checks bounded to two
+// hosts at a time, a run over the lab's seven hosts still gets every
+// host's answer and passes, and waits PreflightTimeout per wave.
+func TestPreflightInArtifactWaves(t *testing.T) {
+	tc := newTestCluster(t, 1, newFakeOps(), func(c *coordinator.Config) { c.PreflightArtifactWave = 2 })
+	cl := tc.members[0].client()
+	nodes := nodeNames(registerLab(t, cl))
+	startAgents(t.Context(), tc, "lab", nodes, true)
+	waitAgents(t, tc, "lab", len(nodes))
+	var run api.PreflightRun
+	_, err := cl.Do(t.Context(), http.MethodPost, "/v1/clusters/lab/preflight", map[string]string{"version": "1.34.4"}, &run)
+	require.NoError(t, err)
+	require.Equal(t, 4*coordinator.PreflightTimeout, run.Deadline.Sub(run.CreatedAt), "seven hosts, two at a time")
+	eventually(t, "preflight done", func() bool {
+		run = api.PreflightRun{}
+		_, err := cl.Do(t.Context(), http.MethodGet, "/v1/clusters/lab/preflight/lab-1", nil, &run)
+		return err == nil && run.State == "done"
+	})
+	require.Equal(t, string(preflight.Passed), run.Report.Verdict, "%+v", run.Report.Results)
+	require.Len(t, run.Results, 2*len(nodes), "every host answered both checks")
+}

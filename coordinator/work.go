@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,21 +51,48 @@ func (c *Coordinator) clusterOps(cluster, stored string) (ClusterOps, error) {
 	return ops, nil
 }
 
-// retry runs fn up to WorkRetries+1 times, backing off between failures.
+// retry runs fn until it succeeds. A failure counts against WorkRetries,
+// backing off longer after each; a failure because the API server is
+// unavailable (ErrAPIUnavailable) does not: fn is repeated RetryBackoff
+// apart until the API has been unavailable for APIUnavailableTimeout in a
+// row. Upgrading a control-plane LB or an API server makes the API go away
+// by itself for a while, and the step after it (the next node's drain)
+// must wait for it rather than fail.
 func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) error {
-	var err error
-	for i := 0; i <= c.cfg.WorkRetries; i++ {
-		if err = fn(); err == nil || ctx.Err() != nil {
+	limit := c.cfg.APIUnavailableTimeout
+	var unavailableSince time.Time
+	for failures := 0; ; {
+		err := fn()
+		if err == nil || ctx.Err() != nil {
+			if err == nil && !unavailableSince.IsZero() {
+				c.log.Info("API server available again", "what", what, "after", time.Since(unavailableSince).Round(time.Millisecond))
+			}
 			return err
 		}
-		c.log.Warn("cluster call failed", "what", what, "attempt", i+1, "err", err)
+		wait := c.cfg.RetryBackoff
+		if errors.Is(err, ErrAPIUnavailable) {
+			if unavailableSince.IsZero() {
+				unavailableSince = time.Now()
+				c.log.Warn("API server unavailable; repeating the call until it answers", "what", what, "for_at_most", limit, "err", err)
+			}
+			if away := time.Since(unavailableSince); away >= limit {
+				return fmt.Errorf("unavailable for %s (the API unavailable timeout): %w", away.Round(time.Second), err)
+			}
+		} else {
+			unavailableSince = time.Time{}
+			failures++
+			c.log.Warn("cluster call failed", "what", what, "attempt", failures, "err", err)
+			if failures > c.cfg.WorkRetries {
+				return err
+			}
+			wait *= time.Duration(failures)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(c.cfg.RetryBackoff * time.Duration(i+1)):
+		case <-time.After(wait):
 		}
 	}
-	return err
 }
 
 // runNodeStep performs a node step that goes through the API server and
@@ -96,6 +124,9 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 			}
 		case phases.NodeWaitReady:
 			err = c.waitReady(ctx, ops, live, target)
+			if pool, ok := p.upgrade.Pool(a.Pool); err == nil && ok && serves(pool.Role) {
+				err = c.waitServing(ctx, ops, live)
+			}
 		case phases.NodeUncordon:
 			err = c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, live) })
 		default:
@@ -122,6 +153,25 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 		r.Message = err.Error()
 	}
 	c.commitNode(ctx, p.cluster, r, a.ID)
+}
+
+// serves says whether a pool of role carries traffic for others (the API
+// server's, the Services'): its node is done only once it serves again.
+func serves(r phases.Role) bool {
+	return r == phases.RoleControlPlaneLB || r == phases.RoleLoadBalancer
+}
+
+// waitServing waits, within WaitReadyTimeout, until an LB node serves:
+// the static pods it runs (the LB) Ready, as the API server reports them.
+// A Node is Ready as soon as its kubelet is back, while the LB the kubelet
+// runs may still be coming back (its pod recreated after the kubelet and
+// containerd changed); calling the LB node done then made the next node's
+// first call find the API unreachable. An LB that goes away again after
+// this reading is covered by APIUnavailableTimeout.
+func (c *Coordinator) waitServing(ctx context.Context, ops ClusterOps, node string) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+	defer cancel()
+	return ops.WaitServing(wctx, node)
 }
 
 func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a phases.Action, err error, msg string, left []phases.LeftPod) {

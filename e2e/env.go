@@ -109,7 +109,9 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return nil, err
 	}
-	common := []string{"--artifact-dir", artifacts, "--log-level", "info"}
+	// The lab's hosts share two cores: three at a time fetch and hash the
+	// release in a preflight, not all of them at once (docs/preflight.md).
+	common := []string{"--artifact-dir", artifacts, "--log-level", "info", "--preflight-artifact-wave", "3"}
 	if cfg.DrainTimeout > 0 {
 		common = append(common, "--drain-timeout", cfg.DrainTimeout.String())
 	}

@@ -66,6 +66,8 @@ func run() error {
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
+	artifactWave := flag.Int("preflight-artifact-wave", def.PreflightArtifactWave, "hosts of a preflight run that fetch and check the release's artifacts at a time (negative: all at once); a run waits 2m per wave")
+	apiUnavailable := flag.Duration("api-unavailable-timeout", def.APIUnavailableTimeout, "how long a cluster call is repeated while the cluster's API server cannot be reached or is unavailable, before its step fails")
 	cloudRetry := flag.Duration("cloud-retry-interval", def.CloudRetryInterval, "how long a MIG step that waits for cloud quota or capacity waits before it tries again")
 	auditMax := flag.Int("audit-max-entries", def.AuditMaxEntries, "the audit log keeps at most this many records of operators' requests, and as many of agents' (docs/security.md)")
 	auditAge := flag.Duration("audit-max-age", def.AuditMaxAge, "the audit log also drops records older than this (at least 1h; 0: only --audit-max-entries bounds it)")
@@ -173,6 +175,8 @@ func run() error {
 	cfg.TickInterval = *tick
 	cfg.MaxConcurrentWork = *maxWork
 	cfg.AddonRolloutTimeout = *addonRollout
+	cfg.PreflightArtifactWave = *artifactWave
+	cfg.APIUnavailableTimeout = *apiUnavailable
 	cfg.Logger = log
 	cfg.Connector = kubeConnector{cfg: kcfg, log: log}
 	cfg.Clouds = newCloudConnector()

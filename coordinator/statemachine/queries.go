@@ -100,6 +100,23 @@ func (f *Machine) Upgrade(cluster string) (*phases.Upgrade, error) {
 	return copyUpgrade(r.Upgrade), nil
 }
 
+// PendingUpgradeID returns the ID of the cluster's upgrade that has not
+// ended (ClusterRecord.PendingUpgrade) and of the preflight run it waits
+// or waited for; both "" when there is none or the cluster is unknown.
+// Agents ask for it on every poll, so it copies nothing.
+func (f *Machine) PendingUpgradeID(cluster string) (id, preflight string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, ok := f.st.Clusters[cluster]
+	if !ok {
+		return "", ""
+	}
+	if u := r.PendingUpgrade(); u != nil {
+		return u.ID, u.Preflight
+	}
+	return "", ""
+}
+
 // CheckUpgrade applies every rule an upgrade of cluster to version must
 // pass, as the startUpgrade command will, and returns a copy of the
 // cluster's record (as Cluster does). It changes nothing: a dry run.
@@ -319,6 +336,9 @@ type PreflightProgress struct {
 	// Reporting are the cluster's agents that are registered and not
 	// missing, in no particular order.
 	Reporting []string
+	// Started holds the nodes whose agent reported the run's artifact
+	// check (CheckArtifacts) as started and not yet finished.
+	Started map[string]bool
 }
 
 // RunningPreflights returns the progress of every running preflight run,
@@ -350,8 +370,15 @@ func (f *Machine) RunningPreflights() []PreflightProgress {
 				a := r.Agents[node]
 				able := a != nil && a.Registered && !a.Missing
 				for _, op := range ops {
-					if res, ok := run.Results[op.ID]; ok && res.State != api.OpRunning {
+					res, ok := run.Results[op.ID]
+					if ok && res.State != api.OpRunning {
 						continue
+					}
+					if ok && op.Kind == api.OpCheckArtifacts {
+						if p.Started == nil {
+							p.Started = map[string]bool{}
+						}
+						p.Started[node] = true
 					}
 					if able {
 						p.Pending++

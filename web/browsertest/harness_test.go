@@ -162,6 +162,7 @@ func (*clusterOps) Drain(context.Context, string, bool) (coordinator.Drained, er
 func (*clusterOps) NodeReady(context.Context, string, string) error         { return nil }
 func (*clusterOps) WorkloadsReady(context.Context, []phases.Workload) error { return nil }
 func (*clusterOps) WaitReady(context.Context, string, string) error         { return nil }
+func (*clusterOps) WaitServing(context.Context, string) error               { return nil }
 func (*clusterOps) Uncordon(context.Context, string) error                  { return nil }
 func (*clusterOps) ProtectedUntil(context.Context, string, time.Time) (coordinator.ProtectedInfo, error) {
 	return coordinator.ProtectedInfo{}, nil
