@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -36,8 +37,14 @@ type Agent struct {
 	pods         PodObserver
 	hooks        Hooks
 	metrics      Metrics
+	stage        *stage
 
 	kick chan struct{} // asks the heartbeat loop to send now
+	// upgradeNamed is whether the last poll answer named the cluster's
+	// upgrade in progress (api.OperationsResponse.Upgrade present): the
+	// coordinator is recent enough to say, so a CheckArtifacts of no
+	// upgrade is a dry run and keeps nothing (stageKeeps).
+	upgradeNamed atomic.Bool
 
 	mu        sync.Mutex
 	heartbeat time.Duration // may be changed by the coordinator at Register
@@ -59,6 +66,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.HeartbeatInterval <= 0 || cfg.HealthTimeout <= 0 || cfg.PollWait <= 0 || cfg.RetryMin <= 0 {
 		return nil, fmt.Errorf("%w: intervals and timeouts must be positive (start from DefaultConfig)", ErrConfig)
+	}
+	if cfg.StageMaxBytes < 0 {
+		return nil, fmt.Errorf("%w: the stage bound must not be negative (0 turns staging off)", ErrConfig)
 	}
 	a := &Agent{
 		cfg:       cfg,
@@ -110,6 +120,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.journal = j
+	a.stage = openStage(a.dataPath("stage"), cfg.StageMaxBytes, a.clock.Now, a.log)
 	return a, nil
 }
 
@@ -168,7 +179,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	retry := a.cfg.RetryMin
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, a.cfg.PollWait+10*time.Second)
-		ops, err := a.client.PollOperations(pctx, a.cfg.Cluster, a.cfg.Node, a.cfg.PollWait)
+		resp, err := a.client.Poll(pctx, a.cfg.Cluster, a.cfg.Node, a.cfg.PollWait)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -179,13 +190,39 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		}
 		retry = a.cfg.RetryMin
-		for _, op := range ops {
+		a.noteUpgrade(resp.Upgrade)
+		for _, op := range resp.Operations {
 			if err := a.handle(ctx, op); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// noteUpgrade applies what a poll answer says of the cluster's upgrade in
+// progress to the stage: none, or another than the one the stage was
+// filled for, empties it. An answer without the field comes from a
+// coordinator that predates it and says nothing: the stage is left as it
+// is — never emptied on a guess, which could be mid-upgrade — and stays
+// within StageMaxBytes, its oldest entries giving way to new ones.
+func (a *Agent) noteUpgrade(upgrade *string) {
+	a.upgradeNamed.Store(upgrade != nil)
+	if upgrade != nil {
+		a.stage.upgradeInProgress(*upgrade)
+	}
+}
+
+// stageKeeps reports whether a CheckArtifacts keeps what it verified: when
+// it belongs to an upgrade, or when the coordinator does not say
+// (Operation.Upgrade and OperationsResponse.Upgrade are both newer than
+// it; then what is kept is bounded, and evicted oldest first). A check of
+// no upgrade from a coordinator that names upgrades — a preflight run on
+// its own — stays a dry run. (A check resumed after a restart, before any
+// poll, keeps what it verifies; the next answer empties the stage if no
+// upgrade is in progress.)
+func (a *Agent) stageKeeps(op api.Operation) bool {
+	return a.stage.on() && (op.Upgrade != "" || !a.upgradeNamed.Load())
 }
 
 // handle executes (or re-reports) one operation and reports its result.

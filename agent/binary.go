@@ -57,7 +57,7 @@ func (r *run) upgradeBinary(ctx context.Context) (map[string]string, error) {
 		// The temp file sits beside the target so the rename is atomic
 		// (same filesystem) and a full disk fails here, before any change.
 		tmp := filepath.Join(filepath.Dir(bin), "."+filepath.Base(bin)+".molt-new")
-		if err := a.download(ctx, u.URL, want, tmp); err != nil {
+		if err := a.obtain(ctx, u.URL, want, tmp); err != nil {
 			return details, err
 		}
 		if err := os.Chmod(tmp, 0o755); err != nil {

@@ -32,7 +32,7 @@ type Config struct {
 
 	// HostRoot is "/" in production; every host path below is joined under it.
 	HostRoot string
-	// DataDir holds the journal, backups and downloads.
+	// DataDir holds the journal, backups, downloads and the artifact stage.
 	DataDir string
 	// KubeletBin and ContainerdBin are the binaries UpgradeBinary replaces.
 	KubeletBin, ContainerdBin string
@@ -64,6 +64,12 @@ type Config struct {
 	DownloadTimeout time.Duration
 	// ProbeTimeout bounds one TCP dial of ProbePeers.
 	ProbeTimeout time.Duration
+	// StageMaxBytes bounds the artifact stage (<DataDir>/stage, stage.go):
+	// the artifacts an upgrade's CheckArtifacts verified, kept so that
+	// the upgrade's operations do not fetch them again. To keep a new
+	// artifact the oldest give way; one larger than the bound is verified
+	// but not kept. 0 turns staging off (and removes the stage at start).
+	StageMaxBytes int64
 	// RetryMin and RetryMax bound the backoff when the coordinator is unreachable.
 	RetryMin, RetryMax time.Duration
 
@@ -84,6 +90,10 @@ type Config struct {
 	// nothing. *metrics.AgentMetrics implements it.
 	Metrics Metrics
 }
+
+// DefaultStageMaxBytes is the default bound of the artifact stage: room
+// for a release's kubelet and containerd and its image archives.
+const DefaultStageMaxBytes int64 = 2 << 30
 
 // DefaultConfig returns the production defaults. Coordinator, BootstrapToken, CAPin,
 // Cluster, Node and Units must still be set.
@@ -106,6 +116,7 @@ func DefaultConfig() Config {
 		PollWait:            30 * time.Second,
 		DownloadTimeout:     10 * time.Minute,
 		ProbeTimeout:        3 * time.Second,
+		StageMaxBytes:       DefaultStageMaxBytes,
 		RetryMin:            500 * time.Millisecond,
 		RetryMax:            30 * time.Second,
 	}
@@ -141,7 +152,17 @@ type Metrics interface {
 	HeartbeatSucceeded(at time.Time)
 	// HeartbeatFailed records a heartbeat that did not reach the coordinator.
 	HeartbeatFailed()
+	// ArtifactBytes records n bytes of release artifacts an operation got
+	// from source: SourceNetwork (fetched from the artifact server,
+	// CheckArtifacts included) or SourceStage (copied from the stage).
+	ArtifactBytes(source string, n int64)
 }
+
+// Sources of artifact bytes (Metrics.ArtifactBytes).
+const (
+	SourceNetwork = "network"
+	SourceStage   = "stage"
+)
 
 // nopMetrics stands in for a nil Config.Metrics.
 type nopMetrics struct{}
@@ -149,6 +170,7 @@ type nopMetrics struct{}
 func (nopMetrics) Operation(string, string, time.Duration) {}
 func (nopMetrics) HeartbeatSucceeded(time.Time)            {}
 func (nopMetrics) HeartbeatFailed()                        {}
+func (nopMetrics) ArtifactBytes(string, int64)             {}
 
 // Clock supplies time so backoff and heartbeats can be driven in tests.
 type Clock interface {

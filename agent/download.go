@@ -35,21 +35,53 @@ func (a *Agent) download(ctx context.Context, url, want, path string) error {
 }
 
 // verifyArtifact fetches url as download does and checks its sha256
-// against want, and its size when size > 0, storing nothing. Preflight
-// uses it: every host checks the release at once, and writing (and
-// fsyncing) every artifact to disk only to delete it loaded the hosts'
-// disks, which a control-plane host shares with etcd, for nothing.
-func (a *Agent) verifyArtifact(ctx context.Context, url, want string, size int64) error {
+// against want, and its size when size > 0. With keep, the artifact is
+// written to the stage as it streams and kept there once verified (see
+// stage.go); without it, or when the stage does not take it, nothing is
+// stored: every host checks the release at once, and writing (and
+// fsyncing) an artifact only to delete it loads the hosts' disks, which a
+// control-plane host shares with etcd, for nothing.
+func (a *Agent) verifyArtifact(ctx context.Context, url, want string, size int64, keep bool) error {
 	return a.fromEachSource(ctx, url, func(ctx context.Context, url string) error {
-		n, sum, err := a.fetch(ctx, url, io.Discard)
-		if err != nil {
-			return err
+		var kept *stageWrite
+		n, sum, err := a.fetch(ctx, url, func(length int64) io.Writer {
+			if size > 0 {
+				length = size
+			}
+			if keep {
+				kept = a.stage.begin(strings.ToLower(want), length)
+			}
+			if kept == nil {
+				return io.Discard
+			}
+			return kept
+		})
+		if err == nil && size > 0 && n != size {
+			err = fmt.Errorf("%s: size %d, want %d", url, n, size)
 		}
-		if size > 0 && n != size {
-			return fmt.Errorf("%s: size %d, want %d", url, n, size)
+		if err == nil {
+			err = checkSum(url, want, sum)
 		}
-		return checkSum(url, want, sum)
+		if kept != nil {
+			kept.finish(err == nil)
+		}
+		return err
 	})
+}
+
+// obtain puts the artifact at url, whose sha256 is want, into the file
+// path (created or truncated, fsynced): from the stage when it holds the
+// artifact and its bytes still hash to want, else downloaded as download
+// does. Every operation that needs a release artifact gets it here, so
+// only what the stage lacks is fetched.
+func (a *Agent) obtain(ctx context.Context, url, want, path string) error {
+	sum := strings.ToLower(want)
+	if n, ok := a.stage.copyTo(sum, path); ok {
+		a.metrics.ArtifactBytes(SourceStage, n)
+		a.log.Info("artifact taken from the stage", "url", url, "sha256", sum, "bytes", n)
+		return nil
+	}
+	return a.download(ctx, url, want, path)
 }
 
 // fromEachSource runs get on url, or, for a path URL, on each coordinator
@@ -92,7 +124,7 @@ func (a *Agent) downloadFrom(ctx context.Context, url, want, path string) (err e
 			_ = os.Remove(path)
 		}
 	}()
-	_, sum, err := a.fetch(ctx, url, f)
+	_, sum, err := a.fetch(ctx, url, func(int64) io.Writer { return f })
 	if err != nil {
 		return err
 	}
@@ -102,9 +134,11 @@ func (a *Agent) downloadFrom(ctx context.Context, url, want, path string) (err e
 	return checkSum(url, want, sum)
 }
 
-// fetch GETs url, bounded by DownloadTimeout, into w and returns the
-// bytes copied and their sha256 in hex.
-func (a *Agent) fetch(ctx context.Context, url string, w io.Writer) (int64, string, error) {
+// fetch GETs url, bounded by DownloadTimeout, into the writer open
+// returns, which is told the body's announced length first (-1: unknown),
+// and returns the bytes copied and their sha256 in hex. The bytes count
+// as fetched from the network whether or not the copy completes.
+func (a *Agent) fetch(ctx context.Context, url string, open func(length int64) io.Writer) (int64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.DownloadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -120,7 +154,10 @@ func (a *Agent) fetch(ctx context.Context, url string, w io.Writer) (int64, stri
 		return 0, "", fmt.Errorf("%w: %s: HTTP %s", ErrDownload, url, resp.Status)
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	n, err := io.Copy(io.MultiWriter(open(resp.ContentLength), h), resp.Body)
+	if n > 0 {
+		a.metrics.ArtifactBytes(SourceNetwork, n)
+	}
 	if err != nil {
 		// ENOSPC lands here; the wrapped error names the file.
 		return n, "", fmt.Errorf("%w: %s: %w", ErrDownload, url, err)

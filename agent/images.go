@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// importImages downloads, verifies and imports each archive into
-// containerd's k8s.io namespace. Importing an image twice is harmless, so
-// a resumed run simply imports again.
+// importImages obtains (from the stage, or else downloads), verifies and
+// imports each archive into containerd's k8s.io namespace. Importing an
+// image twice is harmless, so a resumed run simply imports again.
 func (r *run) importImages(ctx context.Context) (map[string]string, error) {
 	a := r.a
 	dir := a.dataPath("downloads")
@@ -22,7 +22,7 @@ func (r *run) importImages(ctx context.Context) (map[string]string, error) {
 	for i, ar := range r.op.ImportImages.Archives {
 		// Operation IDs contain slashes (upgrade/node/cursor/attempt).
 		path := fmt.Sprintf("%s/%s-%d.tar", dir, strings.ReplaceAll(r.op.ID, "/", "_"), i)
-		if err := a.download(ctx, ar.URL, ar.SHA256, path); err != nil {
+		if err := a.obtain(ctx, ar.URL, ar.SHA256, path); err != nil {
 			return details, err
 		}
 		names, err := a.runtime.ImportArchive(ctx, path)

@@ -18,6 +18,7 @@ type fakeMetrics struct {
 	durations  []time.Duration
 	hbOK       []time.Time
 	hbFailures int
+	artifacts  map[string]int64 // bytes by source
 }
 
 func (m *fakeMetrics) Operation(kind, result string, d time.Duration) {
@@ -37,6 +38,21 @@ func (m *fakeMetrics) HeartbeatFailed() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.hbFailures++
+}
+
+func (m *fakeMetrics) ArtifactBytes(source string, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.artifacts == nil {
+		m.artifacts = map[string]int64{}
+	}
+	m.artifacts[source] += n
+}
+
+func (m *fakeMetrics) artifactBytes(source string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.artifacts[source]
 }
 
 func (m *fakeMetrics) snapshot() (ops []string, durations []time.Duration, ok, failed int) {

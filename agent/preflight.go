@@ -15,18 +15,25 @@ import (
 var ErrPreflight = errors.New("preflight check failed")
 
 // checkArtifacts fetches each artifact and checks its sum (and size when
-// given), storing nothing (verifyArtifact), and reports the free disk
-// space. Nothing is installed.
+// given), and reports the free disk space. When the check is for an
+// upgrade, what it verified is kept in the stage for the upgrade's
+// operations (stageKeeps); nothing is installed. Free space is measured
+// after that, so the disk-space check judges the room the upgrade has
+// left.
 func (r *run) checkArtifacts(ctx context.Context) (map[string]string, error) {
 	a := r.a
 	details := map[string]string{}
 	var errs []error
+	keep := a.stageKeeps(r.op)
+	if keep {
+		a.stage.fillFor(r.op.Upgrade)
+	}
 	for i, art := range r.op.CheckArtifacts.Artifacts {
 		name := art.Name
 		if name == "" {
 			name = strconv.Itoa(i)
 		}
-		if err := a.verifyArtifact(ctx, art.URL, art.SHA256, art.Size); err != nil {
+		if err := a.verifyArtifact(ctx, art.URL, art.SHA256, art.Size, keep); err != nil {
 			details["artifact."+name] = err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue

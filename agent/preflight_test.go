@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,16 +60,26 @@ func TestPreflightOperations(t *testing.T) {
 			}
 		})
 	}
-	// The artifact check stored nothing: no file of the agent's holds the
-	// artifact's bytes.
-	err = filepath.WalkDir(filepath.Join(h.root, "var/lib/molt-agent"), func(path string, d os.DirEntry, err error) error {
+	// The artifact check that passed kept the artifact in the stage (the
+	// fake coordinator does not say which upgrade is in progress, so the
+	// agent keeps what it verified); the failed ones kept nothing. No
+	// other file of the agent's holds the artifact's bytes, and no temp
+	// file is left.
+	dataDir := filepath.Join(h.root, "var/lib/molt-agent")
+	var holding []string
+	err = filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.NotContains(t, string(b), content, path)
+		if strings.Contains(string(b), content) {
+			rel, _ := filepath.Rel(dataDir, path)
+			holding = append(holding, rel)
+		}
 		return nil
 	})
 	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join("stage", goodSum)}, holding)
+	require.Empty(t, stageTemps(t, dataDir))
 }

@@ -56,6 +56,13 @@ type AgentHealth struct {
 // OperationsResponse is the answer of an agent's long poll for work.
 type OperationsResponse struct {
 	Operations []Operation `json:"operations"`
+	// Upgrade names the cluster's upgrade in progress when the answer was
+	// made (waiting for its preflight or running), "" when none is. A
+	// coordinator that predates the field leaves it out (nil): "unknown",
+	// not "none". The agent empties its artifact stage when it learns
+	// that no upgrade, or another one, is in progress (docs/agent.md,
+	// Artifact stage).
+	Upgrade *string `json:"upgrade,omitempty"`
 }
 
 // RelayedBeats is what a follower sends the leader

@@ -331,10 +331,17 @@ func (c *Client) Heartbeat(ctx context.Context, h AgentHealth) error {
 // coordinator answers at once when some are pending, otherwise after up to
 // wait with an empty list.
 func (c *Client) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]Operation, error) {
+	out, err := c.Poll(ctx, cluster, node, wait)
+	return out.Operations, err
+}
+
+// Poll is PollOperations returning the whole answer: the operations and
+// what the coordinator says besides (OperationsResponse.Upgrade).
+func (c *Client) Poll(ctx context.Context, cluster, node string, wait time.Duration) (OperationsResponse, error) {
 	var out OperationsResponse
 	p := agentPath(cluster, node, "/operations") + "?wait=" + url.QueryEscape(wait.String())
 	_, err := c.Do(ctx, http.MethodGet, p, nil, &out)
-	return out.Operations, err
+	return out, err
 }
 
 // ReportResult reports an operation's progress or outcome.

@@ -172,3 +172,34 @@ func TestParseEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestPollTellsNoUpgradeFromUnknown: an answer without "upgrade" (a
+// coordinator that predates it) decodes as nil, unlike one that says no
+// upgrade is in progress ("") or names one.
+func TestPollTellsNoUpgradeFromUnknown(t *testing.T) {
+	var body atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body.Load().(string)))
+	}))
+	t.Cleanup(srv.Close)
+	c := api.NewClient(srv.URL, nil)
+	for _, tt := range []struct {
+		body string
+		want *string
+	}{
+		{`{"operations":[]}`, nil},
+		{`{"operations":[],"upgrade":""}`, ptr("")},
+		{`{"operations":[{"id":"u1/n1/0/a1","kind":"ImportImages","upgrade":"u1"}],"upgrade":"u1"}`, ptr("u1")},
+	} {
+		body.Store(tt.body)
+		resp, err := c.Poll(context.Background(), "c1", "n1", time.Second)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, resp.Upgrade, tt.body)
+	}
+	ops, err := c.PollOperations(context.Background(), "c1", "n1", time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "u1", ops[0].Upgrade)
+}
+
+func ptr(s string) *string { return &s }

@@ -35,8 +35,15 @@ const (
 // the body fields is set, the one that matches Kind. The same ID delivered
 // twice must have no second effect on the host.
 type Operation struct {
-	ID                string             `json:"id"`
-	Kind              OperationKind      `json:"kind"`
+	ID   string        `json:"id"`
+	Kind OperationKind `json:"kind"`
+	// Upgrade is the ID of the cluster upgrade the operation belongs to
+	// (its node steps, and the checks of the preflight run it waits for);
+	// empty for an operation of no upgrade (a preflight run on its own) and
+	// from coordinators that predate the field. The agent keeps the
+	// artifacts an upgrade's CheckArtifacts verified until that upgrade
+	// ends (docs/agent.md, Artifact stage).
+	Upgrade           string             `json:"upgrade,omitempty"`
 	UpgradeBinary     *UpgradeBinary     `json:"upgradeBinary,omitempty"`
 	UpgradeStaticPods *UpgradeStaticPods `json:"upgradeStaticPods,omitempty"`
 	ImportImages      *ImportImages      `json:"importImages,omitempty"`
@@ -100,8 +107,11 @@ type Artifact struct {
 	Size   int64  `json:"size,omitempty"`
 }
 
-// CheckArtifacts fetches artifacts and verifies their sums, storing
-// nothing, and reports disk space left. Used by preflight.
+// CheckArtifacts fetches artifacts and verifies their sums, and reports
+// disk space left. Used by preflight. The agent keeps what it verified in
+// its artifact stage, bounded in size, when the operation belongs to an
+// upgrade (Operation.Upgrade), so that the upgrade's operations do not
+// fetch the same bytes again; nothing is installed.
 type CheckArtifacts struct {
 	Artifacts []Artifact `json:"artifacts"`
 }

@@ -34,6 +34,8 @@ var wireTypes = map[string]func() any{
 	"maintenance-calendar": func() any { return new(api.MaintenanceCalendar) },
 	"channel":              func() any { return new(api.Channel) },
 	"upgrade-status":       func() any { return new(api.UpgradeStatus) },
+	// An agent's long poll.
+	"operations-response": func() any { return new(api.OperationsResponse) },
 	// Between members: the beats a follower relays to the leader.
 	"relayed-beats":        func() any { return new(api.RelayedBeats) },
 	"relayed-beats-answer": func() any { return new(api.RelayedBeatsAnswer) },

@@ -148,12 +148,43 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 // raftstore.ErrNotLeader (HTTP 503 not-leader), and the agent asks again,
 // at the leader.
 func (c *Coordinator) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error) {
+	resp, err := c.PollAgent(ctx, cluster, node, wait)
+	return resp.Operations, err
+}
+
+// PollAgent is PollOperations answering as the agent endpoint does: each
+// operation names the upgrade it belongs to (api.Operation.Upgrade), and
+// the answer names the cluster's upgrade in progress, "" for none
+// (api.OperationsResponse.Upgrade), read from the replicated state after
+// the wait, so that it is as new as the operations. The agent keeps the
+// artifacts an upgrade's preflight verified until it learns the upgrade
+// ended.
+func (c *Coordinator) PollAgent(ctx context.Context, cluster, node string, wait time.Duration) (api.OperationsResponse, error) {
 	if err := c.checkAgent(cluster, node); err != nil {
-		return nil, err
+		return api.OperationsResponse{}, err
 	}
 	ops, err := c.dispatch.poll(ctx, cluster, node, wait)
 	if err != nil {
-		return nil, fmt.Errorf("poll of %s/%s: %w", cluster, node, err)
+		return api.OperationsResponse{}, fmt.Errorf("poll of %s/%s: %w", cluster, node, err)
 	}
-	return ops, nil
+	upgrade, run := c.sm.PendingUpgradeID(cluster)
+	for i := range ops { // ops is the poll's own copy
+		ops[i].Upgrade = operationUpgrade(ops[i].ID, upgrade, run)
+	}
+	return api.OperationsResponse{Operations: ops, Upgrade: &upgrade}, nil
+}
+
+// operationUpgrade is the upgrade an operation belongs to: the one its ID
+// names (parseOperationID), or, for a check of a preflight run, the
+// pending upgrade when that waits (or waited) for the run. The IDs say
+// it, so nothing needs to be stored with the operations, and the
+// preflight run's operations are decided before its upgrade has an ID.
+func operationUpgrade(id, pending, run string) string {
+	if upgrade, _, _, _, ok := parseOperationID(id); ok {
+		return upgrade
+	}
+	if run != "" && strings.HasPrefix(id, "preflight-"+run+"-") {
+		return pending
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ type AgentMetrics struct {
 	operationDuration *prometheus.HistogramVec
 	heartbeatSuccess  prometheus.Gauge
 	heartbeatFailures prometheus.Counter
+	artifactBytes     *prometheus.CounterVec
 }
 
 // NewAgentMetrics creates the agent's metrics and registers them with reg;
@@ -26,6 +27,7 @@ func NewAgentMetrics(reg prometheus.Registerer) *AgentMetrics {
 		operationDuration: histogramVec(f, AgentOperationDuration, agentOperationBuckets),
 		heartbeatSuccess:  gauge(f, AgentHeartbeatLastSuccess),
 		heartbeatFailures: counter(f, AgentHeartbeatFailuresTotal),
+		artifactBytes:     counterVec(f, AgentArtifactBytesTotal),
 	}
 }
 
@@ -44,4 +46,10 @@ func (m *AgentMetrics) HeartbeatSucceeded(at time.Time) {
 // HeartbeatFailed records a heartbeat that did not reach the coordinator.
 func (m *AgentMetrics) HeartbeatFailed() {
 	m.heartbeatFailures.Inc()
+}
+
+// ArtifactBytes records n bytes of release artifacts the agent got from
+// source ("network" or "stage").
+func (m *AgentMetrics) ArtifactBytes(source string, n int64) {
+	m.artifactBytes.WithLabelValues(source).Add(float64(n))
 }

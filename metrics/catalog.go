@@ -78,6 +78,7 @@ const (
 	AgentOperationDuration      = "molt_agent_operation_duration_seconds"
 	AgentHeartbeatLastSuccess   = "molt_agent_last_heartbeat_success_timestamp_seconds"
 	AgentHeartbeatFailuresTotal = "molt_agent_heartbeat_failures_total"
+	AgentArtifactBytesTotal     = "molt_agent_artifact_bytes_total"
 )
 
 // Fixed value sets of the one-hot state metrics. Every set ends in
@@ -160,6 +161,7 @@ var catalog = []Info{
 	{AgentOperationDuration, Histogram, []string{"kind"}, "Time this agent spent on one operation, by kind.", ExporterAgent},
 	{AgentHeartbeatLastSuccess, Gauge, nil, "Unix time of this agent's last successful heartbeat to the coordinator.", ExporterAgent},
 	{AgentHeartbeatFailuresTotal, Counter, nil, "Heartbeats this agent failed to deliver.", ExporterAgent},
+	{AgentArtifactBytesTotal, Counter, []string{"source"}, "Bytes of release artifacts this agent got, by source (network: fetched from the artifact server; stage: copied from its artifact stage).", ExporterAgent},
 }
 
 // Catalog returns every metric molt exports. The slice is a copy.

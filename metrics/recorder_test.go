@@ -156,6 +156,7 @@ func exercised(t *testing.T) *prometheus.Registry {
 	a.Operation("UpgradeBinary", ResultSucceeded, time.Second)
 	a.HeartbeatSucceeded(t0)
 	a.HeartbeatFailed()
+	a.ArtifactBytes("network", 1)
 	reg.MustRegister(NewCoordinatorCollector(&fakeSource{raft: leaderRaft, now: t0,
 		clusters: []ClusterView{{Name: "c", Phase: "running",
 			Steps: []StepView{{Name: "s", State: "running", StartedAt: t0, Expected: time.Hour}},

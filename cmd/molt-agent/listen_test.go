@@ -23,6 +23,7 @@ func TestListenerServesMetricsAndHealthz(t *testing.T) {
 	m.Operation("ProbePeers", "succeeded", 2*time.Second)
 	m.HeartbeatSucceeded(time.Unix(1700000000, 0))
 	m.HeartbeatFailed()
+	m.ArtifactBytes("stage", 42)
 
 	body, code := get(t, base+"/metrics")
 	require.Equal(t, http.StatusOK, code)
@@ -31,6 +32,7 @@ func TestListenerServesMetricsAndHealthz(t *testing.T) {
 		`molt_agent_operation_duration_seconds_count{kind="ProbePeers"} 1`,
 		`molt_agent_last_heartbeat_success_timestamp_seconds 1.7e+09`,
 		`molt_agent_heartbeat_failures_total 1`,
+		`molt_agent_artifact_bytes_total{source="stage"} 42`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {

@@ -57,6 +57,7 @@ func run() error {
 	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "wait for a restarted component to be healthy")
 	fs.DurationVar(&cfg.StaticPodTimeout, "static-pod-timeout", cfg.StaticPodTimeout, "default wait for new static pods")
 	fs.DurationVar(&cfg.PollWait, "poll-wait", cfg.PollWait, "long-poll duration")
+	fs.Int64Var(&cfg.StageMaxBytes, "stage-max-bytes", cfg.StageMaxBytes, "bound of the artifact stage, where artifacts an upgrade's preflight verified are kept for its operations; 0 turns staging off")
 	listenAddr := fs.String("listen", ":7443", "host:port serving GET /metrics and /healthz; empty disables it. "+
 		"It is also the port peers probe in preflight's network check (they dial --address, so give --address this port)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

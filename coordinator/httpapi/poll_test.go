@@ -26,7 +26,7 @@ type pollingMember struct {
 	cut     atomic.Int32
 }
 
-func (m *pollingMember) PollOperations(ctx context.Context, _, _ string, wait time.Duration) ([]api.Operation, error) {
+func (m *pollingMember) PollAgent(ctx context.Context, _, _ string, wait time.Duration) (api.OperationsResponse, error) {
 	if m.started != nil {
 		m.started <- struct{}{}
 	}
@@ -37,9 +37,9 @@ func (m *pollingMember) PollOperations(ctx context.Context, _, _ string, wait ti
 	case <-m.release:
 	case <-ctx.Done():
 		m.cut.Add(1)
-		return nil, ctx.Err()
+		return api.OperationsResponse{}, ctx.Err()
 	}
-	return nil, nil
+	return api.OperationsResponse{}, nil
 }
 
 // pollRouter serves the poll handler alone: authentication is tested

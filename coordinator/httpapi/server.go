@@ -103,7 +103,9 @@ type Service interface {
 	// relays to the leader in batches (relay.go).
 	BeatRelayable(h api.AgentHealth) (bool, error)
 	RelayedHeartbeats(ctx context.Context, beats []coordinator.RelayedBeat) ([]error, error)
-	PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error)
+	// PollAgent is an agent's long poll: its operations and the
+	// cluster's upgrade in progress.
+	PollAgent(ctx context.Context, cluster, node string, wait time.Duration) (api.OperationsResponse, error)
 	ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error
 }
 
@@ -700,15 +702,15 @@ func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer leave()
-	ops, err := h.svc.PollOperations(r.Context(), cluster, node, wait)
+	resp, err := h.svc.PollAgent(r.Context(), cluster, node, wait)
 	if err != nil {
 		writeProblem(w, r, err)
 		return
 	}
-	if ops == nil {
-		ops = []api.Operation{}
+	if resp.Operations == nil {
+		resp.Operations = []api.Operation{}
 	}
-	writeJSON(w, 200, api.OperationsResponse{Operations: ops})
+	writeJSON(w, 200, resp)
 }
 
 func (h *handlers) result(w http.ResponseWriter, r *http.Request) {

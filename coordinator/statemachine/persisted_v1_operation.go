@@ -13,8 +13,13 @@ import (
 // the API's wire types, api.Operation and api.OperationResult.
 
 type operationV1 struct {
-	ID                string               `json:"id"`
-	Kind              string               `json:"kind"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Upgrade was added with the agents' artifact stage. The coordinator
+	// names an operation's upgrade when it hands it to the agent
+	// (Coordinator.PollAgent), so entries so far leave it out; it is
+	// kept so that an api.Operation goes through the log unchanged.
+	Upgrade           string               `json:"upgrade,omitempty"`
 	UpgradeBinary     *upgradeBinaryV1     `json:"upgradeBinary,omitempty"`
 	UpgradeStaticPods *upgradeStaticPodsV1 `json:"upgradeStaticPods,omitempty"`
 	ImportImages      *importImagesV1      `json:"importImages,omitempty"`
@@ -76,7 +81,7 @@ type operationResultV1 struct {
 }
 
 func operationToV1(o api.Operation) operationV1 {
-	return operationV1{ID: o.ID, Kind: string(o.Kind),
+	return operationV1{ID: o.ID, Kind: string(o.Kind), Upgrade: o.Upgrade,
 		UpgradeBinary: conv.Ptr(o.UpgradeBinary, func(b api.UpgradeBinary) upgradeBinaryV1 {
 			return upgradeBinaryV1{Component: string(b.Component), Version: b.Version, URL: b.URL, SHA256: b.SHA256}
 		}),
@@ -99,7 +104,7 @@ func operationToV1(o api.Operation) operationV1 {
 }
 
 func operationFromV1(o operationV1) api.Operation {
-	return api.Operation{ID: o.ID, Kind: api.OperationKind(o.Kind),
+	return api.Operation{ID: o.ID, Kind: api.OperationKind(o.Kind), Upgrade: o.Upgrade,
 		UpgradeBinary: conv.Ptr(o.UpgradeBinary, func(b upgradeBinaryV1) api.UpgradeBinary {
 			return api.UpgradeBinary{Component: api.Component(b.Component), Version: b.Version, URL: b.URL, SHA256: b.SHA256}
 		}),
