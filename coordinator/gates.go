@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/promgate"
 )
@@ -88,11 +89,46 @@ func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action,
 // agent never registered passes: molt runs no operation there (the
 // instance template installs what it runs), and its Node's readiness is
 // checked on its own.
+//
+// Since instances molt makes or recreates are upgraded only once their
+// agents are registered (waitInstanceReady, before any gates step of
+// theirs), that exemption is reached only by an instance waited for
+// before that rule: a node of an upgrade in flight when the coordinator
+// was upgraded. It is kept for them — holding their gates now would fail
+// a node whose wait already passed — and changes nothing else: a
+// registration is never undone while the node is in the cluster, so an
+// agent that goes away later is "missing", which no pool passes.
 func (c *Coordinator) agentHealthy(cluster, node string, mig bool) error {
 	a, ok := c.sm.Agent(cluster, node)
-	switch {
-	case mig && (!ok || !a.Registered):
+	if mig && (!ok || !a.Registered) {
 		return nil
+	}
+	return agentState(node, a, ok)
+}
+
+// agentManaged is nil when node's agent is one molt can manage at release:
+// registered, reporting and healthy (agentHealthy's checks, without its
+// exemption) with the release's kubelet (AgentRecord.Kubelet as the agent
+// reports `kubelet --version`, "v1.34.4").
+func (c *Coordinator) agentManaged(cluster, node string, release phases.Version) error {
+	a, ok := c.sm.Agent(cluster, node)
+	if err := agentState(node, a, ok); err != nil {
+		return err
+	}
+	if want := release.KubeletVersion(); a.Kubelet != want {
+		got := a.Kubelet
+		if got == "" {
+			got = "no version"
+		}
+		return fmt.Errorf("agent of %s reports kubelet %s, want %s", node, got, want)
+	}
+	return nil
+}
+
+// agentState is why agent record a (ok: there is one) of node is not
+// registered, reporting and healthy; nil when it is.
+func agentState(node string, a statemachine.AgentRecord, ok bool) error {
+	switch {
 	case !ok || !a.Registered:
 		return fmt.Errorf("agent of %s not registered", node)
 	case a.Missing:

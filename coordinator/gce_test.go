@@ -84,7 +84,8 @@ func TestSurgeOverGCERequestLog(t *testing.T) {
 	reg := getCluster(t, cl, "cloudy").Spec
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	runAgents(cctx, tc, "cloudy", nodeNames(reg))
+	runAgents(cctx, tc, "cloudy", bareMetalNodes(reg))
+	startFleet(cctx, tc, "cloudy", prov, "1.33.6")
 	waitAgents(t, tc, "cloudy", 3)
 	_, err = cl.Do(cctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(t, err)

@@ -572,12 +572,20 @@ type simAgent struct {
 	onExecute func(node string, op api.Operation)
 	// preflightOnly agents answer preflight host checks and nothing else.
 	preflightOnly bool
+	// kubelet is the kubelet version the agent reports ("v1.34.4"; "" for
+	// none, as agents of bare-metal nodes here do). fleet sets it to the
+	// release of its instance's template.
+	kubelet string
 	// fail, when set, decides that an operation fails, with that message
 	// ("" lets it succeed).
 	fail     func(node string, op api.Operation) string
 	mu       sync.Mutex
 	executed map[string]int
 	results  map[string]api.OperationResult
+	// upgradeOf is the Upgrade each polled operation named; upgrades the
+	// upgrade each poll answer named, in order ("-" for none given).
+	upgradeOf map[string]string
+	upgrades  []string
 }
 
 func runAgents(ctx context.Context, tc *testCluster, cluster string, nodes []string) map[string]*simAgent {
@@ -591,11 +599,16 @@ func startAgents(ctx context.Context, tc *testCluster, cluster string, nodes []s
 func startAgentsWith(ctx context.Context, tc *testCluster, cluster string, nodes []string, preflightOnly bool, onExecute func(string, api.Operation)) map[string]*simAgent {
 	agents := map[string]*simAgent{}
 	for i, n := range nodes {
-		a := &simAgent{cluster: cluster, node: n, preflightOnly: preflightOnly, onExecute: onExecute, executed: map[string]int{}, results: map[string]api.OperationResult{}}
+		a := newSimAgent(cluster, n)
+		a.preflightOnly, a.onExecute = preflightOnly, onExecute
 		agents[n] = a
 		go a.run(ctx, tc, i)
 	}
 	return agents
+}
+
+func newSimAgent(cluster, node string) *simAgent {
+	return &simAgent{cluster: cluster, node: node, executed: map[string]int{}, results: map[string]api.OperationResult{}, upgradeOf: map[string]string{}}
 }
 
 func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
@@ -623,14 +636,24 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			}
 			registered = true
 		}
-		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, Kubelet: api.ComponentHealth{Healthy: true}, Containerd: api.ComponentHealth{Healthy: true}})
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		ops, err := cl.PollOperations(pctx, a.cluster, a.node, time.Second)
+		resp, err := cl.Poll(pctx, a.cluster, a.node, time.Second)
 		cancel()
 		if err != nil {
 			continue
 		}
-		for _, op := range ops {
+		a.mu.Lock()
+		said := "-"
+		if resp.Upgrade != nil {
+			said = *resp.Upgrade
+		}
+		a.upgrades = append(a.upgrades, said)
+		for _, op := range resp.Operations {
+			a.upgradeOf[op.ID] = op.Upgrade
+		}
+		a.mu.Unlock()
+		for _, op := range resp.Operations {
 			if op.Validate() != nil {
 				continue
 			}

@@ -82,7 +82,9 @@ func TestLabAdapterRegistrationAndSurge(t *testing.T) {
 	}
 	require.Equal(t, []api.Node{{Name: "mig-a-0001", Zone: "zone-a"}, {Name: "mig-b-0001", Zone: "zone-b"}}, nodes, "the groups' instances are the pool's nodes")
 
-	runAgents(ctx, tc, "cloudy", nodeNames(reg))
+	runAgents(ctx, tc, "cloudy", bareMetalNodes(reg))
+	// The lab's machines, as the service here has them.
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	waitAgents(t, tc, "cloudy", len(nodeNames(reg)))
 	_, err = cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(t, err)

@@ -73,7 +73,8 @@ func TestMIGBlueGreenLeaderKilledInEveryPhase(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runAgents(ctx, tc, "cloudy", nodeNames(reg))
+	runAgents(ctx, tc, "cloudy", bareMetalNodes(reg))
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	waitAgents(t, tc, "cloudy", len(nodeNames(reg)))
 	var started api.Upgrade
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4", ConcurrentWorkerPools: 2}, &started)
@@ -303,7 +304,8 @@ func TestMIGSurgeLeaderKilledInEveryStep(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runAgents(ctx, tc, "cloudy", nodeNames(reg))
+	runAgents(ctx, tc, "cloudy", bareMetalNodes(reg))
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	waitAgents(t, tc, "cloudy", len(nodeNames(reg)))
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 	require.NoError(t, err)

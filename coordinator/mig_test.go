@@ -147,7 +147,8 @@ func TestMIGUpgradeSurvivesLeaderKills(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runAgents(ctx, tc, "cloudy", nodeNames(reg.Spec))
+	runAgents(ctx, tc, "cloudy", bareMetalNodes(reg.Spec))
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	waitAgents(t, tc, "cloudy", 6)
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4", ConcurrentWorkerPools: 2}, nil)
 	require.NoError(t, err)
@@ -259,15 +260,17 @@ func TestMIGUpgradeSurvivesLeaderKills(t *testing.T) {
 	}
 }
 
-// startMIG registers cloudy with the pools, runs agents for its nodes and
-// starts an upgrade to 1.34.4; it returns the registered spec.
+// startMIG registers cloudy with the pools, runs agents for its
+// bare-metal nodes and starts an upgrade to 1.34.4 once every node's agent
+// reports; it returns the registered spec. The caller runs the MIG pools'
+// machines (startFleet), before, so that holds are set in time.
 func startMIG(ctx context.Context, t *testing.T, tc *testCluster, pools ...api.Pool) api.ClusterSpec {
 	cl := tc.anyClient(0)
 	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
 	put(t, cl, "/v1/clusters/cloudy", migSpec(pools...))
 	reg := getCluster(t, cl, "cloudy").Spec
-	runAgents(ctx, tc, "cloudy", nodeNames(reg))
+	runAgents(ctx, tc, "cloudy", bareMetalNodes(reg))
 	waitAgents(t, tc, "cloudy", len(nodeNames(reg)))
 	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/cloudy/upgrade", api.UpgradeRequest{Version: "1.34.4", ConcurrentWorkerPools: 2}, nil)
 	require.NoError(t, err)
@@ -315,6 +318,7 @@ func TestMIGSurgeWaitsForCapacityThenRollsBack(t *testing.T) {
 	require.NoError(t, err)
 	first, second := initial[0].Name, initial[1].Name
 	release := ops.holdCordon(first)
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	startMIG(ctx, t, tc, api.Pool{Name: "surge", Role: api.RoleWorker, Backing: api.BackingMIG, Groups: []api.InstanceGroup{{Zone: g.Zone, Name: g.Name}}})
 
 	u := waitUpgrade(ctx, t, tc, "the surge node waiting for capacity", func(u *phases.Upgrade) bool {
@@ -391,6 +395,7 @@ func TestMIGBlueGreenRollbackDuringSoak(t *testing.T) {
 	blue, err := mem.ListInstances(ctx, g)
 	require.NoError(t, err)
 	release := ops.holdCordon(blue[0].Name)
+	startFleet(ctx, tc, "cloudy", mem, "1.33.6")
 	reg := startMIG(ctx, t, tc, api.Pool{Name: "bg", Role: api.RoleWorker, Backing: api.BackingMIG, Groups: []api.InstanceGroup{{Zone: g.Zone, Name: g.Name}},
 		Autoscaling: &api.Autoscaling{MinNodes: 1, MaxNodes: 5},
 		Settings:    api.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreenSettings: &api.BlueGreenSettings{NodePoolSoakDuration: "3600s"}}})
@@ -431,4 +436,60 @@ func TestMIGBlueGreenRollbackDuringSoak(t *testing.T) {
 	c := getCluster(t, tc.anyClient(0), "cloudy")
 	require.Equal(t, reg.Pools, c.Spec.Pools, "the pool is as it was registered")
 	require.True(t, slices.ContainsFunc(c.Spec.Pools, func(p api.Pool) bool { return p.Name == "bg" }))
+}
+
+// TestMIGBlueGreenCompletesOnlyWithGreenAgents: a green instance counts as
+// upgraded only once molt can manage it. Its Node is Ready, but its agent
+// is held back from enrolling: the pool does not complete. Deleting blue
+// waits for the agent, fails its attempt when WaitReadyTimeout passes,
+// naming the agent, and keeps blue. Once the agent enrolls, a later
+// attempt deletes blue and the upgrade completes, with the green node's
+// agent registered and healthy at the release — what the next upgrade's
+// preflight asks of every node.
+func TestMIGBlueGreenCompletesOnlyWithGreenAgents(t *testing.T) {
+	g := cloud.GroupRef{Zone: "zone-a", Name: "bg-a"}
+	mem := newMIGCloud(t, cloud.Group{GroupRef: g, TargetSize: 1})
+	ops := newFakeOps()
+	tc := newTestCluster(t, 1, ops, withCloud(mem), func(cfg *coordinator.Config) { cfg.WaitReadyTimeout = time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The green group's name follows from the upgrade's ID (the cluster's
+	// first to 1.34.4), its instance's from the memory cloud's naming.
+	id := phases.UpgradeID("cloudy", phases.MustParseVersion("1.34.4"), 1)
+	greenNode := phases.GreenGroupName(g.Name, id) + "-0001"
+	f := startFleet(ctx, tc, "cloudy", mem, "1.33.6")
+	enroll := f.hold(greenNode)
+	defer enroll()
+	startMIG(ctx, t, tc, api.Pool{Name: "bg", Role: api.RoleWorker, Backing: api.BackingMIG, Groups: []api.InstanceGroup{{Zone: g.Zone, Name: g.Name}},
+		Settings: api.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreenSettings: &api.BlueGreenSettings{NodePoolSoakDuration: "1s"}}})
+
+	// Without the rule the pool would complete here: the second half of
+	// the condition makes that fail at once rather than at the deadline.
+	u := waitUpgrade(ctx, t, tc, "deleting blue failed an attempt, or the upgrade done", func(u *phases.Upgrade) bool {
+		p, _ := u.Pool("bg")
+		return u.State == phases.UpgradeDone || p.BlueGreen != nil && p.BlueGreen.Phase == phases.PhaseDeletingBlue && p.BlueGreen.Attempt > 0
+	})
+	require.NotEqual(t, phases.UpgradeDone, u.State, "the upgrade completed while a green node's agent had not enrolled")
+	p, _ := u.Pool("bg")
+	require.Contains(t, p.BlueGreen.Message, "green node "+greenNode+": node "+greenNode+" is Ready at v1.34.4 but not manageable")
+	require.Contains(t, p.BlueGreen.Message, "agent of "+greenNode+" not registered")
+	require.True(t, ops.called("ready "+greenNode+" v1.34.4"), "green's Node was Ready")
+	_, err := mem.GetGroup(ctx, g)
+	require.NoError(t, err, "blue is kept while green cannot be managed")
+
+	enroll()
+	u = waitUpgrade(ctx, t, tc, "upgrade done", func(u *phases.Upgrade) bool { return u.State == phases.UpgradeDone })
+	p, _ = u.Pool("bg")
+	require.Equal(t, phases.PhaseCompleted, p.BlueGreen.Phase)
+	_, err = mem.GetGroup(ctx, g)
+	require.ErrorIs(t, err, cloud.ErrNotFound, "blue is deleted")
+	var agent *api.AgentStatus
+	for _, a := range getCluster(t, tc.anyClient(0), "cloudy").Status.Agents {
+		if a.Node == greenNode {
+			agent = &a
+		}
+	}
+	require.NotNil(t, agent, "the green node's agent is known")
+	require.True(t, agent.Registered && agent.Healthy && !agent.Missing, "%+v", *agent)
+	require.Equal(t, "v1.34.4", agent.Kubelet)
 }

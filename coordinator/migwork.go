@@ -36,7 +36,14 @@ func (c *Coordinator) migNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 	case phases.NodeCreateReplacement:
 		return c.createReplacement(ctx, prov, g, n.Live(), n.Replacement, target, req)
 	case phases.NodeWaitReplacement:
-		return "", c.waitReady(ctx, ops, n.Replacement, target)
+		// The replacement, or — a spot pool waits at the end, after the
+		// old instance was deleted and the replacement stands for the
+		// node — the node's live instance.
+		repl := n.Replacement
+		if repl == "" {
+			repl = n.Live()
+		}
+		return "", c.waitInstanceReady(ctx, ops, p.cluster, repl, target)
 	case phases.NodeDeleteInstance:
 		return "", c.deleteInstance(ctx, prov, ops, g, n.Live(), req("delete"))
 	case phases.NodeRecreateInstance:
@@ -180,6 +187,50 @@ func (c *Coordinator) waitReady(ctx context.Context, ops ClusterOps, node string
 	return ops.WaitReady(wctx, node, release.KubeletVersion())
 }
 
+// waitInstanceReady waits until an instance molt made or recreated — a
+// surge replacement, an instance recreated in place, a green instance —
+// is one molt can manage at release: its Node Ready with its kubelet at
+// release (as waitReady), then its agent enrolled, registered, reporting,
+// healthy and at release's kubelet, as the replicated state has it
+// (agentManaged). One WaitReadyTimeout bounds both waits.
+//
+// Such an instance is upgraded only then, not when its Node is Ready: its
+// template installs and starts the agent, which enrolls after the kubelet
+// may already have registered the Node, and the next upgrade's preflight
+// asks every node's agent. A blue/green pool that ended COMPLETED on Ready
+// Nodes alone had the next upgrade, started seconds later, refused for
+// its green agents "not registered".
+func (c *Coordinator) waitInstanceReady(ctx context.Context, ops ClusterOps, cluster, node string, release phases.Version) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+	defer cancel()
+	if err := ops.WaitReady(wctx, node, release.KubeletVersion()); err != nil {
+		return err
+	}
+	// The agent's record changes only when its registration or a beat
+	// that changes it (health, versions) is committed, and a new agent
+	// comes up as the last stage of its instance's start, whose earlier
+	// stages (the provider's) are polled every InstancePoll: that is this
+	// wait's poll too. A finer poll finds nothing sooner (agents beat
+	// every HeartbeatInterval); the leader's tick would tie a cloud wait
+	// to the scheduler's pace.
+	tick := time.NewTicker(c.cfg.InstancePoll)
+	defer tick.Stop()
+	for {
+		err := c.agentManaged(cluster, node, release)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err() // leadership lost: not this instance's failure
+			}
+			return fmt.Errorf("node %s is Ready at %s but not manageable within %s: %w", node, release.KubeletVersion(), c.cfg.WaitReadyTimeout, err)
+		}
+	}
+}
+
 // runPoolWork performs a blue/green pool's work for its phase and commits
 // the outcome, pinned to the phase and attempt.
 func (c *Coordinator) runPoolWork(ctx context.Context, p tickPlan, a phases.Action) {
@@ -224,7 +275,7 @@ func (c *Coordinator) poolWork(ctx context.Context, p tickPlan, a phases.Action,
 	case phases.WorkReleaseGreen:
 		return "", c.setGreenAutoscaling(ctx, prov, p.upgrade, track, limits, req)
 	case phases.WorkDeleteBlue:
-		return "", c.deleteBlue(ctx, prov, ops, p.upgrade, track, limits, req)
+		return "", c.deleteBlue(ctx, prov, ops, p.cluster, p.upgrade, track, limits, req)
 	case phases.WorkRollback:
 		return "", c.rollbackBlueGreen(ctx, prov, ops, p.upgrade, track, limits, req)
 	}
@@ -261,6 +312,11 @@ func (c *Coordinator) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling
 // the target release's template; pins blue's autoscaling (blue is not
 // scaled during blue/green) and green's (it may scale from the soak on);
 // and waits until every green Node is Ready at the target.
+//
+// It does not wait for green's agents (waitInstanceReady): a green node
+// joins the cluster's spec, and its agent may enroll, only when this
+// work's result commits (phases.PoolWorkMembership), so such a wait here
+// could only time out. deleteBlue waits for them, before blue goes.
 func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack,
 	req func(cloud.GroupRef, string) string, res *phases.PoolWorkResult) (string, error) {
 	type plan struct {
@@ -357,11 +413,30 @@ func (c *Coordinator) setGreenAutoscaling(ctx context.Context, prov cloud.Provid
 	return nil
 }
 
-// deleteBlue deletes the pods on blue nodes (PDBs do not hold them; grace
-// capped at an hour), then the blue groups and their Nodes, and gives
-// green the pool's autoscaling range.
-func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
+// deleteBlue waits until every green instance is one molt can manage at
+// the target (waitInstanceReady: its Node Ready, its agent registered and
+// healthy at the release), then deletes the pods on blue nodes (PDBs do
+// not hold them; grace capped at an hour), then the blue groups and their
+// Nodes, and gives green the pool's autoscaling range. The wait is here,
+// the first work after green's agents may enroll that every pool runs
+// before it is COMPLETED, and before anything of blue is deleted: a green
+// agent that does not come fails the attempt (retried), blue intact.
+func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops ClusterOps, cluster string, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
 	req func(cloud.GroupRef, string) string) error {
+	for _, g := range track.BlueGreen.Green {
+		insts, err := prov.ListInstances(ctx, cloud.GroupRef{Zone: g.Zone, Name: g.Name})
+		if err != nil {
+			return err
+		}
+		for _, name := range g.Nodes {
+			if _, ok := findInstance(insts, name); !ok {
+				continue // the autoscaler sizes green from the soak on
+			}
+			if err := c.waitInstanceReady(ctx, ops, cluster, name, u.To); err != nil {
+				return fmt.Errorf("green node %s: %w", name, err)
+			}
+		}
+	}
 	blue := u.PoolNodes(track)
 	for _, n := range blue {
 		left, err := ops.DeletePods(ctx, n.Live())

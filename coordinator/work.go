@@ -123,7 +123,11 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 				c.observeDrain(p.cluster, a.Pool, time.Since(start), drained.Left)
 			}
 		case phases.NodeWaitReady:
-			err = c.waitReady(ctx, ops, live, target)
+			if pool, ok := p.upgrade.Pool(a.Pool); ok && pool.Backing == phases.BackingMIG {
+				err = c.waitInstanceReady(ctx, ops, p.cluster, live, target) // recreated in place: its agent too
+			} else {
+				err = c.waitReady(ctx, ops, live, target)
+			}
 			if pool, ok := p.upgrade.Pool(a.Pool); err == nil && ok && serves(pool.Role) {
 				err = c.waitServing(ctx, ops, live)
 			}
