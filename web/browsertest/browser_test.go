@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,8 @@ func TestWebView(t *testing.T) {
 	labAgents := startAgents(t, m, "lab", nodeNames(spec), true)
 	var cloudy api.Cluster
 	m.do(t, http.MethodGet, "/v1/clusters/cloudy", nil, &cloudy)
-	startAgents(t, m, "cloudy", nodeNames(cloudy.Spec), false)
+	cloudyNodes := nodeNames(cloudy.Spec)
+	startAgents(t, m, "cloudy", cloudyNodes, false)
 	operator, viewer := m.token(t, "operator"), m.token(t, "viewer")
 
 	browser := newBrowser(t, m)
@@ -278,6 +280,18 @@ func TestWebView(t *testing.T) {
 		op.confirm("cloudy from 1.33.6 to 1.34.4", true)
 		op.wait("the pool soaking", `!!document.querySelector('[data-pool="bg"] .phases li.current') && document.querySelector('[data-pool="bg"] .phases li.current').innerText === 'NODE_POOL_SOAKING'`)
 		op.shot("cluster-bluegreen-soaking")
+		// The green instances' agents, as their template starts them at
+		// the release: the pool completes only once they report.
+		var c api.Cluster
+		m.do(t, http.MethodGet, "/v1/clusters/cloudy", nil, &c)
+		var green []string
+		for _, n := range nodeNames(c.Spec) {
+			if !slices.Contains(cloudyNodes, n) {
+				green = append(green, n)
+			}
+		}
+		require.NotEmpty(t, green, "green nodes in cloudy's spec while the pool soaks")
+		startAgentsAt(t, m, "cloudy", green, false, "v1.34.4")
 		op.click(`button[data-action="complete"][data-pool="bg"]`)
 		op.confirm("blue pool is deleted", true)
 		op.wait("the pool completed", isState(sel("data-step", "pool/bg"), "done"))

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,8 @@ func (healthy) ProtectedPods(context.Context, []string, time.Time) ([]preflight.
 type agents struct {
 	m       *member
 	cluster string
+	// kubelet is the kubelet version the agents report ("": none).
+	kubelet string
 	mu      sync.Mutex
 	held    map[string]bool
 	failing map[string]bool // the node's next upgrade operation fails
@@ -210,7 +213,16 @@ type agents struct {
 
 func startAgents(t testing.TB, m *member, cluster string, nodes []string, held bool) *agents {
 	t.Helper()
-	a := &agents{m: m, cluster: cluster, held: map[string]bool{}, failing: map[string]bool{}, ran: map[string]int{}}
+	return startAgentsAt(t, m, cluster, nodes, held, "")
+}
+
+// startAgentsAt starts agents that report their kubelet at version
+// kubelet ("v1.34.4"): those of instances a MIG pool's upgrade created,
+// which their template starts at the release, and which the coordinator
+// waits for before it counts the instance upgraded.
+func startAgentsAt(t testing.TB, m *member, cluster string, nodes []string, held bool, kubelet string) *agents {
+	t.Helper()
+	a := &agents{m: m, cluster: cluster, kubelet: kubelet, held: map[string]bool{}, failing: map[string]bool{}, ran: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -229,7 +241,7 @@ func startAgents(t testing.TB, m *member, cluster string, nodes []string, held b
 		}
 		ok := 0
 		for _, s := range c.Status.Agents {
-			if s.Registered && !s.Missing && s.Healthy {
+			if slices.Contains(nodes, s.Node) && s.Registered && !s.Missing && s.Healthy {
 				ok++
 			}
 		}
@@ -287,7 +299,7 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			registered = true
 		}
 		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: node, Time: time.Now(),
-			Kubelet: api.ComponentHealth{Healthy: true}, Containerd: api.ComponentHealth{Healthy: true}})
+			Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		ops, err := cl.PollOperations(pctx, a.cluster, node, 500*time.Millisecond)
 		cancel()
