@@ -753,6 +753,20 @@ func registerLab(t testing.TB, cl *api.Client) api.ClusterSpec {
 	return spec
 }
 
+// upgradeLab registers cluster "lab" (registerLab) through the first
+// member, runs agents for its nodes until the test ends and starts its
+// upgrade to 1.34.4; it returns the member's client.
+func upgradeLab(t *testing.T, tc *testCluster) *api.Client {
+	t.Helper()
+	cl := tc.members[0].client()
+	spec := registerLab(t, cl)
+	runAgents(t.Context(), tc, "lab", nodeNames(spec))
+	waitAgents(t, tc, "lab", 7)
+	_, err := cl.Do(t.Context(), http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	return cl
+}
+
 // getUpgrade reads a cluster's upgrade through the API, as the engine's
 // type: tests look its steps and nodes up with the engine's methods.
 func getUpgrade(ctx context.Context, cl *api.Client, cluster string) (*phases.Upgrade, error) {

@@ -203,15 +203,7 @@ func TestManualRollbackOfFailedPool(t *testing.T) {
 func TestHealthStepGivesUp(t *testing.T) {
 	ops := newFakeOps()
 	ops.health = 1 << 30
-	tc := newTestCluster(t, 1, ops, func(c *coordinator.Config) { c.HealthTimeout = time.Second })
-	cl := tc.members[0].client()
-	spec := registerLab(t, cl)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runAgents(ctx, tc, "lab", nodeNames(spec))
-	waitAgents(t, tc, "lab", 7)
-	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
-	require.NoError(t, err)
+	cl := upgradeLab(t, newTestCluster(t, 1, ops, func(c *coordinator.Config) { c.HealthTimeout = time.Second }))
 	u := waitLabUpgrade(t, cl, "upgrade failed", func(u *phases.Upgrade) bool { return u.State == phases.UpgradeFailed })
 	require.Equal(t, "step health: did not pass within 1s (health timeout); last attempt: kube-apiserver /readyz: etcd not ready", u.Reason)
 	require.Equal(t, time.Second, u.Options.HealthTimeout)

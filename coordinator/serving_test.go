@@ -2,14 +2,12 @@ package coordinator_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -27,15 +25,8 @@ func TestLBNodeDoneOnlyWhenItServes(t *testing.T) {
 	ops := newFakeOps()
 	hit, release := ops.holdCall("serving cplb-1")
 	defer release()
-	tc := newTestCluster(t, 1, ops)
-	cl := tc.members[0].client()
-	spec := registerLab(t, cl)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runAgents(ctx, tc, "lab", nodeNames(spec))
-	waitAgents(t, tc, "lab", 7)
-	_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
-	require.NoError(t, err)
+	cl := upgradeLab(t, newTestCluster(t, 1, ops))
+	ctx := t.Context()
 	select {
 	case <-hit:
 	case <-time.After(waitTimeout):

@@ -3,14 +3,12 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/phases"
 )
@@ -61,14 +59,7 @@ func TestUnavailableAPIIsWaitedFor(t *testing.T) {
 			c.WorkRetries = 3
 			c.APIUnavailableTimeout = timeout
 		})
-		cl := tc.members[0].client()
-		spec := registerLab(t, cl)
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		runAgents(ctx, tc, "lab", nodeNames(spec))
-		waitAgents(t, tc, "lab", 7)
-		_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
-		require.NoError(t, err)
+		cl := upgradeLab(t, tc)
 		u := waitLabUpgrade(t, cl, "upgrade ended", func(u *phases.Upgrade) bool { return !u.InProgress() })
 		return u, ops
 	}
