@@ -386,11 +386,3 @@ func (f *Machine) ClusterSeq(cluster string) (int, error) {
 	}
 	return r.Seq, nil
 }
-
-func copyAuto(a schedule.State) schedule.State {
-	if a.Last != nil {
-		l := *a.Last
-		a.Last = &l
-	}
-	return a
-}

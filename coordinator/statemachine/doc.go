@@ -27,5 +27,9 @@
 // an error value wrapping one of this package's sentinels (ErrNotFound, …,
 // RuleError), or phases.ErrStale for a decision the state has moved past.
 // Readers outside the package use typed queries (queries.go), which take
-// the read lock and return copies, never references into the state.
+// the read lock and return copies, never references into the state:
+// copy.go's helpers make them and Precheck's scratch records, and share no
+// pointer, map or slice backing array with the state. TestCopiesShareNoMemory
+// holds every helper to that on values whose every field is filled by
+// reflection, so a field added to a record later is checked too.
 package statemachine

@@ -386,7 +386,7 @@ func (s *state) nodeStepResult(c NodeStepResultCmd) (any, error) {
 	}
 	s.applyMembership(r, m)
 	n, _ := u.Node(c.Result.Node)
-	return *n, nil
+	return copyNodeTask(n), nil
 }
 
 // poolWorkResult commits a blue/green pool's work outcome and the

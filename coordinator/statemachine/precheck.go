@@ -41,10 +41,12 @@ func (f *Machine) Precheck(cmd any) error {
 }
 
 // precheck runs fn on a state whose cluster map is a copy of the real one
-// with the named cluster's record deep-copied (copyCluster), so fn may
-// change that record and the map but nothing of the real state. Releases
-// and tokens are shared: the commands above only read them. must says the
-// cluster has to exist.
+// with the named cluster's record copied (copyCluster, which shares no
+// memory with the original), so fn may change that record and the map but
+// nothing of the real state, and prechecks running at once under the read
+// lock change nothing of each other's. Releases, tokens and the other
+// clusters' records are shared: the commands above only read them. must
+// says the cluster has to exist.
 func (f *Machine) precheck(cluster string, must bool, fn func(*state) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

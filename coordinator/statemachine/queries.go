@@ -2,7 +2,6 @@ package statemachine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,14 +13,10 @@ import (
 )
 
 // Queries: every read of the state from outside this package goes through
-// one of these methods. Each takes the read lock once and returns copies:
-// changing what a query returned never changes the state, and apply
-// functions may go on changing the state under it. Parts that apply
-// functions only ever replace whole, never change in place, are shared
-// rather than copied, and callers must treat them as read-only: a release's
-// channels, artifacts and static pods, a policy's window and exclusions, a
-// preflight run's operation lists and report contents, and the slices
-// inside an upgrade's steps, pools and nodes.
+// one of these methods. Each takes the read lock once and returns copies
+// that share no memory with the state (copy.go): changing what a query
+// returned never changes the state, and apply functions may go on
+// changing the state under it.
 //
 // Two queries may see two different states; a decision made on what they
 // returned is re-checked by the apply function of the command that
@@ -35,7 +30,7 @@ func (f *Machine) Release(version string) (api.Release, bool) {
 	if !ok {
 		return api.Release{}, false
 	}
-	return *r, true
+	return copyRelease(r), true
 }
 
 // Releases lists the catalog, oldest version first.
@@ -43,7 +38,7 @@ func (f *Machine) Releases() []api.Release {
 	var out []api.Release // nil when the catalog is empty, as ever
 	f.mu.RLock()
 	for _, r := range f.st.Releases {
-		out = append(out, *r)
+		out = append(out, copyRelease(r))
 	}
 	f.mu.RUnlock()
 	slices.SortFunc(out, func(a, b api.Release) int {
@@ -166,8 +161,7 @@ func (f *Machine) ActiveUpgrades() []ActiveUpgrade {
 		}
 		a := ActiveUpgrade{Cluster: n, Upgrade: copyUpgrade(u), Policy: copyPolicy(r.Policy), Kubeconfig: r.StoredKubeconfig()}
 		if r.Spec.Cloud != nil {
-			cloud := *r.Spec.Cloud
-			a.Cloud = &cloud
+			a.Cloud = clonePtr(r.Spec.Cloud)
 			a.Autoscaling = map[string]phases.Autoscaling{}
 			for _, p := range r.Spec.Pools {
 				if p.Autoscaling != nil {
@@ -176,7 +170,7 @@ func (f *Machine) ActiveUpgrades() []ActiveUpgrade {
 			}
 		}
 		if rel, ok := f.st.Releases[u.To.String()]; ok {
-			cp := *rel
+			cp := copyRelease(rel)
 			a.Release = &cp
 		}
 		out = append(out, a)
@@ -198,7 +192,7 @@ func (f *Machine) Agent(cluster, node string) (AgentRecord, bool) {
 	defer f.mu.RUnlock()
 	if r, ok := f.st.Clusters[cluster]; ok {
 		if a := r.Agents[node]; a != nil {
-			return *a, true
+			return copyAgent(a), true
 		}
 	}
 	return AgentRecord{}, false
@@ -219,7 +213,7 @@ func (f *Machine) Agents() []NodeAgent {
 	for _, cn := range sortedKeys(f.st.Clusters) {
 		r := f.st.Clusters[cn]
 		for _, node := range sortedKeys(r.Agents) {
-			out = append(out, NodeAgent{Cluster: cn, Node: node, AgentRecord: *r.Agents[node]})
+			out = append(out, NodeAgent{Cluster: cn, Node: node, AgentRecord: copyAgent(r.Agents[node])})
 		}
 	}
 	return out
@@ -289,11 +283,7 @@ func (f *Machine) Preflights(cluster string) ([]PreflightSummary, error) {
 	for i := len(r.Preflights) - 1; i >= 0; i-- {
 		p := r.Preflights[i]
 		run := *p
-		run.Operations, run.Results = nil, nil
-		if p.Report != nil {
-			rep := *p.Report
-			run.Report = &rep
-		}
+		run.Operations, run.Results, run.Report = nil, nil, copyReport(p.Report)
 		out = append(out, PreflightSummary{Run: run, Hosts: len(p.Operations)})
 	}
 	return out, nil
@@ -405,11 +395,10 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 	if err != nil {
 		return preflight.Input{}, err
 	}
-	in := preflight.Input{Cluster: r.Spec, Current: r.StatusVersion, Target: to, Agents: map[string]api.AgentStatus{}}
-	in.Cluster.Pools = slices.Clone(r.Spec.Pools)
+	in := preflight.Input{Cluster: copySpec(r.Spec), Current: r.StatusVersion, Target: to, Agents: map[string]api.AgentStatus{}}
 	in.Cluster.Version = r.StatusVersion
 	if rel, ok := f.st.Releases[to.String()]; ok {
-		cp := *rel
+		cp := copyRelease(rel)
 		in.Release = &cp
 	}
 	if admin, ok := f.st.Clusters[r.Spec.AdminCluster]; ok {
@@ -424,74 +413,4 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 		in.Agents[node] = api.AgentStatus{Node: node, Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy, Kubelet: a.Kubelet, Containerd: a.Containerd}
 	}
 	return in, nil
-}
-
-// copyCluster copies a record, its preflight runs aside, deep enough that
-// apply functions may go on changing the original.
-func copyCluster(r *ClusterRecord) ClusterRecord {
-	out := *r
-	out.Spec.Pools = slices.Clone(r.Spec.Pools)
-	for i := range out.Spec.Pools {
-		// Membership changes of MIG pools replace these.
-		out.Spec.Pools[i].Nodes = slices.Clone(r.Spec.Pools[i].Nodes)
-		out.Spec.Pools[i].Groups = slices.Clone(r.Spec.Pools[i].Groups)
-	}
-	out.AgentCerts = maps.Clone(r.AgentCerts)
-	out.Upgrade = copyUpgrade(r.Upgrade)
-	out.History = slices.Clone(r.History)
-	out.Policy = copyPolicy(r.Policy)
-	out.Auto = copyAuto(r.Auto)
-	out.Preflights = nil
-	if r.Agents != nil {
-		out.Agents = make(map[string]*AgentRecord, len(r.Agents))
-		for n, a := range r.Agents {
-			cp := *a
-			out.Agents[n] = &cp
-		}
-	}
-	return out
-}
-
-// copyUpgrade copies an upgrade deep enough that apply functions may go on
-// changing the original: transitions assign fields of slice elements and
-// of a pool's blue/green track, and replace (never modify) inner slices.
-func copyUpgrade(u *phases.Upgrade) *phases.Upgrade {
-	if u == nil {
-		return nil
-	}
-	cp := *u
-	cp.Steps = slices.Clone(u.Steps)
-	cp.Pools = slices.Clone(u.Pools)
-	for i := range cp.Pools {
-		if bg := cp.Pools[i].BlueGreen; bg != nil {
-			track := *bg
-			cp.Pools[i].BlueGreen = &track
-		}
-	}
-	cp.Nodes = slices.Clone(u.Nodes)
-	return &cp
-}
-
-// copyPolicy copies a stored policy: setPolicy replaces it whole, never
-// changes it in place.
-func copyPolicy(p *maintenance.Policy) *maintenance.Policy {
-	if p == nil {
-		return nil
-	}
-	cp := *p
-	return &cp
-}
-
-// copyPreflight copies a run so apply functions may go on recording
-// results: they assign map entries and replace the report, never change
-// an operation list in place.
-func copyPreflight(p *PreflightRun) PreflightRun {
-	out := *p
-	out.Operations = maps.Clone(p.Operations)
-	out.Results = maps.Clone(p.Results)
-	if p.Report != nil {
-		rep := *p.Report
-		out.Report = &rep
-	}
-	return out
 }
