@@ -163,7 +163,7 @@ func (e *evaluator) decide(c *Cluster) Decision {
 		// Off an unsupported minor, whatever the channel says.
 		if next, ok := e.eosStep(c, st.Target); ok {
 			st.Next, st.Forced = next, true
-			return e.step(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: maintenance.KindMinor, forced: true}, eos)
+			return e.decideStep(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: maintenance.KindMinor, forced: true}, eos)
 		}
 	}
 	if !Subscribed(c.Channel) {
@@ -200,12 +200,12 @@ func (e *evaluator) decide(c *Cluster) Decision {
 		// From then on the minor is forced through windows and exclusions.
 		d.wake(eos)
 	}
-	return e.step(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: kind}, eos)
+	return e.decideStep(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: kind}, eos)
 }
 
-// step decides on the step s: every blocker that applies holds it back;
+// decideStep decides on the step s: every blocker that applies holds it back;
 // none, and it starts.
-func (e *evaluator) step(d *Decision, s *step, eos time.Time) Decision {
+func (e *evaluator) decideStep(d *Decision, s *step, eos time.Time) Decision {
 	if hs := e.holds(s); len(hs) > 0 {
 		e.held(d, s, hs)
 		return *d
