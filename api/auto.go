@@ -52,12 +52,23 @@ type UpgradeStatus struct {
 	Current string `json:"current"`
 	// Target is the channel's auto-upgrade target; Next the next step
 	// towards it (a patch of the current minor first, then the next
-	// minor), or the version of the upgrade in progress.
+	// minor), the version of the upgrade in progress, or the step an end
+	// of support forces (ForcedByEndOfSupport).
 	Target string `json:"target,omitempty"`
 	Next   string `json:"next,omitempty"`
+	// EndOfSupport is when the current minor reaches (or reached) its end
+	// of support, when the catalog says.
+	EndOfSupport time.Time `json:"endOfSupport,omitzero"`
+	// ForcedByEndOfSupport: Next is the step the end of support forces,
+	// on any channel or none, through windows, exclusions and the
+	// catch-up pace — at EndOfSupport (NextOpportunity), or once past it
+	// as soon as the backoff, the version rules and the concurrency limits
+	// allow.
+	ForcedByEndOfSupport bool `json:"forcedByEndOfSupport,omitempty"`
 	// State is one of the Auto* constants.
 	State string `json:"state"`
-	// BlockedBy lists what holds the next step back now.
+	// BlockedBy lists everything that holds the next step back now, each
+	// with its own Until; State names the first of them.
 	BlockedBy []UpgradeBlock `json:"blockedBy"`
 	// NextOpportunity is the earliest the next step may start as far as
 	// the window, the exclusions, the backoff and the catch-up pace tell.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +79,10 @@ func TestAutomaticUpgradeFollowsItsWindow(t *testing.T) {
 
 	st := upgradeStatus(t, ctx, cl, "lab")
 	require.Equal(t, api.AutoUpToDate, st.State)
-	require.Equal(t, "channel regular has no auto-upgrade target", st.Message)
+	require.True(t, strings.HasPrefix(st.Message, "channel regular has no auto-upgrade target; 1.33 reaches its end of support on "), st.Message)
+	require.True(t, st.ForcedByEndOfSupport, "what its end of support will do")
+	require.Equal(t, "1.34.4", st.Next)
+	require.Equal(t, st.EndOfSupport, st.NextOpportunity)
 
 	// Refusals name their rule and change nothing.
 	_, err := cl.Do(ctx, http.MethodPut, "/v1/channels/beta", api.ChannelUpdate{AutoUpgradeTarget: "1.33.7"}, nil)

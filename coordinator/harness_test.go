@@ -716,8 +716,12 @@ func (a *simAgent) executions() map[string]int {
 
 const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
+// release is a catalog entry whose end of support is a year ahead of the
+// wall clock the members run on: past it, the scheduler would force every
+// cluster on that minor to the next, on a channel or not, which no test
+// here expects of a fixed date.
 func release(v string) api.Release {
-	return api.Release{Version: v, EndOfSupport: time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC), Channels: []string{"regular"},
+	return api.Release{Version: v, EndOfSupport: time.Now().AddDate(1, 0, 0).UTC().Truncate(time.Hour), Channels: []string{"regular"},
 		Components: api.ReleaseComponents{
 			Kubelet:    api.BinaryArtifact{URL: "http://artifacts.test/kubelet-" + v, SHA256: sum},
 			Containerd: api.BinaryArtifact{URL: "http://artifacts.test/containerd-" + v, SHA256: sum, Version: "1.7.0"},

@@ -63,10 +63,25 @@ func (c *Coordinator) ClustersView() []metrics.ClusterView {
 		if d, ok := auto[r.Spec.Name]; ok {
 			v.AutoUpgradeState, v.AutoUpgradeFailures = string(d.Status.State), d.State.Failures
 			v.AutoUpgradeNextAttempt = d.Status.NextAttempt
+			v.EndOfSupportUpgrade = endOfSupportUpgrade(d.Status)
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// endOfSupportUpgrade is when the end of support forces the cluster's
+// next minor upgrade (zero: none is due, or it runs): the end of support,
+// or the next opportunity (a backoff's end) when later.
+func endOfSupportUpgrade(st schedule.Status) time.Time {
+	if !st.Forced || st.State == schedule.StateRunning || st.State == schedule.StatePausedAtWindowEnd {
+		return time.Time{}
+	}
+	at := st.EndOfSupport
+	if st.NextOpportunity.After(at) {
+		at = st.NextOpportunity
+	}
+	return at
 }
 
 // clusterMetrics renders a cluster's record for the metrics; admin is its

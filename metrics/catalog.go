@@ -55,6 +55,7 @@ const (
 	ClusterAutoUpgradeState     = "molt_cluster_auto_upgrade_state"
 	ClusterAutoUpgradeFailures  = "molt_cluster_auto_upgrade_failures"
 	ClusterAutoUpgradeNext      = "molt_cluster_auto_upgrade_next_attempt_timestamp_seconds"
+	ClusterEndOfSupportUpgrade  = "molt_cluster_end_of_support_upgrade_timestamp_seconds"
 	AgentLastSeenAge            = "molt_agent_last_seen_age_seconds"
 	AgentMissing                = "molt_agent_missing"
 	RaftState                   = "molt_raft_state"
@@ -135,6 +136,7 @@ var catalog = []Info{
 	{ClusterAutoUpgradeState, Gauge, []string{"cluster", "state"}, "1 for where the cluster stands with automatic upgrades (up-to-date, waiting-for-window, backoff, …), 0 for the others.", ExporterCoordinator},
 	{ClusterAutoUpgradeFailures, Gauge, []string{"cluster"}, "Automatic upgrades of the cluster in a row that did not finish (refused by preflight, failed or cancelled); 0 after one finishes.", ExporterCoordinator},
 	{ClusterAutoUpgradeNext, Gauge, []string{"cluster"}, "Unix time the backoff after the cluster's failed automatic upgrades ends; absent without a backoff.", ExporterCoordinator},
+	{ClusterEndOfSupportUpgrade, Gauge, []string{"cluster"}, "Unix time the end of support forces the cluster's next minor upgrade, on any channel or none, through windows and exclusions (in the past while it is due and held by a backoff, a version rule or a limit); absent when none is due.", ExporterCoordinator},
 	{AgentLastSeenAge, Gauge, []string{"cluster", "node"}, "Seconds since the node's agent last reported.", ExporterCoordinator},
 	{AgentMissing, Gauge, []string{"cluster", "node"}, "1 while the coordinator considers the node's agent missing, else 0.", ExporterCoordinator},
 	// Raft (every coordinator member, scrape time).

@@ -13,7 +13,7 @@ var stateMetrics = []string{
 	UpgradeStepState, UpgradeStepStarted, UpgradeStepExpected,
 	PoolInfo, PoolUpgradePhase, PoolNodes, PoolGateRed, PoolFailedNodesBudget, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
-	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext,
+	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext, ClusterEndOfSupportUpgrade,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
 }
@@ -147,6 +147,9 @@ func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl Cl
 	c.gauge(ch, ClusterAutoUpgradeFailures, float64(cl.AutoUpgradeFailures), n)
 	if !cl.AutoUpgradeNextAttempt.IsZero() {
 		c.gauge(ch, ClusterAutoUpgradeNext, unixSeconds(cl.AutoUpgradeNextAttempt), n)
+	}
+	if !cl.EndOfSupportUpgrade.IsZero() {
+		c.gauge(ch, ClusterEndOfSupportUpgrade, unixSeconds(cl.EndOfSupportUpgrade), n)
 	}
 }
 

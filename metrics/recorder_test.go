@@ -163,7 +163,8 @@ func exercised(t *testing.T) *prometheus.Registry {
 			Pools: []PoolView{{Name: "p", NodesTotal: 1, Cloud: true, Waiting: map[string]int{"stockout": 1},
 				Gates: []string{"node-ready", "errors"}, Red: map[string]int{"errors": 1}, MaxFailedNodes: 1}},
 			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0,
-			AutoUpgradeState: "backoff", AutoUpgradeFailures: 2, AutoUpgradeNextAttempt: t0.Add(time.Hour)}},
+			AutoUpgradeState: "backoff", AutoUpgradeFailures: 2, AutoUpgradeNextAttempt: t0.Add(time.Hour),
+			EndOfSupportUpgrade: t0}},
 		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}}}))
 	return reg
 }

@@ -84,6 +84,11 @@ type ClusterView struct {
 	AutoUpgradeState       string
 	AutoUpgradeFailures    int
 	AutoUpgradeNextAttempt time.Time
+	// EndOfSupportUpgrade is when the end of support forces the cluster's
+	// next minor upgrade (on any channel or none): the end of support, or
+	// the backoff's end when later; zero (no series) when none is due or
+	// the forced upgrade runs.
+	EndOfSupportUpgrade time.Time
 }
 
 // AgentView is the liveness of one node's agent as the coordinator sees it.

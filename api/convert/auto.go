@@ -9,7 +9,8 @@ import (
 // UpgradeStatusToAPI renders the scheduler's answer for a cluster.
 func UpgradeStatusToAPI(cluster string, s schedule.Status) api.UpgradeStatus {
 	out := api.UpgradeStatus{Cluster: cluster, Channel: s.Channel, Current: s.Current.String(), Target: s.Target.String(), Next: s.Next.String(),
-		State: string(s.State), BlockedBy: []api.UpgradeBlock{}, NextOpportunity: s.NextOpportunity, NextAttempt: s.NextAttempt,
+		EndOfSupport: s.EndOfSupport, ForcedByEndOfSupport: s.Forced, State: string(s.State), BlockedBy: []api.UpgradeBlock{},
+		NextOpportunity: s.NextOpportunity, NextAttempt: s.NextAttempt,
 		LastAttempt: conv.Ptr(s.LastAttempt, AutoAttemptToAPI), Message: s.Message}
 	for _, b := range s.BlockedBy {
 		out.BlockedBy = append(out.BlockedBy, api.UpgradeBlock{Kind: string(b.Kind), Name: b.Name, Until: b.Until, Detail: b.Detail})

@@ -37,7 +37,16 @@ func printWhy(w io.Writer, st api.UpgradeStatus) {
 		fmt.Fprintf(w, " (auto-upgrade target %s)", st.Target)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%s: %s\n", strings.ToUpper(st.State), whyHeadline(st))
+	headline := whyHeadline(st)
+	if n := len(st.BlockedBy); n > 1 {
+		// The state names the first; it is not the only cause.
+		headline += fmt.Sprintf(" (and not only that: %d things hold it, each until its own end)", n)
+	}
+	fmt.Fprintf(w, "%s: %s\n", strings.ToUpper(st.State), headline)
+	if st.ForcedByEndOfSupport {
+		fmt.Fprintf(w, "end of support: %s → %s is forced through maintenance windows and exclusions once %s's end of support (%s) has passed\n",
+			st.Current, st.Next, minorOf(st.Current), st.EndOfSupport.UTC().Format(time.RFC3339))
+	}
 	for _, b := range st.BlockedBy {
 		line := fmt.Sprintf("  held by %s %s", b.Kind, b.Name)
 		if b.Detail != "" {
@@ -65,6 +74,14 @@ func printWhy(w io.Writer, st api.UpgradeStatus) {
 		}
 		fmt.Fprintf(w, "  why: %s\n", a.Reason)
 	}
+}
+
+// minorOf is "1.N" of a version "1.N.P" (the version itself otherwise).
+func minorOf(v string) string {
+	if i := strings.LastIndexByte(v, '.'); i > 0 {
+		return v[:i]
+	}
+	return v
 }
 
 // whyHeadline is the status's state in a sentence.

@@ -22,7 +22,7 @@ func TestPrintWhy(t *testing.T) {
 		LastAttempt: &api.AutoAttempt{Upgrade: "shop-1.34.3-2", From: "1.34.2", To: "1.34.3", StartedAt: at.Add(-7 * 24 * time.Hour), Outcome: "done",
 			Reason: "automatic patch upgrade 1.34.2 → 1.34.3: channel regular targets 1.34.3"}})
 	require.Equal(t, `cluster shop runs 1.34.3 on channel regular (auto-upgrade target 1.34.4)
-BLOCKED-BY-EXCLUSION: 1.34.3 → 1.34.4 is blocked by a maintenance exclusion
+BLOCKED-BY-EXCLUSION: 1.34.3 → 1.34.4 is blocked by a maintenance exclusion (and not only that: 2 things hold it, each until its own end)
   held by exclusion spring-sale: maintenance exclusion (no_upgrades), until 2027-03-09T00:00:00Z
   held by window window: outside the maintenance window, until 2027-03-13T00:00:00Z
 next opportunity: 2027-03-13T00:00:00Z
@@ -33,4 +33,10 @@ last automatic upgrade shop-1.34.3-2 (1.34.2 → 1.34.3, started 2027-02-27T00:0
 	out.Reset()
 	printWhy(&out, api.UpgradeStatus{Cluster: "lab", Current: "1.34.3", State: api.AutoManualOnly})
 	require.Contains(t, out.String(), "cluster lab runs 1.34.3 on channel none\nMANUAL-ONLY: upgrades are manual only")
+	require.NotContains(t, out.String(), "end of support")
+
+	out.Reset()
+	printWhy(&out, api.UpgradeStatus{Cluster: "lab", Current: "1.34.3", Next: "1.35.2", State: api.AutoManualOnly,
+		EndOfSupport: at, ForcedByEndOfSupport: true, NextOpportunity: at})
+	require.Contains(t, out.String(), "end of support: 1.34.3 → 1.35.2 is forced through maintenance windows and exclusions once 1.34's end of support (2027-03-06T00:00:00Z) has passed\n")
 }

@@ -103,9 +103,10 @@ func (s *state) putChannel(c PutChannelCmd) (any, error) {
 
 // autoStart applies a start decision after checking, on this state, what
 // the decision rests on: no upgrade started since (Seq), the last attempt's
-// end recorded and its backoff over, the target within the channel's, the
-// maintenance policy open for the change at Now (or the minor past its end
-// of support) and the concurrency limits. The version rules, the skew and
+// end recorded and its backoff over, the target within the channel's and
+// the maintenance policy open for the change at Now — or, for any cluster
+// on any channel or none, a minor upgrade off a minor past its end of
+// support — and the concurrency limits. The version rules, the skew and
 // the preflight run are startUpgrade's. Which version the scheduler picks
 // (patches first, the catch-up pace) is the leader's choice and is not
 // judged again here.
@@ -140,20 +141,21 @@ func (s *state) checkAutoStart(r *ClusterRecord, c AutoStartCmd) error {
 		return fmt.Errorf("cluster %s: the end of attempt %s is not recorded yet: %w", name, r.Auto.Last.Upgrade, phases.ErrStale)
 	case c.Now.Before(r.Auto.NextAttempt):
 		return fmt.Errorf("cluster %s backs off until %s: %w", name, r.Auto.NextAttempt.Format(time.RFC3339), phases.ErrStale)
-	case !schedule.Subscribed(r.Spec.Channel):
+	case !c.EndOfSupport && !schedule.Subscribed(r.Spec.Channel):
 		return fmt.Errorf("cluster %s is on no release channel: %w", name, phases.ErrStale)
 	case c.Kind != schedule.KindOf(r.StatusVersion, c.To):
 		return fmt.Errorf("cluster %s: %s → %s is not a %s upgrade: %w", name, r.StatusVersion, c.To, c.Kind, phases.ErrStale)
 	}
-	ch := s.Channels[r.Spec.Channel]
-	if ch == nil || ch.AutoUpgradeTarget.IsZero() || ch.AutoUpgradeTarget.Less(c.To) {
-		return fmt.Errorf("cluster %s: %s is past channel %s's auto-upgrade target: %w", name, c.To, r.Spec.Channel, phases.ErrStale)
-	}
 	if c.EndOfSupport {
+		// Any cluster leaves an unsupported minor, on a channel or not,
+		// whatever its channel's target (schedule's endofsupport.go): to
+		// the next minor only, which startUpgrade's version rules hold.
 		eos := s.endOfSupport(r.StatusVersion.Minor)
 		if c.Kind != maintenance.KindMinor || eos.IsZero() || c.Now.Before(eos) {
 			return fmt.Errorf("cluster %s: %s has not passed its end of support: %w", name, r.StatusVersion.MinorString(), phases.ErrStale)
 		}
+	} else if ch := s.Channels[r.Spec.Channel]; ch == nil || ch.AutoUpgradeTarget.IsZero() || ch.AutoUpgradeTarget.Less(c.To) {
+		return fmt.Errorf("cluster %s: %s is past channel %s's auto-upgrade target: %w", name, c.To, r.Spec.Channel, phases.ErrStale)
 	} else if r.Policy != nil {
 		cp, err := r.Policy.Compile()
 		if err != nil {

@@ -69,3 +69,35 @@ func TestChannels(t *testing.T) {
 	require.Equal(t, "1.34.5", chs[1].DefaultVersion.String(), "the newest release listing regular")
 	require.True(t, chs[1].AutoUpgradeTarget.IsZero())
 }
+
+// TestAutoStartEndOfSupportAnyChannel: the state machine applies a start
+// forced by an end of support for a cluster on no channel and for one
+// whose channel's target is still on the unsupported minor, and only then.
+func TestAutoStartEndOfSupportAnyChannel(t *testing.T) {
+	eos := time.Date(2027, 5, 1, 0, 0, 0, 0, time.UTC)
+	s := &yearSim{t: t, m: New(), now: eos.Add(-30 * 24 * time.Hour), clusters: map[string]*yearCluster{}}
+	v := phases.MustParseVersion
+	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.31.12", eos), Now: s.now})
+	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.32.9", time.Time{}), Now: s.now})
+	s.must(CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.31.12"), Now: s.now})
+	for _, c := range []*yearCluster{
+		{name: "manual", kind: phases.KindStandalone, channel: "none", version: "1.31.12", workers: 1},
+		{name: "stuck", kind: phases.KindStandalone, channel: "stable", version: "1.31.12", workers: 1},
+	} {
+		s.register(c)
+	}
+	start := func(name string, at time.Time, forced bool) error {
+		_, err := s.apply(CmdAutoStart, AutoStartCmd{Cluster: name, To: v("1.32.9"), Kind: maintenance.KindMinor, EndOfSupport: forced, Reason: "r",
+			Preflight: &PreflightRun{ID: name + "-1", Cluster: name, Target: v("1.32.9"), CreatedAt: at, Deadline: at.Add(time.Minute)}, Now: at})
+		return err
+	}
+	for _, name := range []string{"manual", "stuck"} {
+		require.ErrorIs(t, start(name, eos, false), phases.ErrStale, "%s: not forced, not allowed", name)
+		require.ErrorIs(t, start(name, eos.Add(-time.Minute), true), phases.ErrStale, "%s: before the end of support", name)
+		require.NoError(t, start(name, eos, true), name)
+		r, err := s.m.Cluster(name)
+		require.NoError(t, err)
+		require.True(t, r.Upgrade.Options.EndOfSupport, name)
+		require.True(t, r.Upgrade.Options.Automatic, name)
+	}
+}

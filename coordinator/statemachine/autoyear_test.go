@@ -285,7 +285,9 @@ func (s *yearSim) progress() bool {
 // catching up moves one minor per 30 days; an end of support forces the
 // minor through; a failing cluster backs off exponentially and never
 // loops; an admin cluster goes before its user clusters, one upgrade per
-// family at a time; a cluster on no channel is never touched.
+// family at a time; a cluster on no channel is touched only to leave a
+// minor past its end of support, as is one whose channel stays on such a
+// minor, and both say beforehand what will happen and when.
 func TestSimulatedYear(t *testing.T) {
 	began := time.Now()
 	jan1 := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -325,7 +327,8 @@ func TestSimulatedYear(t *testing.T) {
 		{name: "legacy", kind: phases.KindStandalone, channel: "regular", version: "1.30.14", workers: 1,
 			win:  &winSpec{daily: true, hour: 0, hours: 12},
 			excl: []maintenance.Exclusion{{Name: "migration", Start: jan1, End: at(1, 28, 0), Scope: maintenance.ScopeNoUpgrades}}},
-		// On stable, whose target stays on 1.31 past 1.31's end of support.
+		// On stable, whose target stays on 1.31 past 1.31's end of support
+		// and on 1.32 past 1.32's.
 		{name: "frozen", kind: phases.KindStandalone, channel: "stable", version: "1.31.12", workers: 1, win: &winSpec{weekday: time.Tuesday, hour: 0, hours: 24}},
 		// A family: the admin cluster first, then its user clusters.
 		{name: "adm", kind: phases.KindAdmin, channel: "regular", version: "1.32.9", workers: 4, win: daily},
@@ -333,9 +336,21 @@ func TestSimulatedYear(t *testing.T) {
 		{name: "user2", kind: phases.KindUser, admin: "adm", channel: "regular", version: "1.32.9", workers: 4, win: daily},
 		// Its first four preflights fail.
 		{name: "flaky", kind: phases.KindStandalone, channel: "regular", version: "1.33.4", workers: 1},
-		{name: "manual", kind: phases.KindStandalone, channel: "none", version: "1.32.9", workers: 1},
+		// On no channel, with a Wednesday window: left alone until 1.32's
+		// end of support on Sunday, August 1st.
+		{name: "manual", kind: phases.KindStandalone, channel: "none", version: "1.32.9", workers: 1, win: &winSpec{weekday: time.Wednesday, hour: 0, hours: 24}},
 	} {
 		s.register(c)
+	}
+
+	// What the clusters left behind by their channel say beforehand.
+	said := map[string]schedule.Status{}
+	status := func(name string) func() {
+		return func() {
+			st, err := s.m.UpgradeStatus(name, s.now, schedule.Limits{})
+			require.NoError(t, err)
+			said[name] = st
+		}
 	}
 
 	// What changes over the year.
@@ -345,7 +360,9 @@ func TestSimulatedYear(t *testing.T) {
 	}{
 		{at(2, 1, 9), func() { release("1.33.6"); channel("regular", "1.33.6", "1.33.6") }},
 		{at(4, 5, 9), func() { release("1.34.2"); channel("regular", "1.34.2", "1.34.2") }},
-		{at(5, 3, 10), func() { channel("stable", "1.32.9", "1.32.9") }}, // a Monday: frozen's window is closed
+		{at(4, 20, 9), status("frozen")},
+		{at(5, 3, 10), func() { channel("stable", "1.32.9", "1.32.9") }},
+		{at(7, 20, 9), status("manual")},
 		{at(7, 12, 9), func() { release("1.35.1"); channel("regular", "1.35.1", "1.35.1") }},
 		{at(8, 2, 9), func() {
 			shop.excl = append(shop.excl,
@@ -444,14 +461,44 @@ func TestSimulatedYear(t *testing.T) {
 	require.Equal(t, at(1, 28, 0), minors[0].at, "the first minor as soon as the migration freeze ends")
 	require.GreaterOrEqual(t, minors[1].at.Sub(minors[0].at), maintenance.CatchUpInterval, "catch-up: one minor per 30 days")
 
-	// End of support: frozen's 1.31 ended on May 1st; when stable moved
-	// on, the minor started at once, outside the Tuesday window.
+	// End of support: frozen's 1.31 ended on May 1st (a Saturday) while
+	// stable still targeted 1.31.12: it went to 1.32's newest release at
+	// once, outside its Tuesday window; stable moved to 1.32.9 two days
+	// later and stayed there past 1.32's end on August 1st (a Sunday),
+	// which forced 1.33's newest. It said so beforehand.
 	fz := startsOf("frozen")
-	require.Len(t, fz, 1)
-	require.True(t, fz[0].eos)
-	require.Equal(t, at(5, 3, 10), fz[0].at)
-	require.Contains(t, fz[0].reason, "end of support")
-	require.Equal(t, "1.32.9", final("frozen"))
+	require.Len(t, fz, 2)
+	for i, want := range []struct {
+		at       time.Time
+		from, to string
+		target   string
+	}{{at(5, 1, 0), "1.31.12", "1.32.9", "1.31.12"}, {at(8, 1, 0), "1.32.9", "1.33.6", "1.32.9"}} {
+		require.True(t, fz[i].eos, i)
+		require.Equal(t, want.at, fz[i].at, i)
+		require.Equal(t, want.from+" → "+want.to, fz[i].from.String()+" → "+fz[i].to.String(), i)
+		require.Contains(t, fz[i].reason, "end of support", i)
+		require.Contains(t, fz[i].reason, "channel stable targets "+want.target, i)
+	}
+	require.Equal(t, "1.33.6", final("frozen"))
+	require.Equal(t, schedule.StateUpToDate, said["frozen"].State)
+	require.Equal(t, "1.32.9", said["frozen"].Next.String())
+	require.Equal(t, at(5, 1, 0), said["frozen"].NextOpportunity)
+	require.Equal(t, at(5, 1, 0), said["frozen"].EndOfSupport)
+
+	// On no channel: nothing until 1.32's end of support, then the next
+	// minor's newest release at once, outside its Wednesday window; said
+	// beforehand.
+	mn := startsOf("manual")
+	require.Len(t, mn, 1)
+	require.True(t, mn[0].eos)
+	require.Equal(t, at(8, 1, 0), mn[0].at)
+	require.Equal(t, "1.32.9 → 1.33.6", mn[0].from.String()+" → "+mn[0].to.String())
+	require.Contains(t, mn[0].reason, "not on a release channel")
+	require.Equal(t, "1.33.6", final("manual"))
+	require.Equal(t, schedule.StateManualOnly, said["manual"].State)
+	require.Equal(t, "1.33.6", said["manual"].Next.String())
+	require.Equal(t, at(8, 1, 0), said["manual"].NextOpportunity)
+	require.Contains(t, said["manual"].Message, "then it is upgraded automatically to 1.33.6")
 
 	// Backoff: flaky's four refused attempts, each retry at least the
 	// doubled backoff after the last refusal, then success; no loop.
@@ -479,8 +526,6 @@ func TestSimulatedYear(t *testing.T) {
 			require.True(t, adminAt.Before(st.at))
 		}
 	}
-	require.Empty(t, startsOf("manual"))
-	require.Equal(t, "1.32.9", final("manual"))
 }
 
 // checkFamily: never two upgrades in progress in adm's family.

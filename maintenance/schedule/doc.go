@@ -13,9 +13,14 @@
 //
 // The rules, in the order they are applied to a cluster:
 //
-//   - a cluster on no release channel is manual only;
 //   - an upgrade in progress is reported (running, or paused at a window's
 //     end) and nothing else starts;
+//   - a minor past its end of support is left for the next minor, on any
+//     channel or none (endofsupport.go), forced through windows,
+//     exclusions and the catch-up pace;
+//   - otherwise a cluster on no release channel is manual only, and one at
+//     its channel's target is up to date (both say what their end of
+//     support will force, and when);
 //   - the outcome of the last automatic attempt is recorded first (backoff
 //     after a failure, exponential from BackoffBase, capped at BackoffMax);
 //   - the next step towards the channel's auto-upgrade target: the newest
@@ -29,6 +34,10 @@
 //   - at most Limits.PerFamily upgrades at once in a family (an admin
 //     cluster and the user clusters it manages), at most Limits.Fleet in
 //     the fleet; the admin cluster of a family is considered first.
+//
+// The backoff, the pace, the rules, the policy and the limits are the
+// blockers of blockers.go: each that applies is reported with its own
+// end, not only the first.
 //
 // Everything here is pure: no I/O, no clock, no logging.
 package schedule

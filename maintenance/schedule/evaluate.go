@@ -138,6 +138,7 @@ func (e *evaluator) decide(c *Cluster) Decision {
 	d := Decision{Cluster: c.Name, State: c.Auto}
 	st := &d.Status
 	st.Channel, st.Current = c.Channel, c.Current
+	st.EndOfSupport = e.f.Catalog.EndOfSupport[c.Current.Minor]
 	if rec, ok := e.outcome(c); ok {
 		d.Action, d.Record, d.State = ActRecord, rec, ApplyOutcome(c.Auto, rec)
 	}
@@ -158,22 +159,32 @@ func (e *evaluator) decide(c *Cluster) Decision {
 		e.inProgress(c, u, &d)
 		return d
 	}
+	if eos, past := e.pastEndOfSupport(c); past {
+		// Off an unsupported minor, whatever the channel says.
+		if next, ok := e.eosStep(c, st.Target); ok {
+			st.Next, st.Forced = next, true
+			return e.decideStep(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: maintenance.KindMinor, forced: true}, eos)
+		}
+	}
 	if !Subscribed(c.Channel) {
 		st.State = StateManualOnly
 		st.Message = "not on a release channel: upgrades are manual only"
 		if c.Channel != "" && c.Channel != ChannelNone {
 			st.Message = fmt.Sprintf("channel %q is not one of rapid, regular, stable: upgrades are manual only", c.Channel)
 		}
+		e.idleUntilEndOfSupport(&d, c)
 		return d
 	}
 	if !chOK || ch.Target.IsZero() {
 		st.State = StateUpToDate
 		st.Message = fmt.Sprintf("channel %s has no auto-upgrade target", c.Channel)
+		e.idleUntilEndOfSupport(&d, c)
 		return d
 	}
 	if !c.Current.Less(ch.Target) {
 		st.State = StateUpToDate
 		st.Message = fmt.Sprintf("runs %s, at or past channel %s's auto-upgrade target %s", c.Current, c.Channel, ch.Target)
+		e.idleUntilEndOfSupport(&d, c)
 		return d
 	}
 
@@ -185,84 +196,31 @@ func (e *evaluator) decide(c *Cluster) Decision {
 	}
 	st.Next = next
 	eos := e.f.Catalog.EndOfSupport[c.Current.Minor]
-	forced := kind == maintenance.KindMinor && !eos.IsZero() && !e.now.Before(eos)
-	if !forced && !eos.IsZero() && eos.After(e.now) && next.Minor > c.Current.Minor {
-		// The minor is forced through windows and exclusions from then on.
+	if eos.After(e.now) {
+		// From then on the minor is forced through windows and exclusions.
 		d.wake(eos)
 	}
+	return e.decideStep(&d, &step{c: c, auto: auto, ch: ch, next: next, kind: kind}, eos)
+}
 
-	// Backoff after failures: never a loop, whatever else allows.
-	if e.now.Before(auto.NextAttempt) {
-		state, blocks := StateBackoff, []Block{{Kind: BlockRule, Name: RuleBackoff, Until: auto.NextAttempt,
-			Detail: fmt.Sprintf("%s after %d failed automatic attempt(s) in a row", plural(auto.Failures), auto.Failures)}}
-		if last := auto.Last; last != nil && last.Outcome == OutcomeRefused {
-			state, blocks = StatePreflightFailed, nil
-			for _, chk := range refusedChecks(c, last) {
-				blocks = append(blocks, Block{Kind: BlockCheck, Name: chk, Until: auto.NextAttempt, Detail: "preflight check failed"})
-			}
-			if len(blocks) == 0 {
-				blocks = []Block{{Kind: BlockCheck, Name: "preflight", Until: auto.NextAttempt, Detail: last.Detail}}
-			}
-		}
-		e.block(&d, state, blocks...)
-		st.NextOpportunity = e.opportunity(c, kind, forced, auto.NextAttempt)
-		d.wake(auto.NextAttempt)
-		return d
+// decideStep decides on the step s: every blocker that applies holds it back;
+// none, and it starts.
+func (e *evaluator) decideStep(d *Decision, s *step, eos time.Time) Decision {
+	if hs := e.holds(s); len(hs) > 0 {
+		e.held(d, s, hs)
+		return *d
 	}
-
-	// Catch-up: one minor per CatchUpInterval while more than one behind.
-	if kind == maintenance.KindMinor && !forced {
-		behind := ch.Target.Minor
-		if ch.Default.Major == c.Current.Major && ch.Default.Minor > behind {
-			behind = ch.Default.Minor
-		}
-		if nm, due, dueAt := maintenance.CatchUp(c.Current.Minor, behind, auto.LastMinorAt, e.now); nm != c.Current.Minor && !due {
-			e.block(&d, StateBlockedByRule, Block{Kind: BlockRule, Name: RuleCatchUpPace, Until: dueAt,
-				Detail: fmt.Sprintf("catching up one minor per %d days; the last automatic minor upgrade started %s",
-					int(maintenance.CatchUpInterval/(24*time.Hour)), auto.LastMinorAt.Format(time.RFC3339))})
-			st.NextOpportunity = e.opportunity(c, kind, forced, dueAt)
-			d.wake(dueAt)
-			return d
-		}
+	d.Status.State = StateStarting
+	d.Kind, d.To, d.EndOfSupport = s.kind, s.next, s.forced
+	d.Reason = reason(s.c, s.ch, s.next, s.kind)
+	if s.forced {
+		d.Reason = eosReason(s.c, s.ch, s.next, eos)
 	}
-
-	if blocks := e.rules(c, next, kind); len(blocks) > 0 {
-		e.block(&d, StateBlockedByRule, blocks...)
-		return d
-	}
-
-	if !forced {
-		if blocks, state := e.policy(c, kind); len(blocks) > 0 {
-			e.block(&d, state, blocks...)
-			st.NextOpportunity = e.opportunity(c, kind, false, e.now)
-			for _, b := range blocks {
-				if !b.Until.IsZero() {
-					d.wake(b.Until)
-				}
-			}
-			return d
-		}
-	}
-
-	if n := e.familyBusy[familyOf(c)]; n >= e.perFamily {
-		e.block(&d, StateBlockedByRule, Block{Kind: BlockRule, Name: RuleFamilyLimit,
-			Detail: fmt.Sprintf("%d upgrade(s) in progress in the family of %s, at most %d at once", n, familyOf(c), e.perFamily)})
-		return d
-	}
-	if lim := e.f.Limits.Fleet; lim > 0 && e.fleetBusy >= lim {
-		e.block(&d, StateBlockedByRule, Block{Kind: BlockRule, Name: RuleFleetLimit,
-			Detail: fmt.Sprintf("%d upgrade(s) in progress in the fleet, at most %d at once", e.fleetBusy, lim)})
-		return d
-	}
-
-	st.State = StateStarting
-	d.Kind, d.To, d.EndOfSupport = kind, next, forced
-	d.Reason = reason(c, ch, next, kind, forced, eos)
-	st.Message = "due now: " + d.Reason
+	d.Status.Message = "due now: " + d.Reason
 	if d.Action == ActNone {
 		d.Action = ActStart
 	}
-	return d
+	return *d
 }
 
 // inProgress reports an upgrade that has not ended.
@@ -293,8 +251,6 @@ func (e *evaluator) inProgress(c *Cluster, u *Upgrade, d *Decision) {
 // release of the next minor at most target.
 func (e *evaluator) nextStep(c *Cluster, target phases.Version) (phases.Version, maintenance.ChangeKind, bool) {
 	cur := c.Current
-	eos := e.f.Catalog.EndOfSupport[cur.Minor]
-	pastEOS := !eos.IsZero() && !e.now.Before(eos)
 	var patch, minor phases.Version
 	for _, v := range e.f.Catalog.Versions {
 		if v.Major != cur.Major || target.Less(v) || !cur.Less(v) {
@@ -307,9 +263,9 @@ func (e *evaluator) nextStep(c *Cluster, target phases.Version) (phases.Version,
 			minor = v
 		}
 	}
-	// A minor past its end of support goes straight to the next minor:
-	// a patch would leave it unsupported.
-	if !patch.IsZero() && !(pastEOS && !minor.IsZero()) {
+	// (A minor past its end of support goes straight to the next minor,
+	// eosStep, when the catalog has one.)
+	if !patch.IsZero() {
 		return patch, maintenance.KindPatch, true
 	}
 	if !minor.IsZero() {
@@ -402,26 +358,6 @@ func (e *evaluator) opportunity(c *Cluster, kind maintenance.ChangeKind, forced 
 		return time.Time{}
 	}
 	return t
-}
-
-func (e *evaluator) block(d *Decision, state StatusState, blocks ...Block) {
-	d.Status.State = state
-	d.Status.BlockedBy = append(d.Status.BlockedBy, blocks...)
-	var parts []string
-	for _, b := range blocks {
-		s := fmt.Sprintf("%s %s", b.Kind, b.Name)
-		if b.Detail != "" {
-			s += " (" + b.Detail + ")"
-		}
-		if !b.Until.IsZero() {
-			s += " until " + b.Until.Format(time.RFC3339)
-		}
-		parts = append(parts, s)
-	}
-	d.Status.Message = fmt.Sprintf("%s → %s waits: %s", d.Status.Current, d.Status.Next, strings.Join(parts, "; "))
-	if d.Status.Next.IsZero() {
-		d.Status.Message = "waits: " + strings.Join(parts, "; ")
-	}
 }
 
 func (d *Decision) wake(t time.Time) {
@@ -531,12 +467,7 @@ func plural(n int) string {
 	return "backing off exponentially"
 }
 
-// reason is the audit sentence of a start.
-func reason(c *Cluster, ch Channel, next phases.Version, kind maintenance.ChangeKind, forced bool, eos time.Time) string {
-	s := fmt.Sprintf("automatic %s upgrade %s → %s: channel %s targets %s", kind, c.Current, next, ch.Name, ch.Target)
-	if forced {
-		s = fmt.Sprintf("end of support: %s reached its end of support on %s; automatic minor upgrade %s → %s forced through maintenance windows and exclusions (channel %s targets %s)",
-			c.Current.MinorString(), eos.Format(time.RFC3339), c.Current, next, ch.Name, ch.Target)
-	}
-	return s
+// reason is the audit sentence of a start towards the channel's target.
+func reason(c *Cluster, ch Channel, next phases.Version, kind maintenance.ChangeKind) string {
+	return fmt.Sprintf("automatic %s upgrade %s → %s: channel %s targets %s", kind, c.Current, next, ch.Name, ch.Target)
 }

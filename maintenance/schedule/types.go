@@ -262,15 +262,25 @@ type Status struct {
 	Current phases.Version
 	// Target is the channel's auto-upgrade target (zero: none).
 	Target phases.Version
-	// Next is the next step towards Target (zero when up to date or
-	// manual only).
-	Next  phases.Version
-	State StatusState
-	// BlockedBy lists what holds the next step back now.
+	// Next is the next step towards Target, or the step an end of
+	// support forces (then at NextOpportunity, when it is still ahead);
+	// zero when there is none.
+	Next phases.Version
+	// EndOfSupport is when the current minor reaches (or reached) its end
+	// of support (zero: unknown).
+	EndOfSupport time.Time
+	// Forced is set when Next is the step an end of support forces
+	// through windows, exclusions and the catch-up pace: at EndOfSupport,
+	// or as soon as nothing else holds it once past it.
+	Forced bool
+	State  StatusState
+	// BlockedBy lists everything that holds the next step back now, each
+	// with its own Until; State names the first (see blockers).
 	BlockedBy []Block
 	// NextOpportunity is the earliest instant the next step may start,
 	// as far as the window, the exclusions, the backoff and the catch-up
-	// pace can tell (zero: now, or unknown).
+	// pace can tell, or the end of support that will force it (zero: now,
+	// or unknown).
 	NextOpportunity time.Time
 	// NextAttempt is when the backoff ends (zero: no backoff).
 	NextAttempt time.Time

@@ -940,13 +940,31 @@ function maintenancePage(name) {
           : `An automatic ${change.value} change of the ${target.value === 'nodes' ? 'nodes' : 'control plane'} may not run now: blocked by ${(chk.blockedBy || []).join(', ')}${chk.pauseReason ? ` (${chk.pauseReason})` : ''}.`,
         ' ', valid(chk.nextOpportunity) ? h('span', { id: 'next-opportunity' }, 'Next opportunity: ', timeEl(chk.nextOpportunity), '.') : chk.allowed ? '' : 'No opportunity within two years.',
         h('div', { class: 'small muted', text: 'Manual upgrades do not wait for windows or exclusions.' })));
-      calView.show([cal, chk.nextOpportunity], () => calendar(cal, chk));
+      calView.show([cal, chk.nextOpportunity, target.value, change.value], () => calendar(cal, chk, target.value, change.value));
     },
   };
   return page;
 }
 
-function calendar(cal, chk) {
+// scopeBlocks: does an exclusion of this scope block an automatic change
+// of kind on target? SPEC §9's table, as maintenance.Scope.Blocks has it;
+// an unknown scope, target or kind blocks (fail closed).
+function scopeBlocks(scope, target, kind) {
+  if (!['nodes', 'controlPlane'].includes(target) || !['minor', 'patch', 'disruption'].includes(kind)) return true;
+  switch (scope || 'no_upgrades') {
+    case 'no_minor_upgrades': return kind === 'minor';
+    case 'no_minor_or_node_upgrades': return kind === 'minor' || target === 'nodes';
+    default: return true;
+  }
+}
+
+// calendar draws the window and the exclusions day by day; an exclusion
+// that blocks the chosen change (target, kind) is hatched, one that lets
+// it through is only outlined, and both say which in words.
+function calendar(cal, chk, target, kind) {
+  const change = `${target === 'nodes' ? 'nodes' : 'control-plane'} ${kind}`;
+  const exclusions = (cal.exclusions || []).map((e) => ({ ...e, scope: e.scope || 'no_upgrades', blocks: scopeBlocks(e.scope, target, kind) }));
+  const how = (e) => `${e.name} (${e.scope}, ${e.blocks ? 'blocks' : 'does not block'} a ${change} change)`;
   const from = ms(cal.from);
   const to = ms(cal.to);
   const days = Math.round((to - from) / DAY);
@@ -970,13 +988,13 @@ function calendar(cal, chk) {
       bar.append(seg);
       said.push(`window ${fmtHM(a)}–${b === d1 ? '24:00' : fmtHM(b)}`);
     }
-    for (const e of cal.exclusions || []) {
+    for (const e of exclusions) {
       const a = Math.max(ms(e.start), d0), b = Math.min(ms(e.end), d1);
       if (b <= a) continue;
-      const seg = h('div', { class: 'seg excl', title: `${e.name} (${e.scope || 'no_upgrades'})` });
+      const seg = h('div', { class: `seg excl${e.blocks ? '' : ' soft'}`, 'data-exclusion': e.name, 'data-blocks': String(e.blocks), title: how(e) });
       seg.style.left = pct(a, d0); seg.style.width = pct(b - a + d0, d0);
       bar.append(seg);
-      said.push(`exclusion ${e.name} (${e.scope || 'no_upgrades'})`);
+      said.push(`exclusion ${how(e)}`);
     }
     let isNext = false;
     if (next >= d0 && next < d1) {
@@ -994,13 +1012,14 @@ function calendar(cal, chk) {
   return [
     h('div', { class: 'legend', 'aria-hidden': 'true' },
       h('span', null, h('span', { class: 'swatch window' }), 'window open'),
-      h('span', null, h('span', { class: 'swatch excl' }), 'exclusion'),
+      h('span', null, h('span', { class: 'swatch excl' }), `exclusion that blocks a ${change} change`),
+      h('span', null, h('span', { class: 'swatch excl soft' }), 'exclusion that does not'),
       h('span', null, h('span', { class: 'swatch next' }), 'next opportunity (★)'),
       h('span', { class: 'muted', text: 'each bar is one day, 00:00–24:00 UTC' })),
     h('div', { class: 'cal', role: 'list', 'aria-label': `Maintenance calendar from ${fmtTime(cal.from)} for ${days} days` }, cells),
     h('details', null, h('summary', { text: 'The window and exclusions as a list' }),
       h('ul', null, (cal.window || []).map((s) => h('li', { text: `window ${fmtTime(s.start)} → ${fmtTime(s.end)}` })),
-        (cal.exclusions || []).map((e) => h('li', { text: `exclusion ${e.name} (${e.scope || 'no_upgrades'}) ${fmtTime(e.start)} → ${fmtTime(e.end)}` })))),
+        exclusions.map((e) => h('li', { text: `exclusion ${how(e)} ${fmtTime(e.start)} → ${fmtTime(e.end)}` })))),
   ];
 }
 
