@@ -86,7 +86,9 @@ const (
 // exactly one series at 1 instead of none.
 var (
 	ClusterPhases = []string{"idle", "preflight", "refused", "running", "paused", "done", "failed", "cancelled", Unknown}
-	StepStates    = []string{"pending", "running", "paused", "done", "failed", Unknown}
+	// StepStates are a step's states; a pool step may end "cancelled"
+	// (resumable) or "rolled_back" (final).
+	StepStates = []string{"pending", "running", "paused", "done", "failed", "cancelled", "rolled_back", Unknown}
 	// PoolPhases covers bare-metal and surge pools (pending → running →
 	// done) and the blue/green phases of SPEC §7.
 	PoolPhases = []string{
