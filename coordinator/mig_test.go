@@ -258,6 +258,18 @@ func TestMIGUpgradeSurvivesLeaderKills(t *testing.T) {
 	for _, n := range append(surgeNodes, blueNodes...) {
 		require.True(t, ops.called("delete node "+n), "the Node of %s is deleted", n)
 	}
+	// A surge node's drain is bounded by the hour of GKE's surge upgrades;
+	// a blue node's and the bare-metal control plane's by 20 minutes.
+	for _, n := range surgeNodes {
+		o, ok := ops.drainOf(n)
+		require.True(t, ok, "%s drained", n)
+		require.True(t, o.Surge, "%s is drained as a surge node", n)
+	}
+	for _, n := range append([]string{"cp-1"}, blueNodes...) {
+		o, ok := ops.drainOf(n)
+		require.True(t, ok, "%s drained", n)
+		require.False(t, o.Surge, "%s is not drained as a surge node", n)
+	}
 }
 
 // startMIG registers cloudy with the pools, runs agents for its

@@ -157,7 +157,7 @@ type clusterOps struct{}
 
 func (o *clusterOps) Connect(string, []byte) (coordinator.ClusterOps, error) { return o, nil }
 func (*clusterOps) Cordon(context.Context, string) error                     { return nil }
-func (*clusterOps) Drain(context.Context, string, bool) (coordinator.Drained, error) {
+func (*clusterOps) Drain(context.Context, string, coordinator.DrainOptions) (coordinator.Drained, error) {
 	return coordinator.Drained{}, nil
 }
 func (*clusterOps) NodeReady(context.Context, string, string) error         { return nil }
