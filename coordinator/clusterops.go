@@ -54,6 +54,12 @@ type ClusterOps interface {
 	// DeleteNode deletes the Node object of a deleted instance; a Node
 	// already gone is not an error.
 	DeleteNode(ctx context.Context, node string) error
+	// FreezeBlueNode keeps the Kubernetes cluster autoscaler from scaling
+	// a blue pool down or up through this node (its scale-down-disabled
+	// annotation, molt's NoSchedule taint: kube.TaintBluePool);
+	// ThawBlueNode undoes it. A Node that does not exist is not an error.
+	FreezeBlueNode(ctx context.Context, node string) error
+	ThawBlueNode(ctx context.Context, node string) error
 }
 
 // DrainOptions vary one node's drain.

@@ -483,6 +483,12 @@ func (f *fakeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod
 func (f *fakeOps) DeleteNode(ctx context.Context, node string) error {
 	return f.gate(ctx, "delete node "+node)
 }
+func (f *fakeOps) FreezeBlueNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "freeze blue "+node)
+}
+func (f *fakeOps) ThawBlueNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "thaw blue "+node)
+}
 func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -102,6 +102,23 @@ func (o *kubeOps) DeleteNode(ctx context.Context, node string) error {
 	return unavailable(o.k.DeleteNode(ctx, node))
 }
 
+// FreezeBlueNode and ThawBlueNode pass over a Node that does not exist:
+// the cluster autoscaler cannot copy a missing Node into a template, and a
+// missing Node has nothing to take off.
+func (o *kubeOps) FreezeBlueNode(ctx context.Context, node string) error {
+	return unavailable(nodeGone(o.k.FreezeBlueNode(ctx, node)))
+}
+func (o *kubeOps) ThawBlueNode(ctx context.Context, node string) error {
+	return unavailable(nodeGone(o.k.ThawBlueNode(ctx, node)))
+}
+
+func nodeGone(err error) error {
+	if errors.Is(err, kube.ErrNodeNotFound) {
+		return nil
+	}
+	return err
+}
+
 func leftPods(in []kube.LeftPod) []phases.LeftPod {
 	left := make([]phases.LeftPod, 0, len(in))
 	for _, l := range in {

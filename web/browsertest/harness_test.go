@@ -176,7 +176,9 @@ func (*clusterOps) PreflightReader() preflight.ClusterReader               { ret
 func (*clusterOps) DeletePods(context.Context, string) ([]phases.LeftPod, error) {
 	return nil, nil
 }
-func (*clusterOps) DeleteNode(context.Context, string) error { return nil }
+func (*clusterOps) DeleteNode(context.Context, string) error     { return nil }
+func (*clusterOps) FreezeBlueNode(context.Context, string) error { return nil }
+func (*clusterOps) ThawBlueNode(context.Context, string) error   { return nil }
 
 type healthy struct{}
 
