@@ -17,8 +17,9 @@ type ClusterOps interface {
 	Cordon(ctx context.Context, node string) error
 	// Drain evicts best effort and returns the pods it left behind and
 	// the controllers of those it evicted; giving up after the drain
-	// timeout is not an error (SPEC §6).
-	Drain(ctx context.Context, node string, automatic bool) (Drained, error)
+	// timeout of the node's kind (opts.Surge) is not an error (SPEC §6,
+	// §7).
+	Drain(ctx context.Context, node string, opts DrainOptions) (Drained, error)
 	WaitReady(ctx context.Context, node, kubeletVersion string) error
 	// WaitServing waits until the node serves what it runs: every static
 	// pod on it (its mirror pods) Ready. An LB pool's node is done only
@@ -53,6 +54,35 @@ type ClusterOps interface {
 	// DeleteNode deletes the Node object of a deleted instance; a Node
 	// already gone is not an error.
 	DeleteNode(ctx context.Context, node string) error
+	// FreezeBlueNode keeps the Kubernetes cluster autoscaler from scaling
+	// a blue pool down or up through this node (its scale-down-disabled
+	// annotation, molt's NoSchedule taint: kube.TaintBluePool);
+	// ThawBlueNode undoes it. A Node that does not exist is not an error.
+	FreezeBlueNode(ctx context.Context, node string) error
+	ThawBlueNode(ctx context.Context, node string) error
+}
+
+// DrainOptions vary one node's drain.
+type DrainOptions struct {
+	// Automatic: the drain of an automatic upgrade, which alone honours
+	// safe-to-evict=false protection (SPEC §8).
+	Automatic bool
+	// Surge: the node is a MIG surge pool's (replaced, or recreated in
+	// place). Its drain honours PodDisruptionBudgets and grace periods for
+	// up to an hour (--surge-drain-timeout), as GKE's surge upgrades; any
+	// other node's for up to 20 minutes (--drain-timeout, GKE on Bare
+	// Metal). docs/drain.md, docs/mig.md.
+	Surge bool
+}
+
+// drainOptions is how the node step of pool drains: the bound of its
+// kind of pool, and whether the upgrade is automatic.
+func drainOptions(u *phases.Upgrade, pool string) DrainOptions {
+	o := DrainOptions{Automatic: u.Options.Automatic}
+	if p, ok := u.Pool(pool); ok {
+		o.Surge = p.Backing == phases.BackingMIG && p.Strategy == phases.StrategySurge
+	}
+	return o
 }
 
 // Drained is what a best-effort drain did: the pods it left behind, and

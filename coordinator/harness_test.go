@@ -300,6 +300,16 @@ type fakeOps struct {
 	// readyzFailing is how many more reads of /readyz answer 500 with
 	// etcd failing; readyzReads counts the reads.
 	readyzFailing, readyzReads int
+	// drains: node → the options of its last drain.
+	drains map[string]coordinator.DrainOptions
+}
+
+// drainOf returns the options of node's last drain.
+func (f *fakeOps) drainOf(node string) (coordinator.DrainOptions, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.drains[node]
+	return o, ok
 }
 
 // failReadyz makes the next n reads of /readyz answer 500, etcd failing.
@@ -433,7 +443,13 @@ func (f *fakeOps) called(s string) bool {
 	}
 	return false
 }
-func (f *fakeOps) Drain(ctx context.Context, node string, _ bool) (coordinator.Drained, error) {
+func (f *fakeOps) Drain(ctx context.Context, node string, opts coordinator.DrainOptions) (coordinator.Drained, error) {
+	f.mu.Lock()
+	if f.drains == nil {
+		f.drains = map[string]coordinator.DrainOptions{}
+	}
+	f.drains[node] = opts
+	f.mu.Unlock()
 	if err := f.gate(ctx, "drain "+node); err != nil {
 		return coordinator.Drained{}, err
 	}
@@ -466,6 +482,12 @@ func (f *fakeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod
 }
 func (f *fakeOps) DeleteNode(ctx context.Context, node string) error {
 	return f.gate(ctx, "delete node "+node)
+}
+func (f *fakeOps) FreezeBlueNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "freeze blue "+node)
+}
+func (f *fakeOps) ThawBlueNode(ctx context.Context, node string) error {
+	return f.gate(ctx, "thaw blue "+node)
 }
 func (f *fakeOps) ProtectedUntil(_ context.Context, node string, _ time.Time) (coordinator.ProtectedInfo, error) {
 	f.mu.Lock()

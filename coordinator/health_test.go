@@ -129,6 +129,7 @@ func TestFailureBudgetRollsBackAndAlerts(t *testing.T) {
 	got := scrape(t, m, "molt_")
 	require.Contains(t, got, `molt_cluster_upgrade_phase{cluster="lab",phase="failed"} 1`)
 	require.Contains(t, got, `molt_pool_upgrade_phase{cluster="lab",phase="rolled_back",pool="workers"} 1`)
+	require.Contains(t, got, `molt_upgrade_step_state{cluster="lab",state="rolled_back",step="pool/workers"} 1`)
 	require.Contains(t, got, `molt_node_rollbacks_total{cluster="lab",pool="workers",result="succeeded"} 1`)
 	require.Contains(t, got, `molt_node_upgrades_total{cluster="lab",pool="workers",result="failed"} 1`)
 	require.Contains(t, got, `molt_pool_max_failed_nodes{cluster="lab",pool="workers"} 1`)

@@ -21,8 +21,9 @@ type kubeOps struct {
 
 // ConnectKube builds the ClusterOps of a cluster from its kubeconfig.
 // cfg carries the drain settings (kube.DefaultConfig: 20-minute best-effort
-// drains, grace capped at 1 hour, 7-day protection of safe-to-evict=false
-// pods on automatic upgrades).
+// drains of bare-metal nodes, an hour for MIG surge nodes, grace capped at
+// 1 hour, 7-day protection of safe-to-evict=false pods on automatic
+// upgrades); settings past those caps are refused (kube.Config.Validate).
 func ConnectKube(cluster string, kubeconfig []byte, cfg kube.Config, log *slog.Logger) (ClusterOps, error) {
 	if log != nil {
 		cfg.Logger = log.With("cluster", cluster)
@@ -52,8 +53,12 @@ func unavailable(err error) error {
 	return err
 }
 
-func (o *kubeOps) Drain(ctx context.Context, node string, automatic bool) (Drained, error) {
-	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Automatic: automatic})
+func (o *kubeOps) Drain(ctx context.Context, node string, opts DrainOptions) (Drained, error) {
+	kind := kube.DrainNode
+	if opts.Surge {
+		kind = kube.DrainSurge
+	}
+	res, err := o.k.Drain(ctx, node, kube.DrainOptions{Automatic: opts.Automatic, Kind: kind})
 	if err != nil {
 		return Drained{}, unavailable(err)
 	}
@@ -95,6 +100,23 @@ func (o *kubeOps) DeletePods(ctx context.Context, node string) ([]phases.LeftPod
 
 func (o *kubeOps) DeleteNode(ctx context.Context, node string) error {
 	return unavailable(o.k.DeleteNode(ctx, node))
+}
+
+// FreezeBlueNode and ThawBlueNode pass over a Node that does not exist:
+// the cluster autoscaler cannot copy a missing Node into a template, and a
+// missing Node has nothing to take off.
+func (o *kubeOps) FreezeBlueNode(ctx context.Context, node string) error {
+	return unavailable(nodeGone(o.k.FreezeBlueNode(ctx, node)))
+}
+func (o *kubeOps) ThawBlueNode(ctx context.Context, node string) error {
+	return unavailable(nodeGone(o.k.ThawBlueNode(ctx, node)))
+}
+
+func nodeGone(err error) error {
+	if errors.Is(err, kube.ErrNodeNotFound) {
+		return nil
+	}
+	return err
 }
 
 func leftPods(in []kube.LeftPod) []phases.LeftPod {

@@ -125,7 +125,7 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 		expected[s.ID] = s.End.Sub(s.Start)
 	}
 	for _, s := range u.Steps {
-		sv := metrics.StepView{Name: s.ID, State: string(s.State), StartedAt: s.StartedAt, Expected: expected[s.ID]}
+		sv := metrics.StepView{Name: s.ID, State: stepState(s.State), StartedAt: s.StartedAt, Expected: expected[s.ID]}
 		if s.State == phases.StateRunning && v.Phase == "paused" {
 			sv.State = "paused"
 		}
@@ -177,6 +177,16 @@ func clusterMetrics(r, admin *statemachine.ClusterRecord, ctx maintenance.Valida
 		v.Pools = append(v.Pools, pv)
 	}
 	return v
+}
+
+// stepState is a step's value of molt_upgrade_step_state: the state's own
+// name, in the metrics' snake case ("rolledBack" is "rolled_back", as the
+// pool phase names it).
+func stepState(s phases.State) string {
+	if s == phases.StateRolledBack {
+		return "rolled_back"
+	}
+	return string(s)
 }
 
 // waitKind is the reason label of a wait for the cloud: the wait reasons

@@ -189,6 +189,10 @@ func TestMIGBlueGreenLeaderKilledInEveryPhase(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cloud.Autoscaling{Min: 1, Max: 2}, restored.Autoscaling, "rb's blue group has its range back")
 	require.True(t, ops.called("uncordon "+blue["rb-a"]))
+	// rb's blue may be scaled again, bg's stayed frozen until deleted.
+	require.True(t, ops.called("thaw blue "+blue["rb-a"]), "the rolled-back pool's blue node is thawed")
+	requireFrozenBeforeCordon(t, ops, blue["bg-a"])
+	require.False(t, ops.called("thaw blue "+blue["bg-a"]), "the completed pool's blue node stays frozen until deleted")
 	_, err = mem.GetGroup(ctx, cloud.GroupRef{Zone: "zone-a", Name: greenRB})
 	require.ErrorIs(t, err, cloud.ErrNotFound)
 }

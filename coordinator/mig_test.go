@@ -258,6 +258,41 @@ func TestMIGUpgradeSurvivesLeaderKills(t *testing.T) {
 	for _, n := range append(surgeNodes, blueNodes...) {
 		require.True(t, ops.called("delete node "+n), "the Node of %s is deleted", n)
 	}
+	// Blue was frozen for the cluster autoscaler while schedulable and
+	// stayed frozen until its Nodes were deleted.
+	for _, n := range blueNodes {
+		requireFrozenBeforeCordon(t, ops, n)
+		require.False(t, ops.called("thaw blue "+n), "blue node %s thawed before its deletion", n)
+	}
+	// A surge node's drain is bounded by the hour of GKE's surge upgrades;
+	// a blue node's and the bare-metal control plane's by 20 minutes.
+	for _, n := range surgeNodes {
+		o, ok := ops.drainOf(n)
+		require.True(t, ok, "%s drained", n)
+		require.True(t, o.Surge, "%s is drained as a surge node", n)
+	}
+	for _, n := range append([]string{"cp-1"}, blueNodes...) {
+		o, ok := ops.drainOf(n)
+		require.True(t, ok, "%s drained", n)
+		require.False(t, o.Surge, "%s is not drained as a surge node", n)
+	}
+}
+
+// callIndex is the index of the first call, -1 when there is none.
+func callIndex(calls []string, call string) int { return slices.Index(calls, call) }
+
+// requireFrozenBeforeCordon: blue node was given its cluster-autoscaler
+// marks (FreezeBlueNode) before it was cordoned, so that the autoscaler's
+// template of blue's node group, copied from a schedulable node, has the
+// taint.
+func requireFrozenBeforeCordon(t *testing.T, ops *fakeOps, node string) {
+	t.Helper()
+	calls := ops.Calls()
+	frozen := callIndex(calls, "freeze blue "+node)
+	require.GreaterOrEqual(t, frozen, 0, "blue node %s frozen", node)
+	if cordoned := callIndex(calls, "cordon "+node); cordoned >= 0 {
+		require.Less(t, frozen, cordoned, "blue node %s frozen before its cordon", node)
+	}
 }
 
 // startMIG registers cloudy with the pools, runs agents for its
@@ -408,6 +443,10 @@ func TestMIGBlueGreenRollbackDuringSoak(t *testing.T) {
 	pinned, err := mem.GetGroup(ctx, g)
 	require.NoError(t, err)
 	require.Equal(t, cloud.Autoscaling{Min: 2, Max: 2}, pinned.Autoscaling, "blue is pinned to its size")
+	for _, in := range blue {
+		requireFrozenBeforeCordon(t, ops, in.Name)
+		require.False(t, ops.called("thaw blue "+in.Name))
+	}
 	code, rule := poolCommand(t, tc, "bg", "complete")
 	require.Equal(t, 409, code)
 	require.Equal(t, "complete-outside-soak", rule)
@@ -429,6 +468,10 @@ func TestMIGBlueGreenRollbackDuringSoak(t *testing.T) {
 	require.Equal(t, cloud.Autoscaling{Min: 1, Max: 5}, restored.Autoscaling)
 	for _, in := range blue {
 		require.True(t, ops.called("uncordon "+in.Name), "blue node %s uncordoned", in.Name)
+		// The blue pool may be scaled again: the cluster autoscaler's
+		// marks are off.
+		require.Greater(t, callIndex(ops.Calls(), "thaw blue "+in.Name), callIndex(ops.Calls(), "freeze blue "+in.Name),
+			"blue node %s thawed after its freeze", in.Name)
 	}
 	for _, n := range green.Nodes {
 		require.True(t, ops.called("delete node "+n), "green node %s deleted", n)

@@ -308,8 +308,9 @@ func (c *Coordinator) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling
 	return cloud.Autoscaling{Min: a.MinNodes, Max: a.MaxNodes}
 }
 
-// createGreen makes one green group per blue group, as large as blue, from
-// the target release's template; pins blue's autoscaling (blue is not
+// createGreen freezes blue for the Kubernetes cluster autoscaler
+// (freezeBlue), makes one green group per blue group, as large as blue,
+// from the target release's template; pins blue's autoscaling (blue is not
 // scaled during blue/green) and green's (it may scale from the soak on);
 // and waits until every green Node is Ready at the target.
 //
@@ -319,6 +320,9 @@ func (c *Coordinator) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling
 // could only time out. deleteBlue waits for them, before blue goes.
 func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack,
 	req func(cloud.GroupRef, string) string, res *phases.PoolWorkResult) (string, error) {
+	if err := c.freezeBlue(ctx, ops, u, track); err != nil {
+		return "", err
+	}
 	type plan struct {
 		blue, green cloud.GroupRef
 		size        int
@@ -461,12 +465,33 @@ func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops C
 	return c.setGreenAutoscaling(ctx, prov, u, track, limits, req)
 }
 
-// rollbackBlueGreen uncordons blue, gives its groups the pool's
-// autoscaling range back and deletes the green groups and their Nodes.
+// freezeBlue marks every blue node for the Kubernetes cluster
+// autoscaler, which reads neither the pin of the Compute Engine
+// autoscaler nor a cordon: scale-down disabled, and a NoSchedule taint
+// that its template of blue's node group copies, so a pending pod does
+// not fit on a new blue node and blue is not scaled up (SPEC §7 phase 1,
+// §10; kube.TaintBluePool says why it must be put on before the cordon).
+// The marks stay until blue's Nodes are deleted; a rollback takes them
+// off (rollbackBlueGreen), as the blue pool may be scaled again then.
+func (c *Coordinator) freezeBlue(ctx context.Context, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack) error {
+	for _, n := range u.PoolNodes(track) {
+		if err := c.retry(ctx, "freeze blue node", func() error { return ops.FreezeBlueNode(ctx, n.Live()) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollbackBlueGreen uncordons blue and takes off its autoscaler marks
+// (freezeBlue), gives its groups the pool's autoscaling range back and
+// deletes the green groups and their Nodes.
 func (c *Coordinator) rollbackBlueGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
 	req func(cloud.GroupRef, string) string) error {
 	for _, n := range u.PoolNodes(track) {
 		if err := c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, n.Live()) }); err != nil {
+			return err
+		}
+		if err := c.retry(ctx, "thaw blue node", func() error { return ops.ThawBlueNode(ctx, n.Live()) }); err != nil {
 			return err
 		}
 	}

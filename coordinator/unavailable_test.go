@@ -27,7 +27,7 @@ type unavailableOps struct {
 
 func (u *unavailableOps) Connect(string, []byte) (coordinator.ClusterOps, error) { return u, nil }
 
-func (u *unavailableOps) Drain(ctx context.Context, node string, automatic bool) (coordinator.Drained, error) {
+func (u *unavailableOps) Drain(ctx context.Context, node string, opts coordinator.DrainOptions) (coordinator.Drained, error) {
 	u.mu.Lock()
 	if node == u.node && u.failures != 0 {
 		u.failures--
@@ -37,7 +37,7 @@ func (u *unavailableOps) Drain(ctx context.Context, node string, automatic bool)
 			coordinator.ErrAPIUnavailable, node)
 	}
 	u.mu.Unlock()
-	return u.fakeOps.Drain(ctx, node, automatic)
+	return u.fakeOps.Drain(ctx, node, opts)
 }
 
 func (u *unavailableOps) failedDrains() int {

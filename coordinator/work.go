@@ -118,7 +118,7 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, live) })
 		case phases.NodeDrain:
 			start := time.Now()
-			err = c.retry(ctx, "drain", func() (e error) { drained, e = ops.Drain(ctx, live, p.upgrade.Options.Automatic); return e })
+			err = c.retry(ctx, "drain", func() (e error) { drained, e = ops.Drain(ctx, live, drainOptions(p.upgrade, a.Pool)); return e })
 			if err == nil {
 				c.observeDrain(p.cluster, a.Pool, time.Since(start), drained.Left)
 			}

@@ -113,7 +113,9 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	// release in a preflight, not all of them at once (docs/preflight.md).
 	common := []string{"--artifact-dir", artifacts, "--log-level", "info", "--preflight-artifact-wave", "3"}
 	if cfg.DrainTimeout > 0 {
-		common = append(common, "--drain-timeout", cfg.DrainTimeout.String())
+		// The lab's MIG surge nodes get the same short bound as its
+		// bare-metal ones (the coordinator's default for them is an hour).
+		common = append(common, "--drain-timeout", cfg.DrainTimeout.String(), "--surge-drain-timeout", cfg.DrainTimeout.String())
 	}
 	if cfg.GateInterval > 0 {
 		common = append(common, "--gate-interval", cfg.GateInterval.String())

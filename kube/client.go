@@ -58,7 +58,12 @@ func WithTimeout(d time.Duration) Option {
 // rate limit is raised above client-go's 5 QPS because a drain polls the
 // node's pods and retries evictions; the limiter would otherwise add
 // real-time waits the injected clock does not control.
+//
+// A cfg past the caps of Validate is refused.
 func NewFromKubeconfig(cfg Config, kubeconfig []byte, opts ...Option) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kubeconfig: %w", ErrConfig, err)

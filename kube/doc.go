@@ -1,5 +1,6 @@
 // Package kube is molt's only door to the Kubernetes API: it cordons and
-// uncordons nodes, drains them best effort through the Eviction API, reads
+// uncordons nodes, marks a blue pool's nodes for the cluster autoscaler
+// (autoscaler.go), drains them best effort through the Eviction API, reads
 // node readiness and kubelet versions, and answers the preflight questions
 // "which pods are protected" and "which PodDisruptionBudgets block" —
 // PreflightReader gathers those, with node readiness and /readyz, as

@@ -36,8 +36,39 @@ type DrainOptions struct {
 	// do not hold them (blue/green's deletion of the blue pool, SPEC §7).
 	// The grace period is capped at MaxGracePeriod as for evictions.
 	Delete bool
-	// Timeout, when set, replaces DrainTimeout for this drain.
+	// Kind says what sort of node is drained, and so how long its drain
+	// honours PodDisruptionBudgets and grace periods.
+	Kind DrainKind
+	// Timeout, when set, replaces the Kind's timeout for this drain (the
+	// deletion of a blue pool's pods, bounded by its grace cap instead).
 	Timeout time.Duration
+}
+
+// DrainKind is the sort of node a drain empties; each has its own bound.
+type DrainKind int
+
+// Kinds of drain.
+const (
+	// DrainNode is a node upgraded in place (a bare-metal node, a MIG
+	// node of a blue/green pool): at most Config.DrainTimeout, 20 minutes
+	// (SPEC §6).
+	DrainNode DrainKind = iota
+	// DrainSurge is a node of a MIG pool upgraded by surge (replaced, or
+	// recreated when maxUnavailable allows): at most
+	// Config.SurgeDrainTimeout, one hour, as GKE's surge upgrades honour
+	// PodDisruptionBudgets and grace periods for up to an hour (SPEC §7).
+	DrainSurge
+)
+
+// timeout is how long a drain of opts waits at most.
+func (c Config) timeout(opts DrainOptions) time.Duration {
+	switch {
+	case opts.Timeout > 0:
+		return opts.Timeout
+	case opts.Kind == DrainSurge:
+		return c.SurgeDrainTimeout
+	}
+	return c.DrainTimeout
 }
 
 // PodRef names a pod.
@@ -95,7 +126,8 @@ type drainPod struct {
 }
 
 // Drain evicts the drainable pods of node through the Eviction API and waits
-// for them to leave, for at most DrainTimeout (SPEC §6, best effort).
+// for them to leave, for at most DrainTimeout, or SurgeDrainTimeout for a
+// MIG surge node (opts.Kind; SPEC §6, §7, best effort).
 //
 // Each eviction carries the pod's grace period capped at MaxGracePeriod. A
 // refusal (429 from a PodDisruptionBudget) is retried every EvictionBackoff.
@@ -108,10 +140,7 @@ type drainPod struct {
 func (c *Client) Drain(ctx context.Context, node string, opts DrainOptions) (DrainResult, error) {
 	clk := c.cfg.Clock
 	res := DrainResult{Started: clk.Now()}
-	timeout := c.cfg.DrainTimeout
-	if opts.Timeout > 0 {
-		timeout = opts.Timeout
-	}
+	timeout := c.cfg.timeout(opts)
 	deadline := res.Started.Add(timeout)
 	log := c.cfg.Logger.With("node", node, "automatic", opts.Automatic, "delete", opts.Delete)
 

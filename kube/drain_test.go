@@ -49,11 +49,15 @@ func podExists(t *testing.T, cp *kubetest.ControlPlane, ns, name string) *corev1
 	return p
 }
 
-func TestDrainPDBKeepsPodUntilTimeout(t *testing.T) {
-	cp := kubetest.Shared(t)
+// pdbBlockedNode makes a Ready node running web-1 (held by a
+// PodDisruptionBudget allowing no disruption, once the disruption
+// controller processed it) and free (held by nothing); it returns the
+// node and the namespace.
+func pdbBlockedNode(t *testing.T, cp *kubetest.ControlPlane) (node, ns string) {
+	t.Helper()
 	ctx := context.Background()
-	ns := cp.Namespace(t)
-	node := kubetest.UniqueName("pdb")
+	ns = cp.Namespace(t)
+	node = kubetest.UniqueName("pdb")
 	cp.CreateNode(t, node, kubetest.NodeStatus{Ready: true, KubeletVersion: "v1.33.6"})
 
 	// maxUnavailable needs the pods' controller scale: a ReplicaSet object
@@ -88,6 +92,13 @@ func TestDrainPDBKeepsPodUntilTimeout(t *testing.T) {
 		return p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1
 	}, "disruption controller did not process the PDB")
 
+	return node, ns
+}
+
+func TestDrainPDBKeepsPodUntilTimeout(t *testing.T) {
+	cp := kubetest.Shared(t)
+	ctx := context.Background()
+	node, ns := pdbBlockedNode(t, cp)
 	cfg, fc := testConfig(t, t0)
 	c := kube.New(cfg, cp.Clientset)
 
@@ -112,6 +123,30 @@ func TestDrainPDBKeepsPodUntilTimeout(t *testing.T) {
 	p := podExists(t, cp, ns, "web-1")
 	require.NotNil(t, p, "PDB-protected pod was removed")
 	require.Nil(t, p.DeletionTimestamp, "PDB-protected pod was evicted")
+}
+
+// TestSurgeDrainHonoursPDBForAnHour: a MIG surge node's drain
+// (DrainSurge) honours a PodDisruptionBudget for an hour, as GKE's surge
+// upgrades, where a bare-metal node's gives up after 20 minutes; on the
+// injected clock.
+func TestSurgeDrainHonoursPDBForAnHour(t *testing.T) {
+	cp := kubetest.Shared(t)
+	node, ns := pdbBlockedNode(t, cp)
+	cfg, fc := testConfig(t, t0)
+	c := kube.New(cfg, cp.Clientset)
+
+	res, err := drain(t, c, fc, cfg.PollInterval, node, kube.DrainOptions{Kind: kube.DrainSurge})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	took := res.Finished.Sub(res.Started)
+	require.GreaterOrEqual(t, took, kube.DefaultSurgeDrainTimeout, "a surge node's drain gave up before the hour")
+	require.Less(t, took, kube.DefaultSurgeDrainTimeout+cfg.PollInterval)
+	require.Equal(t, []kube.PodRef{{Namespace: ns, Name: "free"}}, res.Evicted)
+	require.Len(t, res.LeftBehind, 1)
+	require.Equal(t, kube.ReasonPDB, res.LeftBehind[0].Reason)
+	p := podExists(t, cp, ns, "web-1")
+	require.NotNil(t, p)
+	require.Nil(t, p.DeletionTimestamp, "the PDB-protected pod was evicted")
 }
 
 func TestDrainStuckTerminating(t *testing.T) {

@@ -96,3 +96,36 @@ func TestEvictFakeClientset(t *testing.T) {
 	}
 	require.Equal(t, 1, evictions)
 }
+
+// TestConfigCapsDrainTimeouts: a drain timeout is a setting that may
+// shorten the wait, never lengthen it past SPEC's bound for its kind of
+// node (20 minutes bare metal, an hour MIG surge); a larger one is
+// refused naming its rule, and NewFromKubeconfig refuses it too.
+func TestConfigCapsDrainTimeouts(t *testing.T) {
+	require.NoError(t, DefaultConfig().Validate())
+	require.NoError(t, Config{}.Validate(), "zero values stand for the defaults")
+	at := DefaultConfig()
+	at.DrainTimeout, at.SurgeDrainTimeout, at.MaxGracePeriod = 20*time.Minute, time.Hour, time.Hour
+	require.NoError(t, at.Validate())
+	require.Equal(t, 20*time.Minute, DefaultConfig().timeout(DrainOptions{}))
+	require.Equal(t, time.Hour, DefaultConfig().timeout(DrainOptions{Kind: DrainSurge}))
+
+	for _, tc := range []struct {
+		rule string
+		set  func(*Config)
+	}{
+		{"drain-timeout-max", func(c *Config) { c.DrainTimeout = 21 * time.Minute }},
+		{"surge-drain-timeout-max", func(c *Config) { c.SurgeDrainTimeout = 61 * time.Minute }},
+		{"max-grace-period-max", func(c *Config) { c.MaxGracePeriod = 2 * time.Hour }},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.set(&cfg)
+			err := cfg.Validate()
+			require.ErrorIs(t, err, ErrConfig)
+			require.ErrorContains(t, err, tc.rule+":")
+			_, err = NewFromKubeconfig(cfg, nil)
+			require.ErrorContains(t, err, tc.rule+":", "checked before the kubeconfig")
+		})
+	}
+}

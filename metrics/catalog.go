@@ -87,7 +87,9 @@ const (
 // exactly one series at 1 instead of none.
 var (
 	ClusterPhases = []string{"idle", "preflight", "refused", "running", "paused", "done", "failed", "cancelled", Unknown}
-	StepStates    = []string{"pending", "running", "paused", "done", "failed", Unknown}
+	// StepStates are a step's states; a pool step may end "cancelled"
+	// (resumable) or "rolled_back" (final).
+	StepStates = []string{"pending", "running", "paused", "done", "failed", "cancelled", "rolled_back", Unknown}
 	// PoolPhases covers bare-metal and surge pools (pending → running →
 	// done) and the blue/green phases of SPEC §7.
 	PoolPhases = []string{
@@ -132,7 +134,7 @@ var catalog = []Info{
 	{ClusterNodes, Gauge, []string{"cluster", "version"}, "Nodes of the cluster running each kubelet version.", ExporterCoordinator},
 	{ClusterSkewViolation, Gauge, []string{"cluster"}, "1 while the cluster breaks a version skew rule, else 0.", ExporterCoordinator},
 	{ClusterEndOfSupport, Gauge, []string{"cluster"}, "Unix time the cluster's current minor version reaches end of support.", ExporterCoordinator},
-	{ClusterBlockedPastEOS, Gauge, []string{"cluster"}, "1 while an exclusion or window keeps the cluster on a minor past end of support or blocks a required security patch.", ExporterCoordinator},
+	{ClusterBlockedPastEOS, Gauge, []string{"cluster"}, "1 while an exclusion or window leaves no chance to upgrade the cluster's minor before its end of support.", ExporterCoordinator},
 	{ClusterAutoUpgradeState, Gauge, []string{"cluster", "state"}, "1 for where the cluster stands with automatic upgrades (up-to-date, waiting-for-window, backoff, …), 0 for the others.", ExporterCoordinator},
 	{ClusterAutoUpgradeFailures, Gauge, []string{"cluster"}, "Automatic upgrades of the cluster in a row that did not finish (refused by preflight, failed or cancelled); 0 after one finishes.", ExporterCoordinator},
 	{ClusterAutoUpgradeNext, Gauge, []string{"cluster"}, "Unix time the backoff after the cluster's failed automatic upgrades ends; absent without a backoff.", ExporterCoordinator},

@@ -283,3 +283,16 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 }
+
+// TestCollectorStepEndStates: a pool step's end states other than done
+// and failed (cancelled, resumable; rolled_back, final) are exported as
+// themselves, not as unknown.
+func TestCollectorStepEndStates(t *testing.T) {
+	src := &fakeSource{raft: leaderRaft, now: t0, clusters: []ClusterView{{
+		Name: "c1", Phase: "cancelled",
+		Steps: []StepView{{Name: "pool/a", State: "cancelled"}, {Name: "pool/b", State: "rolled_back"}},
+	}}}
+	s := gather(t, NewCoordinatorCollector(src))
+	require.Equal(t, map[string]string{"cluster=c1,step=pool/a": "cancelled", "cluster=c1,step=pool/b": "rolled_back"},
+		hot(t, s, UpgradeStepState, "state"))
+}

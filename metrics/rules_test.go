@@ -167,3 +167,24 @@ func TestMetricRefs(t *testing.T) {
 		})
 	}
 }
+
+// TestEndOfSupportClaimsOnlyTheMinor: the end-of-support gauge is
+// computed from the minor's end of support and the maintenance policy
+// alone (coordinator clusterMetrics); the catalog marks no release as a
+// security fix, so neither the gauge's help, nor its alert, nor the docs
+// may say it reports a blocked security patch.
+func TestEndOfSupportClaimsOnlyTheMinor(t *testing.T) {
+	require.NotContains(t, lookup(ClusterBlockedPastEOS).Help, "security")
+	for _, f := range []string{rulesFile, rulesTestFile} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "security patch", f)
+	}
+	docs, err := os.ReadFile(observabilityD)
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(docs), "### MoltMinorPastEndOfSupport")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n### ")
+	require.NotContains(t, section, "keeps it from a required security patch")
+	require.Contains(t, section, "Neither the gauge nor this alert knows of security patches")
+}

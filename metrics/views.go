@@ -72,9 +72,12 @@ type ClusterView struct {
 	// EndOfSupport is the end-of-support date of the cluster's current
 	// minor; zero when unknown (no series is exported then).
 	EndOfSupport time.Time
-	// MinorBlockedPastEOS is true when a maintenance exclusion or window
-	// keeps the cluster on a minor past its end of support, or blocks a
-	// required security patch.
+	// MinorBlockedPastEOS is true when the maintenance policy (window and
+	// exclusions) gives a minor upgrade of the control plane no chance
+	// before the end of support of the cluster's minor. It says nothing of
+	// patches: the catalog does not mark which release fixes a
+	// vulnerability, so no gauge could know that a patch is a required
+	// security patch (docs/observability.md).
 	MinorBlockedPastEOS bool
 	// AutoUpgradeState is where the cluster stands with automatic
 	// upgrades (SPEC §14: one of AutoUpgradeStates); AutoUpgradeFailures

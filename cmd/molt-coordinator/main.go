@@ -84,11 +84,15 @@ func run() error {
 	keyFile := flag.String("encryption-key-file", "", "key file sealing kubeconfigs at rest, mode 0600, the same on every member (default: <data-dir>/"+encryptionKeyFile+"; created on bootstrap, received on join)")
 	newKey := flag.Bool("new-encryption-key", false, "put a new primary key first in --encryption-key-file (creating it when missing), print its ID and exit; docs/security.md")
 	kcfg := kube.DefaultConfig()
-	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain: go on after this long even with pods left behind")
-	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain")
+	flag.DurationVar(&kcfg.DrainTimeout, "drain-timeout", kcfg.DrainTimeout, "best-effort drain of a bare-metal (or blue/green) node: go on after this long even with pods left behind (at most 20m)")
+	flag.DurationVar(&kcfg.SurgeDrainTimeout, "surge-drain-timeout", kcfg.SurgeDrainTimeout, "best-effort drain of a MIG surge pool's node: PodDisruptionBudgets and grace periods are honoured this long (at most 1h)")
+	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain (at most 1h)")
 	flag.DurationVar(&kcfg.ProtectionAge, "protection-age", kcfg.ProtectionAge, "automatic upgrades do not evict safe-to-evict=false pods younger than this")
 	if err := envflag.Parse(flag.CommandLine, os.Args[1:], "MOLT_COORDINATOR_"); err != nil {
 		return err
+	}
+	if err := kcfg.Validate(); err != nil {
+		return err // a drain bound past SPEC's caps, named by its rule
 	}
 
 	var level slog.Level

@@ -157,7 +157,7 @@ type clusterOps struct{}
 
 func (o *clusterOps) Connect(string, []byte) (coordinator.ClusterOps, error) { return o, nil }
 func (*clusterOps) Cordon(context.Context, string) error                     { return nil }
-func (*clusterOps) Drain(context.Context, string, bool) (coordinator.Drained, error) {
+func (*clusterOps) Drain(context.Context, string, coordinator.DrainOptions) (coordinator.Drained, error) {
 	return coordinator.Drained{}, nil
 }
 func (*clusterOps) NodeReady(context.Context, string, string) error         { return nil }
@@ -176,7 +176,9 @@ func (*clusterOps) PreflightReader() preflight.ClusterReader               { ret
 func (*clusterOps) DeletePods(context.Context, string) ([]phases.LeftPod, error) {
 	return nil, nil
 }
-func (*clusterOps) DeleteNode(context.Context, string) error { return nil }
+func (*clusterOps) DeleteNode(context.Context, string) error     { return nil }
+func (*clusterOps) FreezeBlueNode(context.Context, string) error { return nil }
+func (*clusterOps) ThawBlueNode(context.Context, string) error   { return nil }
 
 type healthy struct{}
 
