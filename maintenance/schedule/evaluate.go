@@ -191,6 +191,16 @@ func (e *evaluator) decide(c *Cluster) Decision {
 		d.wake(eos)
 	}
 
+	// A cluster registered without a policy waits for its operator, even
+	// past its end of support: nothing has been said yet of when it may
+	// be disrupted.
+	if Held(auto, e.now) {
+		e.block(&d, StateBlockedByRule, holdBlock(auto.HeldUntil))
+		st.NextOpportunity = e.opportunity(c, kind, forced, auto.HeldUntil)
+		d.wake(auto.HeldUntil)
+		return d
+	}
+
 	// Backoff after failures: never a loop, whatever else allows.
 	if e.now.Before(auto.NextAttempt) {
 		state, blocks := StateBackoff, []Block{{Kind: BlockRule, Name: RuleBackoff, Until: auto.NextAttempt,
