@@ -173,6 +173,7 @@ func fleetKey(f *schedule.Fleet) uint64 {
 		num(int64(a.Failures))
 		at(a.NextAttempt)
 		at(a.LastMinorAt)
+		at(a.HeldUntil)
 		if a.Last != nil {
 			str(a.Last.Upgrade)
 			str(a.Last.Outcome)
