@@ -68,7 +68,8 @@ func TestRegistrationCarriesItsPolicy(t *testing.T) {
 // TestRegistrationHoldsAClusterWithoutPolicy: registered without a
 // policy, a cluster whose channel's target is ahead is held until the
 // hold the entry carries; a start decided anyway is refused as stale; an
-// empty policy ("any time") ends the hold.
+// upgrade an operator starts (automatic or not) is not held; an empty
+// policy ("any time") ends the hold.
 func TestRegistrationHoldsAClusterWithoutPolicy(t *testing.T) {
 	s, spec := registrationSim(t)
 	until := s.now.Add(24 * time.Hour)
@@ -85,6 +86,14 @@ func TestRegistrationHoldsAClusterWithoutPolicy(t *testing.T) {
 		Preflight: &PreflightRun{ID: "shop-1", Cluster: "shop", Target: phases.MustParseVersion("1.34.2"), CreatedAt: s.now, Deadline: s.now.Add(time.Minute)}, Now: s.now}
 	_, err := s.apply(CmdAutoStart, start)
 	require.ErrorIs(t, err, phases.ErrStale, "held")
+
+	// An upgrade an operator asks for is not held.
+	edge := spec
+	edge.Name, edge.Pools = "edge", []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "edge-cp"}}}}
+	s.must(CmdPutCluster, PutClusterCmd{Spec: edge, HoldUntil: until, Now: s.now})
+	s.must(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.2"),
+		Options: phases.Options{Automatic: true, StepLayout: phases.CurrentStepLayout}, Now: s.now})
+	require.Equal(t, schedule.StateRunning, s.status("edge").State)
 
 	s.must(CmdSetPolicy, SetPolicyCmd{Cluster: "shop", Policy: maintenance.Policy{}, Now: s.now})
 	r, _ := s.m.Cluster("shop")
