@@ -19,6 +19,14 @@ type ClusterSpec struct {
 	// HealthGates must hold after each node of every pool (SPEC §16,
 	// docs/health.md), besides each pool's own.
 	HealthGates []HealthGate `json:"healthGates,omitempty"`
+	// MaintenancePolicy, on PUT, is stored with the spec in one step,
+	// validated as PUT .../maintenance-policy validates one: an invalid
+	// policy refuses the whole request. Absent keeps the cluster's
+	// policy; a new cluster registered without one is held from
+	// automatic upgrades for the coordinator's registration hold
+	// (docs/auto-upgrades.md). Like Kubeconfig, it is never returned
+	// here: GET .../maintenance-policy returns it.
+	MaintenancePolicy *MaintenancePolicy `json:"maintenancePolicy,omitempty"`
 }
 
 // HealthGate is a PromQL expression that must hold after each node of a

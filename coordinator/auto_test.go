@@ -17,8 +17,10 @@ import (
 )
 
 // autoLab registers releases 1.33.6, 1.33.7 and 1.34.4 and cluster lab at
-// 1.33.6 on channel regular (whose target is not set yet), with its
-// agents running, and returns the spec.
+// 1.33.6 on channel regular (whose target is not set yet), with an "any
+// time" maintenance policy given at registration (without one it would
+// be held for the registration hold), with its agents running, and
+// returns the spec.
 func autoLab(t *testing.T, ctx context.Context, tc *testCluster) api.ClusterSpec {
 	t.Helper()
 	cl := tc.anyClient(0)
@@ -27,6 +29,7 @@ func autoLab(t *testing.T, ctx context.Context, tc *testCluster) api.ClusterSpec
 	}
 	spec := clusterSpec("lab", "1.33.6")
 	spec.Channel = "regular"
+	spec.MaintenancePolicy = &api.MaintenancePolicy{}
 	put(t, cl, "/v1/clusters/lab", spec)
 	runAgents(ctx, tc, "lab", nodeNames(spec))
 	waitAgents(t, tc, "lab", 7)

@@ -120,6 +120,13 @@ type Config struct {
 	// channel, a policy or a cluster, and when a decision falls due
 	// (scheduler.go). 0 means DefaultSchedulerInterval.
 	SchedulerInterval time.Duration
+	// RegistrationHold is how long automatic upgrades leave a cluster
+	// alone after a registration that carries no maintenance policy, so
+	// its operator has the chance to give one before the scheduler starts
+	// on it; storing any policy ends the hold (docs/auto-upgrades.md). It
+	// is recorded in the registration's entry. 0 means
+	// DefaultRegistrationHold; negative: no hold.
+	RegistrationHold time.Duration
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
@@ -137,6 +144,10 @@ const (
 
 // DefaultSchedulerInterval is the default of Config.SchedulerInterval.
 const DefaultSchedulerInterval = time.Minute
+
+// DefaultRegistrationHold is the default of Config.RegistrationHold: a
+// working day's turn for an operator to store a policy.
+const DefaultRegistrationHold = 24 * time.Hour
 
 // DefaultMaxConcurrentWork is the default of Config.MaxConcurrentWork.
 const DefaultMaxConcurrentWork = 64
@@ -175,6 +186,7 @@ func DefaultConfig() Config {
 		GateTimeout:           DefaultGateTimeout,
 		GateInterval:          DefaultGateInterval,
 		SchedulerInterval:     DefaultSchedulerInterval,
+		RegistrationHold:      DefaultRegistrationHold,
 		Clock:                 realClock{},
 	}
 }

@@ -93,6 +93,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.SchedulerInterval <= 0 {
 		cfg.SchedulerInterval = DefaultSchedulerInterval
 	}
+	if cfg.RegistrationHold == 0 {
+		cfg.RegistrationHold = DefaultRegistrationHold
+	}
 	if cfg.CloudRetryInterval <= 0 {
 		cfg.CloudRetryInterval = DefaultCloudRetryInterval
 	}

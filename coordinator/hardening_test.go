@@ -12,6 +12,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/maintenance"
 )
 
 // refusal is a request the API must refuse with a problem naming its rule,
@@ -124,6 +125,8 @@ func TestRefusedWritesAreRefusedBeforeTheLog(t *testing.T) {
 		{"a command without an upgrade", "POST", "/v1/clusters/lab/pools/workers/upgrade/cancel", "{}", 409, api.ProblemNoUpgrade, ""},
 		{"a user cluster of an unknown admin", "PUT", "/v1/clusters/u1", `{"kind":"user","adminCluster":"nope","version":"1.33.6","pools":[{"name":"cp","role":"controlPlane","nodes":[{"name":"n1"}]}]}`, 422, api.ProblemValidation, "admin-cluster"},
 		{"a cluster's version moved by hand", "PUT", "/v1/clusters/lab", string(mustJSON(t, clusterSpec("lab", "1.34.4"))), 422, api.ProblemValidation, "cluster-version"},
+		{"a registration with an invalid policy", "PUT", "/v1/clusters/shop", `{"kind":"standalone","version":"1.33.6","pools":[{"name":"cp","role":"controlPlane","nodes":[{"name":"n1"}]}],` +
+			`"maintenancePolicy":{"exclusions":[{"name":"x","start":"2030-01-02T00:00:00Z","end":"2030-01-01T00:00:00Z"}]}}`, 422, api.ProblemPolicyInvalid, maintenance.RuleExclusionEndBeforeStart},
 	})
 
 	// A result for an upgrade the cluster never had is not found, and

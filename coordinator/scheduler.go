@@ -18,9 +18,9 @@ import (
 // package maintenance/schedule's; the leader runs it from its loop (tick)
 // on every change of what it decides on — the catalog and its channels, a
 // policy, a cluster, an upgrade's state, an auto-upgrade record — when a
-// decision falls due by itself (a window opens, an exclusion or a backoff
-// ends, the catch-up pace or an end of support is reached), and at least
-// every Config.SchedulerInterval. Each decision is committed as a command
+// decision falls due by itself (a window opens, an exclusion, a
+// registration hold or a backoff ends, the catch-up pace or an end of
+// support is reached), and at least every Config.SchedulerInterval. Each decision is committed as a command
 // the state machine checks again on the state it lands on
 // (statemachine/auto.go): a start (CmdAutoStart, with the preflight run it
 // begins, as a manual start does) or the record of how the last attempt
@@ -173,6 +173,7 @@ func fleetKey(f *schedule.Fleet) uint64 {
 		num(int64(a.Failures))
 		at(a.NextAttempt)
 		at(a.LastMinorAt)
+		at(a.HeldUntil)
 		if a.Last != nil {
 			str(a.Last.Upgrade)
 			str(a.Last.Outcome)

@@ -3,9 +3,11 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 )
@@ -46,20 +48,39 @@ func (c *Coordinator) Releases() []api.Release {
 
 // PutCluster registers a cluster or updates its shape; an empty kubeconfig
 // keeps the one the cluster has. The kubeconfig is sealed before it is
-// proposed (secrets.go): the log holds only its envelope.
-func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error {
+// proposed (secrets.go): the log holds only its envelope. A policy is
+// stored with the spec in the same entry, validated as SetPolicy
+// validates one (an invalid one refuses the whole request); nil keeps the
+// cluster's, and a new cluster registered without one is held from
+// automatic upgrades for Config.RegistrationHold.
+func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error {
 	if err := c.admitCloud(ctx, &spec); err != nil {
 		return err
 	}
 	if err := spec.Admit(); err != nil {
 		return err
 	}
-	cmd := statemachine.PutClusterCmd{Spec: spec, Now: c.cfg.Clock.Now()}
+	now := c.cfg.Clock.Now()
+	cmd := statemachine.PutClusterCmd{Spec: spec, Policy: policy, Now: now}
+	if policy == nil && c.cfg.RegistrationHold > 0 {
+		// Applied only if the entry registers the cluster: the leader
+		// cannot know that before it lands.
+		cmd.HoldUntil = now.Add(c.cfg.RegistrationHold)
+	}
 	if err := c.sm.Precheck(cmd); err != nil {
 		return err
 	}
+	var notes []string
+	if policy != nil {
+		notes = append(notes, fmt.Sprintf("with a maintenance policy (window: %v, exclusions: %d)", policy.Window != nil, len(policy.Exclusions)))
+	}
 	if kubeconfig != "" {
-		noteAudit(ctx, func(r *AuditRecord) { r.Detail = "with a kubeconfig (sealed)" })
+		notes = append(notes, "with a kubeconfig (sealed)")
+	}
+	if len(notes) > 0 {
+		noteAudit(ctx, func(r *AuditRecord) { r.Detail = strings.Join(notes, "; ") })
+	}
+	if kubeconfig != "" {
 		sealed, err := c.sealKubeconfig(spec.Name, kubeconfig)
 		if err != nil {
 			return err

@@ -103,6 +103,9 @@ func (e *Env) RunAutomatic(ctx context.Context, o AutoOptions) (AutoReport, erro
 	var rep AutoReport
 	out := e.cfg.Out
 	e.step("maintenance window closed (a daily window that opens in 3 h); channel regular's auto-upgrade target → %s", o.To)
+	// The cluster was registered without a policy, so it is held from
+	// automatic upgrades (the registration hold); storing this one ends
+	// the hold before the target is set, and the window rules from then.
 	if err := e.SetWindow(ctx, false); err != nil {
 		return rep, err
 	}

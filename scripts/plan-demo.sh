@@ -3,8 +3,8 @@
 # coordinator member with its state in a fresh data directory. It registers the release catalog and the
 # lab cluster, shows the version rules refusing bad upgrades, plans the
 # upgrade to the next minor (the dry run: steps, batches, timeline,
-# disruption), sets a maintenance policy and asks when an automatic minor
-# upgrade may run next. (The real upgrade of a real cluster is `make demo`.)
+# disruption), and asks the maintenance policy it registered the cluster
+# with when an automatic minor upgrade may run next. (The real upgrade of a real cluster is `make demo`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -30,16 +30,16 @@ say "coordinator (embedded default: one Raft member, state in $DATA)"
 say "release catalog"
 for f in examples/release-*.yaml; do "$BIN/moltctl" release apply -f "$f"; done
 "$BIN/moltctl" release list
-say "register the lab cluster"
-"$BIN/moltctl" cluster apply -f examples/cluster-lab.yaml
+say "register the lab cluster on channel regular, with its maintenance policy (weekend nights, no minor upgrades in the sales season) in the same request"
+"$BIN/moltctl" cluster apply -f examples/cluster-lab.yaml --maintenance-policy examples/maintenance-policy.yaml
 "$BIN/moltctl" cluster get lab
 say "version rules refuse bad upgrades (nothing changes)"
 "$BIN/moltctl" upgrade start lab 1.35.0 --dry-run || true # skips minor 1.34
 "$BIN/moltctl" upgrade start lab 1.32.9 --dry-run || true # a downgrade
 say "plan of the upgrade to 1.34.4 (dry run)"
 "$BIN/moltctl" upgrade start lab 1.34.4 --dry-run
-say "maintenance policy: weekend nights, no minor upgrades in the sales season"
-"$BIN/moltctl" maintenance set lab -f examples/maintenance-policy.yaml
+say "the maintenance policy stored with the registration, and when changes may run"
+"$BIN/moltctl" maintenance get lab
 "$BIN/moltctl" maintenance check lab --target controlPlane --change minor --at 2026-12-02T23:00:00Z
 "$BIN/moltctl" maintenance check lab --target nodes --change patch --at 2026-12-05T23:00:00Z
 say "metrics"

@@ -7,7 +7,8 @@ import (
 )
 
 // ClusterSpecToAPI renders a cluster's shape for the wire. The result has
-// no Kubeconfig: the engine does not hold it, and the API never returns it.
+// no Kubeconfig and no MaintenancePolicy: the engine's spec holds neither,
+// and the API returns neither here.
 func ClusterSpecToAPI(s phases.ClusterSpec) api.ClusterSpec {
 	return api.ClusterSpec{
 		Name: s.Name, Kind: api.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
@@ -36,7 +37,8 @@ func healthGateFromAPI(d *fromAPI, where string, g api.HealthGate) phases.Health
 }
 
 // ClusterSpecFromAPI reads a cluster's shape from the wire; the Kubeconfig
-// is not part of it (the caller keeps it). It fails when the version is
+// and the MaintenancePolicy are not part of it (the caller keeps them,
+// MaintenancePolicyFromAPI). It fails when the version is
 // not "1.N.X"; the shape itself is judged by phases.ClusterSpec.Validate.
 func ClusterSpecFromAPI(s api.ClusterSpec) (phases.ClusterSpec, error) {
 	var d fromAPI

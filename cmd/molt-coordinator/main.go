@@ -76,6 +76,7 @@ func run() error {
 	gateInterval := flag.Duration("gate-interval", def.GateInterval, "how often a node's red or soaking health gates are looked at again")
 	schedInterval := flag.Duration("scheduler-interval", def.SchedulerInterval, "the longest the leader goes without a pass of the automatic-upgrade scheduler (it also passes on every change and when a window opens)")
 	perFamily := flag.Int("auto-upgrade-per-family", schedule.DefaultPerFamily, "upgrades in progress at once, automatic ones start only below it, in a family (an admin cluster and its user clusters; a standalone cluster alone)")
+	regHold := flag.Duration("registration-hold", def.RegistrationHold, "how long automatic upgrades leave a cluster registered without a maintenance policy alone; storing any policy ends it (0: no hold)")
 	fleetCap := flag.Int("auto-upgrade-fleet", 0, "upgrades in progress at once in the whole fleet that automatic starts respect (0: no bound beyond --auto-upgrade-per-family)")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	artifactDir := flag.String("artifact-dir", "", "directory served read-only at /artifacts/ (default: <data-dir>/artifacts)")
@@ -189,6 +190,10 @@ func run() error {
 	cfg.AuditMaxAge = *auditAge
 	cfg.HealthTimeout, cfg.GateTimeout, cfg.GateInterval = *healthTimeout, *gateTimeout, *gateInterval
 	cfg.SchedulerInterval = *schedInterval
+	cfg.RegistrationHold = *regHold
+	if *regHold == 0 {
+		cfg.RegistrationHold = -1 // none (0 in Config is the default)
+	}
 	cfg.AutoUpgradeLimits = schedule.Limits{PerFamily: *perFamily, Fleet: *fleetCap}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -181,13 +181,27 @@ func (c *cli) clusterCmd() *cobra.Command {
 		if err := readBody(f, &spec); err != nil {
 			return err
 		}
+		if pf, _ := cmd.Flags().GetString("maintenance-policy"); pf != "" {
+			// Stored with the spec in one request: a new cluster is
+			// never seen by the scheduler without it.
+			spec.MaintenancePolicy = new(api.MaintenancePolicy)
+			if err := readBody(pf, spec.MaintenancePolicy); err != nil {
+				return err
+			}
+		}
 		var cl api.Cluster
 		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/clusters/"+spec.Name, spec, &cl); err != nil {
 			return err
 		}
-		return c.print(cl, func() { fmt.Fprintf(c.out, "cluster %s registered at %s\n", cl.Spec.Name, cl.Status.Version) })
+		return c.print(cl, func() {
+			fmt.Fprintf(c.out, "cluster %s registered at %s\n", cl.Spec.Name, cl.Status.Version)
+			if spec.MaintenancePolicy != nil {
+				fmt.Fprintf(c.out, "maintenance policy stored with it (%d exclusion(s))\n", len(spec.MaintenancePolicy.Exclusions))
+			}
+		})
 	}}
 	apply.Flags().StringP("file", "f", "-", "file with the cluster spec (- for stdin)")
+	apply.Flags().String("maintenance-policy", "", "file with the maintenance policy (JSON or YAML, as `maintenance set` takes) to store with the spec, in the same request; it replaces the spec's maintenancePolicy")
 	cmd.AddCommand(apply, c.whyCmd())
 	return cmd
 }

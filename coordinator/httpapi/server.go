@@ -42,7 +42,7 @@ type Service interface {
 	PutRelease(ctx context.Context, r api.Release) error
 	Release(version string) (api.Release, error)
 	Releases() []api.Release
-	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string) error
+	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error
 	DeleteCluster(ctx context.Context, name string) error
 	Cluster(name string) (api.Cluster, error)
 	Clusters() []api.Cluster
@@ -545,7 +545,7 @@ func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "cluster-name", Detail: fmt.Sprintf("body name %q does not match the path's %q", spec.Name, name), Err: coordinator.ErrInvalid})
 		return
 	}
-	if err := h.svc.PutCluster(r.Context(), spec, body.Kubeconfig); err != nil {
+	if err := h.svc.PutCluster(r.Context(), spec, body.Kubeconfig, convert.MaintenancePolicyFromAPI(body.MaintenancePolicy)); err != nil {
 		writeProblem(w, r, err)
 		return
 	}

@@ -103,10 +103,10 @@ func (s *state) putChannel(c PutChannelCmd) (any, error) {
 
 // autoStart applies a start decision after checking, on this state, what
 // the decision rests on: no upgrade started since (Seq), the last attempt's
-// end recorded and its backoff over, the target within the channel's and
-// the maintenance policy open for the change at Now — or, for any cluster
-// on any channel or none, a minor upgrade off a minor past its end of
-// support — and the concurrency limits. The version rules, the skew and
+// end recorded and its backoff over, no registration hold, the target
+// within the channel's and the maintenance policy open for the change at
+// Now — or, for any cluster on any channel or none, a minor upgrade off a
+// minor past its end of support — and the concurrency limits. The version rules, the skew and
 // the preflight run are startUpgrade's. Which version the scheduler picks
 // (patches first, the catch-up pace) is the leader's choice and is not
 // judged again here.
@@ -141,6 +141,10 @@ func (s *state) checkAutoStart(r *ClusterRecord, c AutoStartCmd) error {
 		return fmt.Errorf("cluster %s: the end of attempt %s is not recorded yet: %w", name, r.Auto.Last.Upgrade, phases.ErrStale)
 	case c.Now.Before(r.Auto.NextAttempt):
 		return fmt.Errorf("cluster %s backs off until %s: %w", name, r.Auto.NextAttempt.Format(time.RFC3339), phases.ErrStale)
+	case schedule.Held(r.Auto, c.Now):
+		// A decision made on a cluster of the same name before it was
+		// deleted and registered again lands here with a matching Seq.
+		return fmt.Errorf("cluster %s is held after its registration until %s: %w", name, r.Auto.HeldUntil.Format(time.RFC3339), phases.ErrStale)
 	case !c.EndOfSupport && !schedule.Subscribed(r.Spec.Channel):
 		return fmt.Errorf("cluster %s is on no release channel: %w", name, phases.ErrStale)
 	case c.Kind != schedule.KindOf(r.StatusVersion, c.To):

@@ -84,6 +84,9 @@ type yearCluster struct {
 	workers int
 	win     *winSpec
 	excl    []maintenance.Exclusion
+	// heldUntil is the end of its registration hold (registered without
+	// a policy).
+	heldUntil time.Time
 }
 
 type yearStart struct {
@@ -143,24 +146,42 @@ func (s *yearSim) register(c *yearCluster) {
 		w.Nodes = append(w.Nodes, phases.Node{Name: fmt.Sprintf("%s-w%d", c.name, i)})
 	}
 	spec.Pools = append(spec.Pools, w)
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, Now: s.now})
-	s.setPolicy(c)
+	// As the coordinator registers: the policy in the same entry, or,
+	// without one, the registration hold of a day.
+	cmd := PutClusterCmd{Spec: spec, Policy: c.policy(), Now: s.now}
+	if cmd.Policy == nil {
+		c.heldUntil = s.now.Add(24 * time.Hour)
+		cmd.HoldUntil = c.heldUntil
+	}
+	s.must(CmdPutCluster, cmd)
 }
 
-func (s *yearSim) setPolicy(c *yearCluster) {
+// policy is c's maintenance policy; nil when it has neither a window nor
+// exclusions.
+func (c *yearCluster) policy() *maintenance.Policy {
 	if c.win == nil && len(c.excl) == 0 {
-		return
+		return nil
 	}
 	p := maintenance.Policy{Exclusions: c.excl}
 	if c.win != nil {
 		p.Window = c.win.window()
 	}
-	s.must(CmdSetPolicy, SetPolicyCmd{Cluster: c.name, Policy: p, Now: s.now})
+	return &p
+}
+
+func (s *yearSim) setPolicy(c *yearCluster) {
+	if p := c.policy(); p != nil {
+		s.must(CmdSetPolicy, SetPolicyCmd{Cluster: c.name, Policy: *p, Now: s.now})
+		c.heldUntil = time.Time{}
+	}
 }
 
 // allowed is the oracle: may an automatic change of kind on target run at
 // t on cluster c?
 func (s *yearSim) allowed(c *yearCluster, kind maintenance.ChangeKind, target phases.Target, t time.Time) bool {
+	if t.Before(c.heldUntil) {
+		return false
+	}
 	if c.win != nil && !c.win.open(t) {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore/command"
 )
@@ -71,6 +72,16 @@ type PutClusterCmd struct {
 	// it. secrets.go.
 	Kubeconfig string
 	Now        time.Time
+	// Policy is the maintenance policy given with the request, stored in
+	// the same apply as the spec and validated as CmdSetPolicy validates
+	// one (an invalid policy refuses the whole entry); nil keeps the
+	// cluster's policy (a new cluster has none). maintenance.go.
+	Policy *maintenance.Policy
+	// HoldUntil is the end of the registration hold the leader gives a
+	// cluster registered without a policy (schedule.State.HeldUntil): it
+	// applies only when the entry registers a new cluster and carries no
+	// Policy. Zero, as in entries from before the hold: none.
+	HoldUntil time.Time
 }
 
 // DeleteClusterCmd (CmdDeleteCluster) forgets a cluster that is not upgrading.

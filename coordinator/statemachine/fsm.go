@@ -10,6 +10,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore/command"
 )
@@ -200,10 +201,28 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	if exists && old.PendingUpgrade() != nil {
 		return nil, fmt.Errorf("cluster %s: upgrade %s is running; its shape cannot change now: %w", spec.Name, old.Upgrade.ID, ErrUpgradeInProgress)
 	}
+	// A policy given with the spec is judged on the cluster as the entry
+	// leaves it, and stored with the spec or not at all.
+	var policy *maintenance.Policy
+	if c.Policy != nil {
+		running := spec.Version
+		if exists {
+			running = old.StatusVersion
+		}
+		var err error
+		if policy, err = s.validPolicy(*c.Policy, s.policyContextFor(spec.Channel, running, c.Now)); err != nil {
+			return nil, err
+		}
+	}
 	if !exists {
 		r := &ClusterRecord{Spec: spec, StatusVersion: spec.Version,
 			AddonsVersion: spec.Version, LifecycleVersion: spec.Version, Agents: map[string]*AgentRecord{}}
 		r.setKubeconfig(c)
+		if policy != nil {
+			storePolicy(r, policy)
+		} else {
+			r.Auto.HeldUntil = c.HoldUntil
+		}
 		s.Clusters[spec.Name] = r
 		return nil, nil
 	}
@@ -220,6 +239,9 @@ func (s *state) putCluster(c PutClusterCmd) (any, error) {
 		return nil, &RuleError{Rule: "cluster-version", Detail: detail, Err: ErrInvalid}
 	}
 	old.Spec = spec
+	if policy != nil {
+		storePolicy(old, policy)
+	}
 	old.pruneAgentCerts()
 	old.setKubeconfig(c)
 	if u := old.Upgrade; u != nil && (u.State == phases.UpgradeCancelled || u.State == phases.UpgradeFailed) && !u.Closed {

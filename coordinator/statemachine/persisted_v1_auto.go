@@ -24,6 +24,7 @@ type autoStateV1 struct {
 	NextAttempt time.Time  `json:"nextAttempt,omitzero"`
 	LastMinorAt time.Time  `json:"lastMinorAt,omitzero"`
 	Last        *attemptV1 `json:"last,omitempty"`
+	HeldUntil   time.Time  `json:"heldUntil,omitzero"`
 }
 
 type attemptV1 struct {
@@ -57,14 +58,14 @@ func autoStateToV1(s schedule.State) *autoStateV1 {
 	if s == (schedule.State{}) {
 		return nil
 	}
-	return &autoStateV1{Failures: s.Failures, NextAttempt: s.NextAttempt, LastMinorAt: s.LastMinorAt, Last: conv.Ptr(s.Last, attemptToV1)}
+	return &autoStateV1{Failures: s.Failures, NextAttempt: s.NextAttempt, LastMinorAt: s.LastMinorAt, Last: conv.Ptr(s.Last, attemptToV1), HeldUntil: s.HeldUntil}
 }
 
 func (d *v1Decoder) autoState(s *autoStateV1) schedule.State {
 	if s == nil {
 		return schedule.State{}
 	}
-	return schedule.State{Failures: s.Failures, NextAttempt: s.NextAttempt, LastMinorAt: s.LastMinorAt, Last: conv.Ptr(s.Last, d.attempt)}
+	return schedule.State{Failures: s.Failures, NextAttempt: s.NextAttempt, LastMinorAt: s.LastMinorAt, Last: conv.Ptr(s.Last, d.attempt), HeldUntil: s.HeldUntil}
 }
 
 func attemptToV1(a schedule.Attempt) attemptV1 {

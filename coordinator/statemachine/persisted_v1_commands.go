@@ -46,6 +46,8 @@ type putClusterCmdV1 struct {
 	Kubeconfig       string        `json:"kubeconfig,omitempty"`
 	Now              time.Time     `json:"now"`
 	KubeconfigSealed string        `json:"kubeconfigSealed,omitempty"`
+	Policy           *policyV1     `json:"policy,omitempty"`
+	HoldUntil        time.Time     `json:"holdUntil,omitzero"`
 }
 
 func (c PutClusterCmd) persistedV1() any { return putClusterToV1(c) }
@@ -55,11 +57,13 @@ func (c PutClusterCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.per
 func (c *PutClusterCmd) UnmarshalJSON(b []byte) error { return unmarshalV1(b, c, putClusterFromV1) }
 
 func putClusterToV1(c PutClusterCmd) putClusterCmdV1 {
-	return putClusterCmdV1{Spec: clusterSpecToV1(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed}
+	return putClusterCmdV1{Spec: clusterSpecToV1(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed,
+		Policy: conv.Ptr(c.Policy, policyToV1), HoldUntil: c.HoldUntil}
 }
 
 func putClusterFromV1(d *v1Decoder, c putClusterCmdV1) PutClusterCmd {
-	return PutClusterCmd{Spec: d.clusterSpec(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed}
+	return PutClusterCmd{Spec: d.clusterSpec(c.Spec), Kubeconfig: c.Kubeconfig, Now: c.Now, KubeconfigSealed: c.KubeconfigSealed,
+		Policy: conv.Ptr(c.Policy, policyFromV1), HoldUntil: c.HoldUntil}
 }
 
 type deleteClusterCmdV1 struct {

@@ -40,11 +40,13 @@ type hold struct {
 // state. Adding a kind of blocker is adding it to this list.
 type blocker func(e *evaluator, s *step) hold
 
-// blockers in the order their state takes precedence: the last attempt's
-// failure first (it is what an operator must act on), then the pace, the
+// blockers in the order their state takes precedence: a registration
+// hold first (the operator has not said yet when the cluster may be
+// disrupted), then the last attempt's failure (it is what an operator must act on), then the pace, the
 // version rules and skew, the maintenance policy, and the concurrency
 // limits (which only another upgrade's end frees).
 var blockers = []blocker{
+	(*evaluator).registrationHold,
 	(*evaluator).backoffHold,
 	(*evaluator).paceHold,
 	(*evaluator).rulesHold,
@@ -61,6 +63,15 @@ func (e *evaluator) holds(s *step) []hold {
 		}
 	}
 	return out
+}
+
+// registrationHold: a cluster registered without a maintenance policy
+// waits for its operator, even past its end of support (hold.go).
+func (e *evaluator) registrationHold(s *step) hold {
+	if !Held(s.auto, e.now) {
+		return hold{}
+	}
+	return hold{state: StateBlockedByRule, notBefore: s.auto.HeldUntil, blocks: []Block{holdBlock(s.auto.HeldUntil)}}
 }
 
 // backoffHold: no automatic start before the backoff after failures ends,

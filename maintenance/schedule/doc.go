@@ -27,6 +27,9 @@
 //     patch of the current minor first, then the next minor (never two at
 //     once), at most one minor per maintenance.CatchUpInterval while the
 //     cluster is more than one minor behind its channel;
+//   - a cluster registered without a maintenance policy waits out its
+//     registration hold (State.HeldUntil), even past its end of support
+//     (hold.go);
 //   - the version rules and the admin/user skew of SPEC §3;
 //   - the maintenance window and the exclusions that cover the change
 //     (package maintenance), except for a minor past its end of support,

@@ -149,6 +149,12 @@ type State struct {
 	LastMinorAt time.Time
 	// Last is the last automatic attempt (nil: none yet).
 	Last *Attempt
+	// HeldUntil is when the cluster's registration hold ends: a cluster
+	// registered without a maintenance policy is not started on
+	// automatically before then, so its operator has the chance to give
+	// one (or to take it off its channel). Zero: no hold. Storing a
+	// policy ends it at once.
+	HeldUntil time.Time
 }
 
 // Cluster is what the scheduler reads of one cluster.
@@ -242,6 +248,9 @@ const (
 	RulePolicyInvalid = "policy-invalid"
 	RuleVersion       = "version-rules"
 	RuleNoOpportunity = "no-opportunity"
+	// RuleRegistrationHold holds a cluster registered without a
+	// maintenance policy until State.HeldUntil.
+	RuleRegistrationHold = "registration-hold"
 )
 
 // Block is one thing that holds an upgrade back.
