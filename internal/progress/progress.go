@@ -2,8 +2,8 @@
 // progress, so that the daemon pings systemd's watchdog only while every
 // loop does (systemd.Watchdog's healthy function). A loop that stopped
 // making progress — blocked on a lock, a channel or a call that never
-// returns — then goes unnoticed by nothing: the pings stop and systemd
-// restarts the process.
+// returns — then stops the pings, and systemd restarts the process, though
+// the goroutine that pings still runs.
 //
 // Time comes in through a clock function, so the rules are tested with a
 // fake clock.
