@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/progress"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -38,6 +39,8 @@ type Agent struct {
 	hooks        Hooks
 	metrics      Metrics
 	stage        *stage
+	// loops records the progress of the agent's loops (watchdog.go).
+	loops *progress.Loops
 
 	kick chan struct{} // asks the heartbeat loop to send now
 	// upgradeNamed is whether the last poll answer named the cluster's
@@ -121,6 +124,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.journal = j
 	a.stage = openStage(a.dataPath("stage"), cfg.StageMaxBytes, a.clock.Now, a.log)
+	a.loops = progress.New(a.clock.Now, cfg.WatchdogSlack)
 	return a, nil
 }
 
@@ -145,6 +149,8 @@ func (a *Agent) dataPath(elem ...string) string {
 // nil when ctx ends and an error only when the agent must stop — a hook
 // aborted an operation, or the journal cannot be written.
 func (a *Agent) Run(ctx context.Context) error {
+	a.loops.Watch(LoopMain, a.mainBound())
+	defer a.loops.Forget(LoopMain)
 	if err := a.ensureCredentials(ctx); err != nil {
 		if errors.Is(err, ErrConfig) {
 			return err
@@ -178,7 +184,8 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	retry := a.cfg.RetryMin
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, a.cfg.PollWait+10*time.Second)
+		a.loopTop(ctx, LoopMain)
+		pctx, cancel := context.WithTimeout(ctx, a.pollTimeout())
 		resp, err := a.client.Poll(pctx, a.cfg.Cluster, a.cfg.Node, a.cfg.PollWait)
 		cancel()
 		if err != nil {
@@ -227,7 +234,9 @@ func (a *Agent) stageKeeps(op api.Operation) bool {
 
 // handle executes (or re-reports) one operation and reports its result.
 func (a *Agent) handle(ctx context.Context, op api.Operation) error {
+	a.loops.Busy(LoopMain)
 	res, err := a.execute(ctx, op)
+	a.loops.Beat(LoopMain)
 	if err != nil {
 		if errors.Is(err, errStopped) || ctx.Err() != nil {
 			return nil // ctx ended mid-operation; the journal resumes it
@@ -249,10 +258,13 @@ func (a *Agent) handle(ctx context.Context, op api.Operation) error {
 func (a *Agent) register(ctx context.Context) error {
 	retry := a.cfg.RetryMin
 	for {
-		resp, err := a.client.Register(ctx, api.RegisterRequest{
+		a.loopTop(ctx, LoopMain)
+		rctx, cancel := withRequestTimeout(ctx)
+		resp, err := a.client.Register(rctx, api.RegisterRequest{
 			Cluster: a.cfg.Cluster, Node: a.cfg.Node,
 			Address: a.cfg.Address, AgentVersion: a.cfg.Version,
 		})
+		cancel()
 		if err == nil {
 			if resp.HeartbeatIntervalSeconds > 0 {
 				a.mu.Lock()
@@ -275,7 +287,10 @@ func (a *Agent) register(ctx context.Context) error {
 func (a *Agent) report(ctx context.Context, r api.OperationResult) {
 	retry := a.cfg.RetryMin
 	for ctx.Err() == nil {
-		err := a.client.ReportResult(ctx, a.cfg.Cluster, a.cfg.Node, r)
+		a.loopTop(ctx, LoopMain)
+		rctx, cancel := withRequestTimeout(ctx)
+		err := a.client.ReportResult(rctx, a.cfg.Cluster, a.cfg.Node, r)
+		cancel()
 		var p *api.Problem
 		if err == nil || (errors.As(err, &p) && p.Status >= 400 && p.Status < 500) {
 			if err != nil {
@@ -307,9 +322,12 @@ func (a *Agent) sleep(ctx context.Context, d time.Duration) time.Duration {
 // heartbeatLoop samples health every HealthCheckInterval and sends it when
 // it changed, when an operation finished, or when HeartbeatInterval passed.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
+	a.loops.Watch(LoopHeartbeat, a.heartbeatBound())
+	defer a.loops.Forget(LoopHeartbeat)
 	var lastSent time.Time
 	var lastBody []byte
 	for {
+		a.loopTop(ctx, LoopHeartbeat)
 		h := a.Health(ctx)
 		body, _ := json.Marshal(h)
 		a.mu.Lock()
@@ -317,7 +335,10 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		a.mu.Unlock()
 		if lastBody == nil || string(body) != string(lastBody) || a.clock.Now().Sub(lastSent) >= every {
 			h.Time = a.clock.Now()
-			if err := a.client.Heartbeat(ctx, h); err != nil {
+			rctx, cancel := withRequestTimeout(ctx)
+			err := a.client.Heartbeat(rctx, h)
+			cancel()
+			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}

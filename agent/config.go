@@ -89,6 +89,15 @@ type Config struct {
 	// Metrics records finished operations and heartbeats; nil records
 	// nothing. *metrics.AgentMetrics implements it.
 	Metrics Metrics
+	// WatchdogSlack is added to every loop's bound before Healthy calls
+	// the loop stalled (progress.New): room for what no deadline covers.
+	// Under systemd it is the unit's WatchdogSec.
+	WatchdogSlack time.Duration
+	// LoopHook, when set, is called at the top of every iteration of the
+	// agent's loops with the loop's name (LoopMain, LoopHeartbeat). Only
+	// a fault build of molt-agent sets it — to wedge a loop in the
+	// watchdog's tests by blocking in it; nil in production.
+	LoopHook func(ctx context.Context, loop string)
 }
 
 // DefaultStageMaxBytes is the default bound of the artifact stage: room

@@ -38,6 +38,7 @@ func (a *Agent) enroll(ctx context.Context) error {
 	}
 	retry := a.cfg.RetryMin
 	for {
+		a.loopTop(ctx, LoopMain)
 		err := a.enrollOnce(ctx)
 		if err == nil {
 			return nil

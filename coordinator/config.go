@@ -130,8 +130,12 @@ type Config struct {
 	// Recorder receives event metrics (node upgrades, drains, commits);
 	// nil records nothing.
 	Recorder *metrics.Recorder
-	Clock    Clock
-	Logger   *slog.Logger
+	// WatchdogSlack is added to the apply loop's bound before Healthy
+	// calls it stalled (watchdog.go): room for what no deadline covers.
+	// Under systemd it is the unit's WatchdogSec.
+	WatchdogSlack time.Duration
+	Clock         Clock
+	Logger        *slog.Logger
 }
 
 // Defaults of the health settings (Config.HealthTimeout, GateTimeout,

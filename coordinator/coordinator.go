@@ -26,6 +26,8 @@ type Coordinator struct {
 	wake     chan struct{}
 	dispatch *dispatcher
 	live     *liveness
+	// applies watches the Raft apply loop for the watchdog (watchdog.go).
+	applies applyWatch
 
 	mu       sync.Mutex
 	opsCache map[string]cachedOps

@@ -26,6 +26,11 @@ type Config struct {
 	// dials or accepts, below TLS: tests put faults between members with
 	// it (a member that stops answering). nil in production.
 	WrapConn func(net.Conn) net.Conn
+	// ApplyHook, when set, is called at the start of every FSM Apply, on
+	// Raft's FSM goroutine. Only a fault build of molt-coordinator sets
+	// it — to wedge the apply loop in the watchdog's tests by blocking in
+	// it; nil in production.
+	ApplyHook func()
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string

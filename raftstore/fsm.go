@@ -30,6 +30,16 @@ type fsm struct {
 	// configuration entries do not move it.
 	applied atomic.Uint64
 
+	// calls numbers the calls Raft's FSM goroutine makes (Apply,
+	// Snapshot, Restore); inCall is the number of the call in progress,
+	// 0 between calls. A watchdog that sees the same number twice, far
+	// enough apart, has found an apply loop that stopped (Store.FSMCall);
+	// an FSM with nothing to apply is between calls.
+	calls, inCall atomic.Uint64
+	// hook, when set, is called at the start of every Apply
+	// (Config.ApplyHook).
+	hook func()
+
 	mu      sync.RWMutex
 	members map[string]memberMeta // node ID → addresses, replicated
 }
@@ -64,6 +74,10 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 // IgnoreUnknown that this binary does not know. Going on would make this
 // replica's state differ from its peers' without anyone noticing.
 func (f *fsm) Apply(l *raft.Log) any {
+	defer f.leave(f.enter())
+	if f.hook != nil {
+		f.hook()
+	}
 	t, body, err := Decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: log entry %d undecodable, replicas diverged: %v", l.Index, err))
@@ -85,6 +99,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 // Snapshot takes the point-in-time copy. Raft calls it on the FSM goroutine,
 // between two Apply calls, so Machine.Snapshot sees a consistent state.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	defer f.leave(f.enter())
 	data, err := f.machine.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: machine snapshot: %w", err)
@@ -98,6 +113,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces all state with a snapshot's. Everything is parsed before
 // anything is swapped, so a bad snapshot leaves the old state in place.
 func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer f.leave(f.enter())
 	defer rc.Close()
 	s, err := readSnapshot(rc)
 	if err != nil {
@@ -112,5 +128,16 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.applied.Store(s.index)
 	return nil
 }
+
+// enter marks a call of Raft's FSM goroutine in progress and returns its
+// number.
+func (f *fsm) enter() uint64 {
+	n := f.calls.Add(1)
+	f.inCall.Store(n)
+	return n
+}
+
+// leave marks call n finished.
+func (f *fsm) leave(n uint64) { f.inCall.CompareAndSwap(n, 0) }
 
 var _ raft.FSM = (*fsm)(nil)

@@ -216,3 +216,26 @@ func TestSnapshotFormatIsStable(t *testing.T) {
 	want = append(want, sectionMachine, 0, 0, 0, 0, 0, 0, 0, 1, 'M')
 	require.Equal(t, want, b.Bytes())
 }
+
+// The call counter the watchdog reads (Store.FSMCall): 0 between calls,
+// a number of its own for each call while it is in progress.
+func TestFSMCallInProgress(t *testing.T) {
+	f, _ := newTestFSM(t)
+	var seen []uint64
+	f.hook = func() { seen = append(seen, f.inCall.Load()) }
+	require.Zero(t, f.inCall.Load(), "idle")
+	f.Apply(entry(t, 1, cmdPut, putBody{Key: "a", Value: "1"}))
+	require.Zero(t, f.inCall.Load(), "between calls")
+	snap, err := f.Snapshot()
+	require.NoError(t, err)
+	require.Zero(t, f.inCall.Load())
+	f.Apply(entry(t, 2, cmdPut, putBody{Key: "b", Value: "2"}))
+	require.Zero(t, f.inCall.Load())
+	require.Equal(t, []uint64{1, 3}, seen, "each Apply seen in progress under its own number; the Snapshot between them took 2")
+
+	var sink memSink
+	require.NoError(t, snap.Persist(&sink))
+	require.NoError(t, f.Restore(io.NopCloser(&sink.Buffer)))
+	require.Zero(t, f.inCall.Load(), "after a restore")
+	require.Equal(t, uint64(4), f.calls.Load())
+}

@@ -46,3 +46,11 @@ func (s *Store) Stats() Stats {
 	}
 	return st
 }
+
+// FSMCall is the number of the call Raft's FSM goroutine is making into
+// the state machine now (Apply, Snapshot or Restore), 0 when it is between
+// calls: waiting for committed entries, or with none to apply. Calls are
+// numbered from 1 in the order they start, so a caller that sees the same
+// non-zero number at two moments knows the apply loop made no progress in
+// between (coordinator's watchdog).
+func (s *Store) FSMCall() uint64 { return s.fsm.inCall.Load() }

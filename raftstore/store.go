@@ -75,6 +75,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.hook = cfg.ApplyHook
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}

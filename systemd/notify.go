@@ -35,11 +35,24 @@ func Stopping() error {
 	return err
 }
 
+// WatchdogInterval is the unit's WatchdogSec for this process, 0 when
+// the watchdog is not enabled (or not under systemd).
+func WatchdogInterval() time.Duration {
+	d, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 // Watchdog pings systemd's watchdog (WATCHDOG=1) at half of WatchdogSec
 // until ctx ends, so a hung process is killed and restarted by systemd.
 // healthy, when non-nil, is consulted before each ping: a false answer
-// skips the ping, letting systemd act. It returns at once when the
-// watchdog is not enabled for this process.
+// skips the ping, letting systemd act. molt's daemons pass a function that
+// is true only while their loops make progress (docs/agent.md,
+// "Watchdog"), so a process whose loops are wedged is restarted even
+// though this goroutine still runs. It returns at once when the watchdog
+// is not enabled for this process.
 func Watchdog(ctx context.Context, log *slog.Logger, healthy func() bool) {
 	interval, err := daemon.SdWatchdogEnabled(false)
 	if err != nil || interval == 0 {

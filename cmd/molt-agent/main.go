@@ -94,6 +94,10 @@ func run() error {
 		defer units.Close()
 		cfg.Units = units
 	}
+	cfg.WatchdogSlack = systemd.WatchdogInterval()
+	if loopHook != nil {
+		cfg.LoopHook = loopHook(cfg, log)
+	}
 	if *holdAt != "" && *holdFile != "" {
 		cfg.Hooks = holdHook(*holdAt, *holdFile, log)
 	}
@@ -120,12 +124,18 @@ func run() error {
 		log.Warn("sd_notify READY failed", "err", err)
 	}
 	_ = systemd.Status("running; coordinator " + cfg.Coordinator)
-	go systemd.Watchdog(ctx, log, nil)
+	// Pings only while every loop of the agent makes progress: a wedged
+	// loop stops them and systemd restarts the agent (docs/agent.md).
+	go systemd.Watchdog(ctx, log, a.Healthy)
 	log.Info("molt-agent started", "version", version, "coordinator", cfg.Coordinator, "node", cfg.Node)
 	err = a.Run(ctx)
 	_ = systemd.Stopping()
 	return err
 }
+
+// loopHook, when set, makes the agent's LoopHook. Only the fault build
+// sets it (faults.go, build tag faults); production binaries have none.
+var loopHook func(cfg agent.Config, log *slog.Logger) func(ctx context.Context, loop string)
 
 // holdHook pauses at step while file exists, so a test can kill the agent
 // at a known point of an operation.

@@ -174,6 +174,10 @@ func run() error {
 	cfg.Raft.DataDir = *dataDir
 	cfg.Raft.Bootstrap = *bootstrap
 	cfg.Raft.TLS = mt.raftTLS()
+	if applyHook != nil {
+		cfg.Raft.ApplyHook = applyHook(*dataDir, log)
+	}
+	cfg.WatchdogSlack = systemd.WatchdogInterval()
 	cfg.CA = mt.ca
 	cfg.BootstrapAdmin = admin
 	cfg.Keyring = keyring
@@ -228,7 +232,9 @@ func run() error {
 	log.Info("molt-coordinator started", "node_id", *nodeID, "http", *httpAddr, "raft", c.Store().RaftAddr(), "data_dir", *dataDir, "bootstrap", *bootstrap)
 	_ = systemd.Ready()
 	_ = systemd.Status("serving on " + *httpAddr)
-	go systemd.Watchdog(ctx, log, nil)
+	// Pings only while the Raft apply loop makes progress: a member whose
+	// FSM stopped applying is restarted by systemd (docs/agent.md).
+	go systemd.Watchdog(ctx, log, c.Healthy)
 	runErr := c.Run(ctx)
 	_ = systemd.Stopping()
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -239,6 +245,10 @@ func run() error {
 	}
 	return runErr
 }
+
+// applyHook, when set, makes the store's ApplyHook. Only the fault build
+// sets it (faults.go, build tag faults); production binaries have none.
+var applyHook func(dataDir string, log *slog.Logger) func()
 
 // joinCluster asks a member to add this one, retrying until a leader
 // accepts (members forward the request to the leader). The admin token is
