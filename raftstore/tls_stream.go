@@ -29,9 +29,11 @@ type TLSConfig struct {
 	// listener completes each handshake itself before Raft sees the
 	// connection (internal/tlsaccept): a peer that never finishes is
 	// closed after HandshakeTimeout, at most MaxHandshakes run at once
-	// (MaxHandshakesPerHost from one address; the members' own addresses
-	// may exceed MaxHandshakes), and one beyond a bound is closed at once.
-	// Zero values take tlsaccept's defaults (10 s, 256, 16).
+	// and MaxHandshakesPerHost from one address. One from an address at
+	// its bound is closed at once; with every slot taken, the oldest
+	// handshake is closed to make room. The members' own addresses are
+	// never closed to make room and may exceed MaxHandshakes. Zero values
+	// take tlsaccept's defaults (10 s, 256, 16).
 	HandshakeTimeout     time.Duration
 	MaxHandshakes        int
 	MaxHandshakesPerHost int

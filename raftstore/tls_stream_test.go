@@ -244,7 +244,7 @@ func TestRaftPortClosesStalledHandshakes(t *testing.T) {
 		clock.advance(tlsaccept.DefaultHandshakeTimeout)
 		return closedByPeer(idle) && closedByPeer(half)
 	})
-	require.GreaterOrEqual(t, f.s.HandshakeStats().Refused[tlsaccept.ReasonTimeout], uint64(2))
+	waitFor(t, "both are counted", func() bool { return f.s.HandshakeStats().Refused[tlsaccept.ReasonTimeout] >= 2 })
 
 	// An agent's certificate from the cluster CA: refused in the handshake.
 	agent := certFor(t, "w1", true)
@@ -264,10 +264,11 @@ func TestRaftPortClosesStalledHandshakes(t *testing.T) {
 	waitKV(t, nodes, map[string]kvEntry{"after": {"stall", v}})
 }
 
-// TestRaftPortBoundsHandshakes: with a follower's handshake bounds taken
-// by stalled connections from other hosts, one more is closed at once (no
-// deadline passes), and still the leader reconnects to the follower after
-// every connection between them was cut, and replicates to it.
+// TestRaftPortBoundsHandshakes: with a follower's handshake slots taken
+// by stalled connections from other hosts, one more from a host at its
+// bound is closed at once, one from a new host takes the oldest one's slot
+// (no deadline passes), and still the leader reconnects to the follower
+// after every connection between them was cut, and replicates to it.
 func TestRaftPortBoundsHandshakes(t *testing.T) {
 	clock := &handshakeClock{}
 	nodes, trackers := tlsCluster(t, clock, func(c *TLSConfig) {
@@ -280,18 +281,21 @@ func TestRaftPortBoundsHandshakes(t *testing.T) {
 	waitKV(t, nodes, map[string]kvEntry{"a": {"1", va}})
 
 	// Members' handshakes are done; four stalled ones take every slot.
+	var stalled []net.Conn
 	for i, src := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.2", "127.0.0.3"} {
-		stall(t, f.s.RaftAddr(), src)
+		stalled = append(stalled, stall(t, f.s.RaftAddr(), src))
 		waitFor(t, "the handshake is in progress", func() bool { return f.s.HandshakeStats().InProgress >= i+1 })
 	}
 	require.Equal(t, 4, f.s.HandshakeStats().InProgress)
 
-	// Beyond the bound per host (a fourth from .2) and in total (.4).
-	for i, src := range []string{"127.0.0.2", "127.0.0.4"} {
-		c := stall(t, f.s.RaftAddr(), src)
-		waitFor(t, "the connection beyond the bound is closed", func() bool { return closedByPeer(c) })
-		require.Equal(t, uint64(i+1), f.s.HandshakeStats().Refused[tlsaccept.ReasonLimit])
-	}
+	// Beyond the bound per host: a fourth from .2 is closed.
+	c := stall(t, f.s.RaftAddr(), "127.0.0.2")
+	waitFor(t, "the connection beyond its host's bound is closed", func() bool { return closedByPeer(c) })
+	require.Equal(t, uint64(1), f.s.HandshakeStats().Refused[tlsaccept.ReasonLimit])
+	// Beyond the total: .4 takes the oldest one's slot.
+	stalled = append(stalled, stall(t, f.s.RaftAddr(), "127.0.0.4"))
+	waitFor(t, "the oldest handshake is closed", func() bool { return closedByPeer(stalled[0]) })
+	require.Equal(t, uint64(2), f.s.HandshakeStats().Refused[tlsaccept.ReasonLimit])
 	require.Zero(t, f.s.HandshakeStats().Refused[tlsaccept.ReasonTimeout], "no deadline passed")
 
 	// Cut every Raft connection of the follower: the leader must dial it
@@ -300,9 +304,14 @@ func TestRaftPortBoundsHandshakes(t *testing.T) {
 	vb := putAny(t, nodes, "b", "2")
 	waitKV(t, nodes, map[string]kvEntry{"a": {"1", va}, "b": {"2", vb}})
 	require.Greater(t, trackers[f.cfg.NodeID].acceptedSoFar(), before, "the follower accepted a new member connection")
+	for _, c := range stalled[1:] {
+		require.False(t, closedByPeer(c), "a member's handshake evicts no one")
+	}
 	require.Equal(t, 4, f.s.HandshakeStats().InProgress, "the stalled handshakes still hold their slots")
 
 	clock.advance(tlsaccept.DefaultHandshakeTimeout)
-	waitFor(t, "the deadline frees the slots", func() bool { return f.s.HandshakeStats().InProgress == 0 })
-	require.Equal(t, uint64(4), f.s.HandshakeStats().Refused[tlsaccept.ReasonTimeout])
+	waitFor(t, "the deadline frees the slots", func() bool {
+		st := f.s.HandshakeStats()
+		return st.InProgress == 0 && st.Refused[tlsaccept.ReasonTimeout] == 4
+	})
 }

@@ -155,8 +155,9 @@ func (m *memberTLS) serverTLS() *tls.Config {
 // Bounds of the API's TLS listener. Agents (thousands, one address each)
 // and operators connect here, so they are wider than the Raft port's
 // defaults: a member restart makes its agents reconnect together, and a
-// site's agents may share one NAT address. A connection beyond them is
-// closed at once and its agent retries.
+// site's agents may share one NAT address. A connection closed for them
+// (its address at its bound, or the oldest handshake when every slot is
+// taken) is retried by its agent.
 const (
 	apiMaxHandshakes        = 1024
 	apiMaxHandshakesPerHost = 64

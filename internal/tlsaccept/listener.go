@@ -9,13 +9,19 @@
 // hashicorp/raft's transport is) then holds the descriptor for ever. Here
 // the handshake runs under a deadline (Config.HandshakeTimeout), at most
 // Config.MaxHandshakes run at once and at most Config.MaxHandshakesPerHost
-// from one remote address. A connection beyond a bound is closed at once:
-// the accept loop never waits for a slow peer. Accept returns only
+// from one remote address. The accept loop never waits for a slow peer: a
+// connection beyond its host's bound is closed at once, and with every slot
+// taken the oldest handshake in progress is closed to make room. A real
+// peer finishes within a round trip or two, so a flood would have to open
+// MaxHandshakes connections within that time to crowd it out, while
+// stalled handshakes from many addresses can no longer hold every slot
+// until their deadline. Accept returns only
 // *tls.Conn values whose handshake succeeded, so net/http still sees the
 // negotiated protocol (HTTP/2).
 package tlsaccept
 
 import (
+	"container/list"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -45,8 +51,9 @@ type Reason string
 
 // The reasons, a fixed set (metric label values).
 const (
-	// ReasonLimit: a bound on handshakes in progress was reached; the
-	// connection was closed at once.
+	// ReasonLimit: a bound on handshakes in progress was reached: a new
+	// connection beyond its host's bound was closed at once, or the
+	// oldest handshake was closed to make room for a new one.
 	ReasonLimit Reason = "limit"
 	// ReasonTimeout: the handshake did not finish within HandshakeTimeout.
 	ReasonTimeout Reason = "timeout"
@@ -82,10 +89,11 @@ type Config struct {
 	MaxHandshakesPerHost int
 	// Reserved, when set, names remote addresses exempt from
 	// MaxHandshakes (they still count towards it, and
-	// MaxHandshakesPerHost still applies to them): on the Raft port, the
-	// members' own hosts, so that a flood from many hosts cannot keep a
-	// member from reconnecting. It is called only while MaxHandshakes is
-	// reached, from the accept loop: it must be quick.
+	// MaxHandshakesPerHost still applies to them), whose handshakes are
+	// never closed to make room: on the Raft port, the members' own
+	// hosts, so that no flood can keep a member from reconnecting. It is
+	// called once per accepted connection, from the accept loop: it must
+	// be quick.
 	Reserved func(netip.Addr) bool
 	// Wrap, when set, wraps each accepted connection below TLS (tests put
 	// faults between Raft members with it).
@@ -122,6 +130,7 @@ type Listener struct {
 	mu         sync.Mutex
 	inProgress int
 	perHost    map[netip.Addr]int
+	queue      list.List // *pending, oldest first
 
 	refused [3]atomic.Uint64 // by index in Reasons
 }
@@ -214,14 +223,16 @@ func (l *Listener) loop() {
 			continue
 		}
 		delay = 0
-		host := remoteHost(raw)
-		if !l.admit(host) {
-			raw.Close()
+		ctx, cancel := context.WithCancel(l.ctx)
+		p, ok := l.admit(raw, remoteHost(raw), cancel)
+		if !ok {
+			cancel()
 			l.refuse(ReasonLimit)
+			raw.Close()
 			continue
 		}
 		l.wg.Add(1)
-		go l.handshake(raw, host)
+		go l.handshake(ctx, raw, p)
 	}
 }
 
@@ -238,27 +249,69 @@ func (l *Listener) sleep(d time.Duration) bool {
 	}
 }
 
-// admit takes a handshake slot for host, or reports that none is free.
-func (l *Listener) admit(host netip.Addr) bool {
+// pending is one handshake in progress.
+type pending struct {
+	conn     net.Conn // the raw connection
+	host     netip.Addr
+	reserved bool
+	cancel   context.CancelFunc
+	elem     *list.Element
+	evicted  bool // closed to make room; its slot is already free
+}
+
+// admit takes a handshake slot for host, closing the oldest handshake
+// from an unreserved host when every slot is taken, or reports that none
+// may be had: the host is at its own bound, or only reserved hosts'
+// handshakes are in progress.
+func (l *Listener) admit(conn net.Conn, host netip.Addr, cancel context.CancelFunc) (*pending, bool) {
+	reserved := l.cfg.Reserved != nil && l.cfg.Reserved(host)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.perHost[host] >= l.cfg.MaxHandshakesPerHost {
-		return false
+		return nil, false
 	}
-	if l.inProgress >= l.cfg.MaxHandshakes && (l.cfg.Reserved == nil || !l.cfg.Reserved(host)) {
-		return false
+	if l.inProgress >= l.cfg.MaxHandshakes && !reserved {
+		var oldest *pending
+		for e := l.queue.Front(); e != nil; e = e.Next() {
+			if p := e.Value.(*pending); !p.reserved {
+				oldest = p
+				break
+			}
+		}
+		if oldest == nil {
+			return nil, false
+		}
+		l.removeLocked(oldest)
+		oldest.evicted = true
+		l.refuse(ReasonLimit) // counted before closed, so whoever sees it closed sees it counted
+		// Closed here, not only by crypto/tls on the cancel: its
+		// descriptor is free before the new connection takes the slot.
+		oldest.conn.Close()
+		oldest.cancel()
 	}
+	p := &pending{conn: conn, host: host, reserved: reserved, cancel: cancel}
+	p.elem = l.queue.PushBack(p)
 	l.inProgress++
 	l.perHost[host]++
-	return true
+	return p, true
 }
 
-func (l *Listener) release(host netip.Addr) {
+// release frees p's slot unless it was freed when p was evicted; it
+// reports whether p was evicted.
+func (l *Listener) release(p *pending) (evicted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !p.evicted {
+		l.removeLocked(p)
+	}
+	return p.evicted
+}
+
+func (l *Listener) removeLocked(p *pending) {
+	l.queue.Remove(p.elem)
 	l.inProgress--
-	if l.perHost[host]--; l.perHost[host] <= 0 {
-		delete(l.perHost, host)
+	if l.perHost[p.host]--; l.perHost[p.host] <= 0 {
+		delete(l.perHost, p.host)
 	}
 }
 
@@ -274,35 +327,34 @@ func (l *Listener) refuse(r Reason) {
 }
 
 // handshake runs one server handshake under the deadline and hands the
-// connection to Accept, or closes it.
-func (l *Listener) handshake(raw net.Conn, host netip.Addr) {
+// connection to Accept, or closes it. ctx is p's: cancelled to evict it.
+func (l *Listener) handshake(ctx context.Context, raw net.Conn, p *pending) {
 	defer l.wg.Done()
+	defer p.cancel()
 	conn := raw
 	if l.cfg.Wrap != nil {
 		conn = l.cfg.Wrap(raw)
 	}
 	tc := tls.Server(conn, l.cfg.TLS)
-	ctx, cancel := context.WithCancel(l.ctx)
 	var timedOut atomic.Bool
 	// Cancelling the context makes crypto/tls close the connection,
 	// which ends a handshake blocked in a read.
 	stop := l.cfg.Clock.AfterFunc(l.cfg.HandshakeTimeout, func() {
 		timedOut.Store(true)
-		cancel()
+		p.cancel()
 	})
 	err := tc.HandshakeContext(ctx)
 	stop()
-	cancel()
-	l.release(host)
+	evicted := l.release(p)
 	if err != nil {
-		tc.Close()
-		if l.ctx.Err() == nil { // not a refusal when we are closing
-			if timedOut.Load() {
-				l.refuse(ReasonTimeout)
-			} else {
-				l.refuse(ReasonFailed)
-			}
+		switch {
+		case evicted || l.ctx.Err() != nil: // counted when evicted; not a refusal when closing
+		case timedOut.Load():
+			l.refuse(ReasonTimeout)
+		default:
+			l.refuse(ReasonFailed)
 		}
+		tc.Close()
 		return
 	}
 	select {

@@ -209,7 +209,7 @@ func TestStalledHandshakeClosedAtDeadline(t *testing.T) {
 	clock.Advance(time.Second)
 	waitFor(t, "the stalled connection is closed", func() bool { return closedByServer(idle) })
 	waitFor(t, "its slot is free", inProgress(l, 0))
-	require.Equal(t, uint64(1), l.Stats().Refused[ReasonTimeout])
+	waitFor(t, "the timeout is counted", func() bool { return l.Stats().Refused[ReasonTimeout] == 1 })
 	mu.Lock()
 	require.Equal(t, []Reason{ReasonTimeout}, seen)
 	mu.Unlock()
@@ -225,31 +225,39 @@ func TestHalfHandshakeClosedAtDeadline(t *testing.T) {
 	waitFor(t, "the handshake is in progress", inProgress(l, 1))
 	clock.Advance(DefaultHandshakeTimeout)
 	waitFor(t, "the half handshake is closed", func() bool { return closedByServer(c) })
-	require.Equal(t, uint64(1), l.Stats().Refused[ReasonTimeout])
+	waitFor(t, "the timeout is counted", func() bool { return l.Stats().Refused[ReasonTimeout] == 1 })
 }
 
-// TestBeyondTheBoundsClosedAtOnce: with the bounds reached, a new
-// connection is closed without waiting for any deadline, per host and in
-// total; a reserved host still gets in beyond the total, and a real
-// client completes its handshake and is accepted meanwhile.
+// TestBeyondTheBoundsClosedAtOnce: with a host at its bound, its next
+// connection is closed at once; with every slot taken, the oldest
+// handshake is closed to make room for a new host's, never a reserved
+// host's; a reserved host gets in beyond the total, and a real client
+// completes its handshake and is accepted meanwhile. No deadline passes.
 func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
 	reserved := netip.MustParseAddr("127.0.0.1")
 	l, clock, accepted := listen(t, Config{MaxHandshakes: 4, MaxHandshakesPerHost: 2,
 		Reserved: func(a netip.Addr) bool { return a == reserved }})
 
 	var stalled []net.Conn
-	for _, src := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"} {
+	for _, src := range []string{"127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.0.3"} {
 		stalled = append(stalled, dialFrom(t, l, src))
 		waitFor(t, "the handshake is in progress", inProgress(l, len(stalled)))
 	}
 
-	// Per host: a third from 127.0.0.2. In total: a first from 127.0.0.4.
-	for i, src := range []string{"127.0.0.2", "127.0.0.4"} {
-		c := dialFrom(t, l, src)
-		waitFor(t, "the connection beyond the bound is closed", func() bool { return closedByServer(c) })
-		require.Equal(t, uint64(i+1), l.Stats().Refused[ReasonLimit])
+	// Per host: a third from 127.0.0.2 is closed.
+	c := dialFrom(t, l, "127.0.0.2")
+	waitFor(t, "the connection beyond its host's bound is closed", func() bool { return closedByServer(c) })
+	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
+
+	// In total: 127.0.0.4 gets the slot of the oldest unreserved
+	// handshake (the first from 127.0.0.2); the reserved one stays.
+	fourth := dialFrom(t, l, "127.0.0.4")
+	waitFor(t, "the oldest unreserved handshake is closed", func() bool { return closedByServer(stalled[1]) })
+	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit])
+	waitFor(t, "the new one holds a slot", inProgress(l, 4))
+	for _, c := range []net.Conn{stalled[0], stalled[2], stalled[3], fourth} {
+		require.False(t, closedByServer(c))
 	}
-	require.Equal(t, 4, l.Stats().InProgress)
 
 	// The reserved host gets in beyond the total and completes.
 	p := testCerts(t)
@@ -266,14 +274,23 @@ func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
 	_, err = io.ReadFull(srv, make([]byte, 1))
 	require.NoError(t, err)
 
-	// None of the stalled ones was closed by the bound; the deadline
-	// frees every slot.
-	for _, c := range stalled {
-		require.False(t, closedByServer(c))
-	}
+	// The deadline frees every slot.
 	clock.Advance(DefaultHandshakeTimeout)
-	waitFor(t, "every slot is free", inProgress(l, 0))
-	require.Equal(t, uint64(4), l.Stats().Refused[ReasonTimeout])
+	waitFor(t, "every slot is free and counted", func() bool {
+		return l.Stats().InProgress == 0 && l.Stats().Refused[ReasonTimeout] == 4
+	})
+	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit], "an evicted handshake is counted once")
+}
+
+// TestOnlyReservedInProgress: with every slot held by reserved hosts, a
+// new connection from another host is closed at once.
+func TestOnlyReservedInProgress(t *testing.T) {
+	l, _, _ := listen(t, Config{MaxHandshakes: 1, Reserved: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }})
+	dialFrom(t, l, "127.0.0.1")
+	waitFor(t, "the handshake is in progress", inProgress(l, 1))
+	c := dialFrom(t, l, "127.0.0.2")
+	waitFor(t, "the new connection is closed", func() bool { return closedByServer(c) })
+	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
 }
 
 // TestFailedHandshakeNeverAccepted: a client without a certificate fails
