@@ -72,6 +72,7 @@ const (
 	PreflightChecksTotal        = "molt_preflight_checks_total"
 	RaftCommitDuration          = "molt_raft_commit_duration_seconds"
 	RaftLeaderChangesTotal      = "molt_raft_leader_changes_total"
+	HandshakesRefusedTotal      = "molt_tls_handshakes_refused_total"
 	AgentOperationsReported     = "molt_agent_operations_reported_total"
 	NodeRollbacksTotal          = "molt_node_rollbacks_total"
 	HealthGateChecksTotal       = "molt_health_gate_checks_total"
@@ -104,6 +105,11 @@ var (
 		"backoff", "running", "paused-at-window-end", "blocked-by-rule", "starting", Unknown}
 	// CloudWaitReasons are why a MIG pool's steps wait for the cloud.
 	CloudWaitReasons = []string{"quota", "stockout"}
+	// Listeners are the coordinator's TLS listeners and HandshakeReasons
+	// why one closed a connection before its handshake finished
+	// (internal/tlsaccept).
+	Listeners        = []string{"api", "raft"}
+	HandshakeReasons = []string{"limit", "timeout", "failed"}
 	// PoolNodeStates partition a pool's nodes; they sum to its size.
 	PoolNodeStates = []string{"pending", "upgrading", "done", "failed"}
 )
@@ -157,6 +163,7 @@ var catalog = []Info{
 	{PreflightChecksTotal, Counter, []string{"cluster", "check", "result"}, "Preflight check results (pass, warn, fail).", ExporterCoordinator},
 	{RaftCommitDuration, Histogram, nil, "Time from proposing a Raft command to its commit on this leader.", ExporterCoordinator},
 	{RaftLeaderChangesTotal, Counter, nil, "Raft leader changes this member observed.", ExporterCoordinator},
+	{HandshakesRefusedTotal, Counter, []string{"listener", "reason"}, "Connections this member closed before their TLS handshake finished, by listener (api, raft) and reason (limit: beyond the bound on handshakes in progress; timeout: not finished within 10 s; failed: refused or broken).", ExporterCoordinator},
 	{AgentOperationsReported, Counter, []string{"kind", "result"}, "Agent operation results as reported to the coordinator.", ExporterCoordinator},
 	{NodeRollbacksTotal, Counter, []string{"cluster", "pool", "result"}, "Nodes taken back to the version before the upgrade (a pool rollback), by result (succeeded, failed).", ExporterCoordinator},
 	{HealthGateChecksTotal, Counter, []string{"cluster", "pool", "gate", "result"}, "Health gate checks after a node, by gate and result (green, red).", ExporterCoordinator},

@@ -22,6 +22,7 @@ type Recorder struct {
 	agentOperations     *prometheus.CounterVec
 	nodeRollbacks       *prometheus.CounterVec
 	gateChecks          *prometheus.CounterVec
+	handshakesRefused   *prometheus.CounterVec
 }
 
 // NewRecorder creates the coordinator's event metrics and registers them
@@ -42,7 +43,20 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		agentOperations:     counterVec(f, AgentOperationsReported),
 		nodeRollbacks:       counterVec(f, NodeRollbacksTotal),
 		gateChecks:          counterVec(f, HealthGateChecksTotal),
+		handshakesRefused:   handshakesRefused(f),
 	}
+}
+
+// handshakesRefused creates the refusal counter with every listener and
+// reason at 0, so that the first refusal is an increase() can see.
+func handshakesRefused(f promauto.Factory) *prometheus.CounterVec {
+	v := counterVec(f, HandshakesRefusedTotal)
+	for _, l := range Listeners {
+		for _, r := range HandshakeReasons {
+			v.WithLabelValues(l, r)
+		}
+	}
+	return v
 }
 
 // NodeUpgraded records one finished node upgrade (cordon to uncordon) in a
@@ -112,6 +126,13 @@ func (r *Recorder) RaftCommit(d time.Duration) {
 // LeaderChange records that this member observed a new Raft leader.
 func (r *Recorder) LeaderChange() {
 	r.leaderChanges.Inc()
+}
+
+// HandshakeRefused records a connection that listener ("api", "raft")
+// closed before its TLS handshake finished, and why ("limit", "timeout",
+// "failed").
+func (r *Recorder) HandshakeRefused(listener, reason string) {
+	r.handshakesRefused.WithLabelValues(listener, reason).Inc()
 }
 
 // AgentOperation records the result of an agent operation as the agent

@@ -109,8 +109,11 @@ func TestRecorderRaftAndPreflightAndAgentOps(t *testing.T) {
 	r.PreflightCheck("c", "disk_space", "fail")
 	r.PreflightCheck("c", "skew", "pass")
 	r.AgentOperation("UpgradeBinary", ResultSucceeded)
+	r.HandshakeRefused("raft", "timeout")
 
 	require.Equal(t, 2.0, testutil.ToFloat64(r.leaderChanges))
+	require.Equal(t, 1.0, testutil.ToFloat64(r.handshakesRefused.WithLabelValues("raft", "timeout")))
+	require.Equal(t, 0.0, testutil.ToFloat64(r.handshakesRefused.WithLabelValues("api", "limit")), "every series exists from the start")
 	require.Equal(t, 1, testutil.CollectAndCount(r.raftCommit))
 	require.Equal(t, 2.0, testutil.ToFloat64(r.preflightChecks.WithLabelValues("c", "disk_space", "fail")))
 	require.Equal(t, 1.0, testutil.ToFloat64(r.preflightChecks.WithLabelValues("c", "skew", "pass")))

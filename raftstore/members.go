@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
 )
 
 // Member is one Raft member as this replica sees it.
@@ -76,4 +78,25 @@ func (f *fsm) memberSnapshot() map[string]memberMeta {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return maps.Clone(f.members)
+}
+
+// isMemberHost reports whether ip is the host of a member's Raft address
+// in the replicated metadata. The Raft listener lets members' addresses
+// start handshakes beyond its bound, so that a flood from elsewhere cannot
+// keep a member from reconnecting. Addresses given as names do not match:
+// resolving them on every accept during a flood would cost more than the
+// exemption is worth.
+func (f *fsm) isMemberHost(ip netip.Addr) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, m := range f.members {
+		host, _, err := net.SplitHostPort(m.RaftAddr)
+		if err != nil {
+			continue
+		}
+		if a, err := netip.ParseAddr(host); err == nil && a.Unmap() == ip {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,10 @@
 package raftstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/moltproject/molt/internal/tlsaccept"
+)
 
 // Stats is a point-in-time view of this member's Raft state, for metrics and
 // the raft-members API.
@@ -54,3 +58,12 @@ func (s *Store) Stats() Stats {
 // non-zero number at two moments knows the apply loop made no progress in
 // between (coordinator's watchdog).
 func (s *Store) FSMCall() uint64 { return s.fsm.inCall.Load() }
+
+// HandshakeStats reports the Raft listener's handshakes in progress and the
+// connections it closed before they reached Raft; zero without TLS.
+func (s *Store) HandshakeStats() tlsaccept.Stats {
+	if s.stream == nil {
+		return tlsaccept.Stats{}
+	}
+	return s.stream.Stats()
+}

@@ -41,8 +41,10 @@ type Store struct {
 	fsm   *fsm
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	logs  logStore
-	lock  *os.File // lockDataDir's
+	// stream is the TLS listener and dialer under trans; nil without TLS.
+	stream *tlsStream
+	logs   logStore
+	lock   *os.File // lockDataDir's
 
 	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
 	fanout   leaderFanout
@@ -128,8 +130,9 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		Logger:          hlog.Named("transport"),
 	}
 	var trans *raft.NetworkTransport
+	var stream *tlsStream
 	if cfg.TLS != nil {
-		stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.WrapConn)
+		stream, err = newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.WrapConn, f.isMemberHost)
 		if err != nil {
 			return fail(fmt.Errorf("raftstore: transport: %w", err))
 		}
@@ -148,6 +151,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		log:      log,
 		fsm:      f,
 		trans:    trans,
+		stream:   stream,
 		logs:     logs,
 		lock:     lock,
 		notifyCh: make(chan bool, 8),

@@ -5,9 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/moltproject/molt/internal/tlsaccept"
 )
 
 // TLSConfig secures the Raft transport: members accept only peers that
@@ -20,17 +23,41 @@ type TLSConfig struct {
 	// Client verifies the peer against the cluster CA and presents this
 	// member's certificate.
 	Client *tls.Config
+
+	// The Raft port is open to anyone who can reach it, and
+	// hashicorp/raft reads accepted connections with no deadline. So the
+	// listener completes each handshake itself before Raft sees the
+	// connection (internal/tlsaccept): a peer that never finishes is
+	// closed after HandshakeTimeout, at most MaxHandshakes run at once
+	// and MaxHandshakesPerHost from one address. One from an address at
+	// its bound is closed at once; with every slot taken, the oldest
+	// handshake is closed to make room. The members' own addresses are
+	// never closed to make room and may exceed MaxHandshakes. Zero values
+	// take tlsaccept's defaults (10 s, 256, 16).
+	HandshakeTimeout     time.Duration
+	MaxHandshakes        int
+	MaxHandshakesPerHost int
+	// OnHandshakeRefused, when set, is told of every connection closed
+	// before it reached Raft (metrics); it must not block.
+	OnHandshakeRefused func(tlsaccept.Reason)
+	// HandshakeClock schedules handshake deadlines; nil is the wall
+	// clock. Tests inject a fake one.
+	HandshakeClock tlsaccept.Clock
 }
 
-// tlsStream is a raft.StreamLayer over TLS on TCP.
+// tlsStream is a raft.StreamLayer over TLS on TCP. Its listener hands
+// Raft only connections whose handshake succeeded, so only peers the
+// server configuration accepts (members) ever reach Raft.
 type tlsStream struct {
-	net.Listener
+	*tlsaccept.Listener
 	advertise net.Addr
 	client    *tls.Config
 	wrap      func(net.Conn) net.Conn // Config.WrapConn, or nil
 }
 
-func newTLSStream(bind string, advertise net.Addr, cfg *TLSConfig, wrap func(net.Conn) net.Conn) (*tlsStream, error) {
+// newTLSStream listens on bind. reserved reports the members' own
+// addresses, exempt from MaxHandshakes.
+func newTLSStream(bind string, advertise net.Addr, cfg *TLSConfig, wrap func(net.Conn) net.Conn, reserved func(netip.Addr) bool) (*tlsStream, error) {
 	if cfg.Server == nil || cfg.Client == nil {
 		return nil, errors.New("raftstore: TLS needs a server and a client configuration")
 	}
@@ -48,24 +75,17 @@ func newTLSStream(bind string, advertise net.Addr, cfg *TLSConfig, wrap func(net
 		ln.Close()
 		return nil, errors.New("raftstore: the Raft address is unspecified (0.0.0.0); set RaftAdvertiseAddr")
 	}
-	if wrap != nil {
-		ln = wrappingListener{ln, wrap}
-	}
-	return &tlsStream{Listener: tls.NewListener(ln, cfg.Server), advertise: advertise, client: cfg.Client, wrap: wrap}, nil
-}
-
-// wrappingListener passes every accepted connection through wrap.
-type wrappingListener struct {
-	net.Listener
-	wrap func(net.Conn) net.Conn
-}
-
-func (l wrappingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return l.wrap(c), nil
+	gl := tlsaccept.New(ln, tlsaccept.Config{
+		TLS:                  cfg.Server,
+		HandshakeTimeout:     cfg.HandshakeTimeout,
+		MaxHandshakes:        cfg.MaxHandshakes,
+		MaxHandshakesPerHost: cfg.MaxHandshakesPerHost,
+		Reserved:             reserved,
+		Wrap:                 wrap,
+		OnRefused:            cfg.OnHandshakeRefused,
+		Clock:                cfg.HandshakeClock,
+	})
+	return &tlsStream{Listener: gl, advertise: advertise, client: cfg.Client, wrap: wrap}, nil
 }
 
 func (s *tlsStream) Addr() net.Addr { return s.advertise }

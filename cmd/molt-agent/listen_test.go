@@ -77,3 +77,45 @@ func get(t *testing.T, url string) (string, int) {
 	require.NoError(t, err)
 	return string(b), resp.StatusCode
 }
+
+// TestListenerBoundsConnections: with maxConns connections open that send
+// nothing, one more is closed at once and counted, and once they are gone
+// the listener serves again.
+func TestListenerBoundsConnections(t *testing.T) {
+	reg, _ := newRegistry()
+	l, err := listen("127.0.0.1:0", newHandler(reg), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(l.close)
+	var idle []net.Conn
+	for range maxConns {
+		c, err := net.Dial("tcp", l.addr.String())
+		require.NoError(t, err)
+		idle = append(idle, c)
+	}
+	extra, err := net.Dial("tcp", l.addr.String())
+	require.NoError(t, err)
+	defer extra.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.refused.Load() == 0 {
+		require.True(t, time.Now().Before(deadline), "no connection refused")
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err = extra.Read(make([]byte, 1))
+	require.Error(t, err, "the connection beyond the bound is closed")
+
+	for _, c := range idle {
+		c.Close()
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + l.addr.String() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the listener does not serve again: %v", err)
+		time.Sleep(10 * time.Millisecond)
+	}
+}

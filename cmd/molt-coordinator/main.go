@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +32,7 @@ import (
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/envflag"
+	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
@@ -201,15 +201,18 @@ func run() error {
 	cfg.AutoUpgradeLimits = schedule.Limits{PerFamily: *perFamily, Fleet: *fleetCap}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg.Recorder = metrics.NewRecorder(reg)
+	rec := metrics.NewRecorder(reg)
+	cfg.Recorder = rec
+	cfg.Raft.TLS.OnHandshakeRefused = func(r tlsaccept.Reason) { rec.HandshakeRefused("raft", string(r)) }
 
 	tcp, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", *httpAddr, err)
 	}
 	// TLS only: a plain HTTP request gets the server's 400 "client sent
-	// an HTTP request to an HTTPS server" and reaches no handler.
-	ln := tls.NewListener(tcp, mt.serverTLS())
+	// an HTTP request to an HTTPS server" and reaches no handler. The
+	// handshake is bounded before net/http sees the connection (apiListener).
+	ln := apiListener(tcp, mt.serverTLS(), func(r tlsaccept.Reason) { rec.HandshakeRefused("api", string(r)) })
 	c, err := coordinator.New(cfg)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/seal"
 	"github.com/moltproject/molt/trust"
@@ -149,6 +150,35 @@ func (m *memberTLS) serverTLS() *tls.Config {
 	c := trust.ServerConfig(m.ca.Pool(), m.getCert)
 	c.NextProtos = api.ServerProtocols
 	return c
+}
+
+// Bounds of the API's TLS listener. Agents (thousands, one address each)
+// and operators connect here, so they are wider than the Raft port's
+// defaults: a member restart makes its agents reconnect together, and a
+// site's agents may share one NAT address. A connection closed for them
+// (its address at its bound, or the oldest handshake when every slot is
+// taken) is retried by its agent.
+const (
+	apiMaxHandshakes        = 1024
+	apiMaxHandshakesPerHost = 64
+)
+
+// apiListener is the API's TLS listener: it finishes each handshake before
+// net/http sees the connection, within tlsaccept's 10 s, with at most
+// apiMaxHandshakes in progress (apiMaxHandshakesPerHost per address).
+// net/http bounds a handshake by ReadHeaderTimeout when it does it itself,
+// but not how many run at once: 20,000 connections that never send a byte
+// held 20,000 descriptors of the member's process, shared with Raft and
+// its log, for 10 s each, and a client reconnecting as fast as it is
+// closed held them for good. Accept returns *tls.Conn, so HTTP/2 is still
+// negotiated.
+func apiListener(tcp net.Listener, cfg *tls.Config, onRefused func(tlsaccept.Reason)) net.Listener {
+	return tlsaccept.New(tcp, tlsaccept.Config{
+		TLS:                  cfg,
+		MaxHandshakes:        apiMaxHandshakes,
+		MaxHandshakesPerHost: apiMaxHandshakesPerHost,
+		OnRefused:            onRefused,
+	})
 }
 
 // clientTransport dials other members (forwarding to the leader) with the

@@ -1,0 +1,329 @@
+package tlsaccept
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/trust"
+)
+
+// waitTimeout bounds every poll; generous for a loaded shared machine.
+const waitTimeout = 30 * time.Second
+
+// fakeClock fires AfterFunc callbacks only when advanced.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Duration
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Duration
+	f       func()
+	stopped bool
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now + d, f: f}
+	c.timers = append(c.timers, t)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !t.stopped
+		t.stopped = true
+		return was
+	}
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now += d
+	var due []func()
+	for _, t := range c.timers {
+		if !t.stopped && t.at <= c.now {
+			t.stopped = true
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// pki is a CA with a server and a client certificate for loopback.
+type pki struct {
+	ca     *trust.CA
+	server *tls.Certificate
+	client *tls.Certificate
+}
+
+var (
+	pkiOnce sync.Once
+	testPKI pki
+)
+
+func testCerts(t *testing.T) pki {
+	t.Helper()
+	pkiOnce.Do(func() {
+		ca, err := trust.NewCA("tlsaccept test CA", time.Now())
+		if err != nil {
+			panic(err)
+		}
+		issue := func(id string) *tls.Certificate {
+			key, err := trust.NewKey()
+			if err != nil {
+				panic(err)
+			}
+			certPEM, err := ca.IssueMember(id, []string{"127.0.0.1"}, key.Public(), time.Now())
+			if err != nil {
+				panic(err)
+			}
+			keyPEM, err := trust.EncodeKey(key)
+			if err != nil {
+				panic(err)
+			}
+			kp, err := trust.KeyPair(certPEM, keyPEM, ca.Cert)
+			if err != nil {
+				panic(err)
+			}
+			return &kp
+		}
+		testPKI = pki{ca: ca, server: issue("server"), client: issue("client")}
+	})
+	return testPKI
+}
+
+func (p pki) serverTLS() *tls.Config {
+	c := trust.ServerConfig(p.ca.Pool(), func() (*tls.Certificate, error) { return p.server, nil })
+	c.ClientAuth = tls.RequireAndVerifyClientCert
+	return c
+}
+
+func (p pki) clientTLS(withCert bool) *tls.Config {
+	var get func() (*tls.Certificate, error)
+	if withCert {
+		get = func() (*tls.Certificate, error) { return p.client, nil }
+	}
+	return trust.ClientConfig(p.ca.Pool(), get)
+}
+
+// listen starts a Listener on loopback with a fake clock and a goroutine
+// that accepts and collects connections.
+func listen(t *testing.T, cfg Config) (*Listener, *fakeClock, <-chan net.Conn) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	clock := &fakeClock{}
+	cfg.Clock = clock
+	if cfg.TLS == nil {
+		cfg.TLS = testCerts(t).serverTLS()
+	}
+	l := New(inner, cfg)
+	accepted := make(chan net.Conn, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		require.NoError(t, l.Close())
+		<-done
+	})
+	return l, clock, accepted
+}
+
+// dialFrom opens a raw TCP connection to l from a loopback source address
+// (127.0.0.x: each is a host of its own) that sends nothing.
+func dialFrom(t *testing.T, l *Listener, src string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer reports whether the server closed c: a read returns EOF
+// or a reset. It waits for at most a short while per poll (a live
+// connection sends nothing, so the read times out).
+func closedByServer(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return err != nil
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func inProgress(l *Listener, n int) func() bool {
+	return func() bool { return l.Stats().InProgress == n }
+}
+
+// TestStalledHandshakeClosedAtDeadline: a peer that connects and sends
+// nothing holds its slot until the handshake deadline, then is closed and
+// counted; tls.NewListener would keep it until the peer leaves.
+func TestStalledHandshakeClosedAtDeadline(t *testing.T) {
+	var mu sync.Mutex
+	var seen []Reason
+	l, clock, _ := listen(t, Config{HandshakeTimeout: 10 * time.Second, OnRefused: func(r Reason) {
+		mu.Lock()
+		seen = append(seen, r)
+		mu.Unlock()
+	}})
+	idle := dialFrom(t, l, "127.0.0.1")
+	waitFor(t, "the handshake is in progress", inProgress(l, 1))
+
+	clock.Advance(9 * time.Second)
+	require.False(t, closedByServer(idle), "closed before the deadline")
+	require.Equal(t, 1, l.Stats().InProgress)
+
+	clock.Advance(time.Second)
+	waitFor(t, "the stalled connection is closed", func() bool { return closedByServer(idle) })
+	waitFor(t, "its slot is free", inProgress(l, 0))
+	waitFor(t, "the timeout is counted", func() bool { return l.Stats().Refused[ReasonTimeout] == 1 })
+	mu.Lock()
+	require.Equal(t, []Reason{ReasonTimeout}, seen)
+	mu.Unlock()
+}
+
+// TestHalfHandshakeClosedAtDeadline: a peer that sends the start of a
+// ClientHello and stops is treated as one that sends nothing.
+func TestHalfHandshakeClosedAtDeadline(t *testing.T) {
+	l, clock, _ := listen(t, Config{})
+	c := dialFrom(t, l, "127.0.0.1")
+	_, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}) // a record header, a few bytes of hello
+	require.NoError(t, err)
+	waitFor(t, "the handshake is in progress", inProgress(l, 1))
+	clock.Advance(DefaultHandshakeTimeout)
+	waitFor(t, "the half handshake is closed", func() bool { return closedByServer(c) })
+	waitFor(t, "the timeout is counted", func() bool { return l.Stats().Refused[ReasonTimeout] == 1 })
+}
+
+// TestBeyondTheBoundsClosedAtOnce: with a host at its bound, its next
+// connection is closed at once; with every slot taken, the oldest
+// handshake is closed to make room for a new host's, never a reserved
+// host's; a reserved host gets in beyond the total, and a real client
+// completes its handshake and is accepted meanwhile. No deadline passes.
+func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
+	reserved := netip.MustParseAddr("127.0.0.1")
+	l, clock, accepted := listen(t, Config{MaxHandshakes: 4, MaxHandshakesPerHost: 2,
+		Reserved: func(a netip.Addr) bool { return a == reserved }})
+
+	var stalled []net.Conn
+	for _, src := range []string{"127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.0.3"} {
+		stalled = append(stalled, dialFrom(t, l, src))
+		waitFor(t, "the handshake is in progress", inProgress(l, len(stalled)))
+	}
+
+	// Per host: a third from 127.0.0.2 is closed.
+	c := dialFrom(t, l, "127.0.0.2")
+	waitFor(t, "the connection beyond its host's bound is closed", func() bool { return closedByServer(c) })
+	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
+
+	// In total: 127.0.0.4 gets the slot of the oldest unreserved
+	// handshake (the first from 127.0.0.2); the reserved one stays.
+	fourth := dialFrom(t, l, "127.0.0.4")
+	waitFor(t, "the oldest unreserved handshake is closed", func() bool { return closedByServer(stalled[1]) })
+	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit])
+	waitFor(t, "the new one holds a slot", inProgress(l, 4))
+	for _, c := range []net.Conn{stalled[0], stalled[2], stalled[3], fourth} {
+		require.False(t, closedByServer(c))
+	}
+
+	// The reserved host gets in beyond the total and completes.
+	p := testCerts(t)
+	tc, err := tls.Dial("tcp", l.Addr().String(), p.clientTLS(true))
+	require.NoError(t, err)
+	defer tc.Close()
+	srv := <-accepted
+	defer srv.Close()
+	stc, ok := srv.(*tls.Conn)
+	require.True(t, ok, "Accept returns the *tls.Conn")
+	require.True(t, stc.ConnectionState().HandshakeComplete)
+	_, err = tc.Write([]byte("x"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(srv, make([]byte, 1))
+	require.NoError(t, err)
+
+	// The deadline frees every slot.
+	clock.Advance(DefaultHandshakeTimeout)
+	waitFor(t, "every slot is free and counted", func() bool {
+		return l.Stats().InProgress == 0 && l.Stats().Refused[ReasonTimeout] == 4
+	})
+	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit], "an evicted handshake is counted once")
+}
+
+// TestOnlyReservedInProgress: with every slot held by reserved hosts, a
+// new connection from another host is closed at once.
+func TestOnlyReservedInProgress(t *testing.T) {
+	l, _, _ := listen(t, Config{MaxHandshakes: 1, Reserved: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }})
+	dialFrom(t, l, "127.0.0.1")
+	waitFor(t, "the handshake is in progress", inProgress(l, 1))
+	c := dialFrom(t, l, "127.0.0.2")
+	waitFor(t, "the new connection is closed", func() bool { return closedByServer(c) })
+	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
+}
+
+// TestFailedHandshakeNeverAccepted: a client without a certificate fails
+// the handshake in the listener and never reaches Accept.
+func TestFailedHandshakeNeverAccepted(t *testing.T) {
+	l, _, accepted := listen(t, Config{})
+	p := testCerts(t)
+	c, err := tls.Dial("tcp", l.Addr().String(), p.clientTLS(false))
+	if err == nil {
+		// TLS 1.3: the client learns of the refusal on its first read.
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+	}
+	require.Error(t, err)
+	waitFor(t, "the failure is counted", func() bool { return l.Stats().Refused[ReasonFailed] == 1 })
+	require.Empty(t, accepted)
+	require.Equal(t, 0, l.Stats().InProgress)
+}
+
+// TestCloseEndsHandshakesInProgress: Close aborts stalled handshakes and
+// returns once they ended, counting none as refused.
+func TestCloseEndsHandshakesInProgress(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := New(inner, Config{TLS: testCerts(t).serverTLS(), Clock: &fakeClock{}})
+	c, err := net.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	waitFor(t, "the handshake is in progress", inProgress(l, 1))
+	require.NoError(t, l.Close())
+	require.Equal(t, 0, l.Stats().InProgress)
+	require.Zero(t, l.Stats().Refused[ReasonTimeout]+l.Stats().Refused[ReasonFailed])
+	_, err = l.Accept()
+	require.ErrorIs(t, err, net.ErrClosed)
+	waitFor(t, "the client sees the close", func() bool { return closedByServer(c) })
+}
