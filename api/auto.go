@@ -21,7 +21,9 @@ type Channel struct {
 }
 
 // ChannelUpdate is the body of PUT /v1/channels/{name}: each version must
-// be in the release catalog; an empty one unsets it.
+// be in the release catalog; an empty one unsets it. Both fields are
+// required on the wire (the coordinator refuses a body that leaves one
+// out, rule channel-update): a version is unset only by sending "".
 type ChannelUpdate struct {
 	DefaultVersion    string `json:"defaultVersion"`
 	AutoUpgradeTarget string `json:"autoUpgradeTarget"`

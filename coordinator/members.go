@@ -2,12 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // Bounds of a join request (POST /v1/members).
@@ -123,8 +125,9 @@ func checkHostPort(addr string) error {
 	return nil
 }
 
-// RemoveMember removes a member (leader only). Removing an ID that is not
-// a member changes nothing and is not an error.
+// RemoveMember removes a member (leader only). An ID that is not a member
+// is refused (404, rule member-unknown) and changes nothing: a typo in an
+// ID must not read as a removal that happened.
 //
 // Removal needs a leader, and a leader needs a quorum of voters: a voter
 // that never answers (Join refuses one whose Raft address does not
@@ -134,6 +137,9 @@ func checkHostPort(addr string) error {
 // (docs/api.md, Members).
 func (c *Coordinator) RemoveMember(ctx context.Context, id string) error {
 	if err := c.store.Remove(ctx, id); err != nil {
+		if errors.Is(err, raftstore.ErrUnknownMember) {
+			return &RuleError{Rule: "member-unknown", Detail: fmt.Sprintf("%s is not a member (GET /v1/members lists them)", id), Err: ErrNotFound}
+		}
 		return fmt.Errorf("remove member %s: %w", id, err)
 	}
 	return nil

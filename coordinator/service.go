@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,10 +19,10 @@ import (
 
 // PutRelease adds or replaces a release catalog entry.
 func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
-	if _, err := statemachine.ValidateRelease(&r); err != nil {
+	if err := checkReleaseLimits(r); err != nil {
 		return err
 	}
-	if err := checkReleaseLimits(r); err != nil {
+	if _, err := statemachine.AdmitRelease(&r); err != nil {
 		return err
 	}
 	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
@@ -131,6 +132,14 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	if err != nil {
 		return phases.Plan{}, &RuleError{Rule: phases.RuleInvalid, Detail: err.Error(), Err: ErrInvalid}
 	}
+	if req.Emergency != nil {
+		// The reason is the audit trail's answer to "why"; blanks answer
+		// nothing (maintenance.Override).
+		var re *maintenance.RuleError
+		if err := (maintenance.Override{Reason: req.Emergency.Reason}).Validate(); errors.As(err, &re) {
+			return phases.Plan{}, &RuleError{Rule: re.Rule, Detail: re.Detail, Err: ErrInvalid}
+		}
+	}
 	if err := phases.CheckOptions(c.upgradeOptions(req)); err != nil {
 		return phases.Plan{}, err
 	}
@@ -172,9 +181,6 @@ func (c *Coordinator) upgradeOptions(req api.UpgradeRequest) phases.Options {
 // the rules again on the state the command lands on, so a request that
 // raced another change is refused rather than applied.
 func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.UpgradeRequest) (*phases.Upgrade, error) {
-	if req.Emergency != nil && req.Emergency.Reason == "" {
-		return nil, &RuleError{Rule: "override-reason-required", Detail: "an emergency override needs a reason, kept in the audit trail", Err: ErrInvalid}
-	}
 	plan, err := c.Plan(cluster, req)
 	if err != nil {
 		return nil, err

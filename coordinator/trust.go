@@ -10,6 +10,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -105,6 +106,14 @@ func (c *Coordinator) CreateToken(ctx context.Context, req api.TokenRequest, by 
 		}
 		if req.Cluster == "" {
 			return api.Token{}, &RuleError{Rule: "token-cluster", Detail: "a bootstrap token names the cluster its agents join (--cluster)", Err: ErrInvalid}
+		}
+		// The cluster may be registered later, but under a name that can
+		// be registered: the rule registration applies (or one registered
+		// before that rule, which stays readable and has agents).
+		if err := phases.CheckClusterName(req.Cluster); err != nil {
+			if _, notRegistered := c.sm.Cluster(req.Cluster); notRegistered != nil {
+				return api.Token{}, err
+			}
 		}
 	case api.TokenAPI:
 		if req.Cluster != "" || req.Uses != 0 {

@@ -19,6 +19,7 @@ func FuzzPolicyJSON(f *testing.F) {
 		`{"window":{"start":"2026-01-01T00:00:00Z","end":"2026-01-02T00:00:00Z","recurrence":"FREQ=MONTHLY;BYDAY=1SA;COUNT=3"}}`,
 		`{"exclusions":[{"name":"a","start":"2026-01-01T00:00:00Z","end":"2026-01-31T00:00:00Z","scope":"no_minor_upgrades"},{"name":"b","start":"2026-01-15T00:00:00Z","end":"2026-03-01T00:00:00Z","scope":"no_minor_or_node_upgrades"},{"name":"a","start":"2026-01-01T00:00:00Z","end":"2026-01-02T00:00:00Z","scope":"bogus"}]}`,
 		`{"exclusions":[{"name":"","start":"0001-01-01T00:00:00Z","end":"9999-01-01T00:00:00Z"}]}`,
+		`{"window":{"start":"2026-01-01T00:00:00Z","end":"2026-01-02T00:00:00Z","recurrence":"FREQ=DAILY;COUNT=-5;INTERVAL=0"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -30,11 +31,18 @@ func FuzzPolicyJSON(f *testing.F) {
 		}
 		n := Normalize(p)
 		for _, ctx := range []ValidationContext{{Now: now}, {Now: now, OnReleaseChannel: true, EndOfSupport: now.Add(90 * day)}} {
-			if err := n.Validate(ctx); err != nil {
-				var re *RuleError
-				if !errors.As(err, &re) || !errors.Is(err, ErrInvalidPolicy) || re.Rule == "" {
-					t.Fatalf("refusal is not a *RuleError: %#v", err)
+			verr := n.Validate(ctx)
+			aerr := p.Admit(ctx)
+			for _, err := range []error{verr, aerr} {
+				if err != nil {
+					var re *RuleError
+					if !errors.As(err, &re) || !errors.Is(err, ErrInvalidPolicy) || re.Rule == "" {
+						t.Fatalf("refusal is not a *RuleError: %#v", err)
+					}
 				}
+			}
+			if verr != nil && aerr == nil {
+				t.Fatalf("Admit accepts what Validate refuses: %v", verr)
 			}
 		}
 		c, err := p.Compile()

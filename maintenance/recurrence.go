@@ -142,3 +142,21 @@ func matchesEver(opts rrule.ROption) bool {
 	r, err := rrule.NewRRule(opts)
 	return err == nil && !r.After(opts.Dtstart, true).IsZero()
 }
+
+// checkRecurrenceNumbers refuses a COUNT or INTERVAL that is not a whole
+// number of at least 1, as RFC 5545 writes them (1*DIGIT, no sign).
+// Policy.Admit checks it; parseRecurrence does not, so policies stored
+// before the rule compile as they did.
+func checkRecurrenceNumbers(s string) error {
+	for _, part := range strings.Split(s, ";") {
+		key, value, ok := strings.Cut(part, "=")
+		if !ok || (key != "COUNT" && key != "INTERVAL") {
+			continue // parseRecurrence judges the rest
+		}
+		digits := value != "" && strings.Trim(value, "0123456789") == ""
+		if !digits || strings.Trim(value, "0") == "" {
+			return ruleErr(RuleWindowRecurrenceInvalid, "recurrence %q: %s=%s; when given it is a whole number of at least 1", s, key, value)
+		}
+	}
+	return nil
+}

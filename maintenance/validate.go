@@ -64,3 +64,19 @@ func (p Policy) Validate(ctx ValidationContext) error {
 	}
 	return c.checkAvailability(now)
 }
+
+// Admit checks a policy a request brings: Validate, and on top rules that
+// stored policies are not held to, so that a policy accepted before them
+// still compiles and a replayed log applies as it did. Today that is the
+// RRULE's numbers: COUNT and INTERVAL, when given, are whole numbers of
+// at least 1 (RFC 5545), where the RRULE library reads COUNT=0 or a
+// negative COUNT as no COUNT at all, and INTERVAL=0 as 1.
+func (p Policy) Admit(ctx ValidationContext) error {
+	n := Normalize(p)
+	if n.Window != nil && n.Window.Recurrence != "" {
+		if err := checkRecurrenceNumbers(n.Window.Recurrence); err != nil {
+			return err
+		}
+	}
+	return n.Validate(ctx)
+}

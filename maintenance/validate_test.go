@@ -160,3 +160,40 @@ func TestRuleErrorWraps(t *testing.T) {
 	var re *RuleError
 	require.ErrorAs(t, wrapped, &re)
 }
+
+// TestAdmitRefusesRecurrenceNumbersValidateKeeps: a request's RRULE with
+// a COUNT or INTERVAL that is not a whole number ≥ 1 is refused (the RRULE
+// library would read COUNT=0 or -5 as no COUNT, INTERVAL=0 as 1), while
+// Validate, which the state machine applies to stored policies and old
+// log entries, keeps compiling them as before.
+func TestAdmitRefusesRecurrenceNumbersValidateKeeps(t *testing.T) {
+	ctx := ValidationContext{Now: at(0), OnReleaseChannel: true}
+	for _, tc := range []struct {
+		rule  string
+		admit string // rule Admit refuses with; "" = accepted
+	}{
+		{"FREQ=DAILY;COUNT=-1", RuleWindowRecurrenceInvalid},
+		{"FREQ=DAILY;COUNT=0", RuleWindowRecurrenceInvalid},
+		{"FREQ=DAILY;COUNT=-5", RuleWindowRecurrenceInvalid},
+		{"FREQ=DAILY;COUNT=+5", RuleWindowRecurrenceInvalid},
+		{"RRULE:FREQ=DAILY;COUNT=00", RuleWindowRecurrenceInvalid},
+		{"FREQ=DAILY;INTERVAL=0", RuleWindowRecurrenceInvalid},
+		{"FREQ=DAILY", ""},
+		{"FREQ=DAILY;INTERVAL=1", ""},
+		{"FREQ=DAILY;INTERVAL=01", ""},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			p := Policy{Window: &Window{Start: at(0), End: at(8 * time.Hour), Recurrence: tc.rule}}
+			err := p.Admit(ctx)
+			if tc.admit == "" {
+				require.NoError(t, err)
+				return
+			}
+			var re *RuleError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, tc.admit, re.Rule)
+			_, err = p.Compile()
+			require.NoError(t, err, "a stored policy with it still compiles")
+		})
+	}
+}

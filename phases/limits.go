@@ -27,17 +27,19 @@ const (
 )
 
 // Admit checks a cluster spec a request brings: Validate, and on top the
-// bounds above and names that are safe in URLs. Validate alone is what
-// the state machine checks again when an entry applies, also for entries
-// written while looser rules admitted them; Admit is for new requests.
+// bounds above, names that are safe in URLs and a cloud adapter molt has
+// whenever one is named (Validate checks it for MIG pools only). Validate
+// alone is what the state machine checks again when an entry applies, also
+// for entries written while looser rules admitted them; Admit is for new
+// requests.
 //
 // Cluster and pool names are DNS labels: 1–63 characters of a–z, 0–9 and
 // '-', starting and ending with a letter or digit. Node names are DNS
 // labels joined by '.', at most 63 characters in all (Kubernetes node
 // names are often host names).
 func (c *ClusterSpec) Admit() error {
-	if !DNSLabel(c.Name) {
-		return invalid("cluster-name", "cluster name %q must be a DNS label: 1–%d characters of a-z, 0-9 and '-', starting and ending with a letter or digit", c.Name, MaxNameLen)
+	if err := CheckClusterName(c.Name); err != nil {
+		return err
 	}
 	if c.AdminCluster != "" && !DNSLabel(c.AdminCluster) {
 		return invalid("admin-cluster", "admin cluster %q is not a valid cluster name", c.AdminCluster)
@@ -69,7 +71,24 @@ func (c *ClusterSpec) Admit() error {
 			}
 		}
 	}
+	if c.Cloud != nil {
+		// Validate checks the cloud only for MIG pools (what it drives);
+		// a cluster that names one names one molt has an adapter for.
+		if err := validateCloud(c.Cloud); err != nil {
+			return err
+		}
+	}
 	return c.Validate()
+}
+
+// CheckClusterName refuses a name no cluster can be registered under
+// (rule cluster-name): Admit's rule, for everything else that names a
+// cluster before it exists (a bootstrap token).
+func CheckClusterName(name string) error {
+	if !DNSLabel(name) {
+		return invalid("cluster-name", "cluster name %q must be a DNS label: 1–%d characters of a-z, 0-9 and '-', starting and ending with a letter or digit", name, MaxNameLen)
+	}
+	return nil
 }
 
 // CheckOptions checks an upgrade's options against their bounds.

@@ -44,6 +44,21 @@ type Autoscaling struct {
 // 1035 labels of at most 63 characters).
 const MaxGroupNameLen = 63
 
+// validateCloud refuses a cloud adapter molt has none of (rule
+// cloud-provider).
+func validateCloud(c *CloudSpec) error {
+	switch c.Provider {
+	case CloudGCE:
+		if c.Project == "" {
+			return invalid("cloud-provider", "the gce adapter needs cloud.project")
+		}
+	case CloudLab, CloudMemory:
+	default:
+		return invalid("cloud-provider", "cloud adapter %q is not one of gce, lab", c.Provider)
+	}
+	return nil
+}
+
 func validateMIG(c *ClusterSpec, p *Pool) error {
 	if p.Backing != BackingMIG {
 		if len(p.Groups) > 0 || p.Spot || p.Autoscaling != nil {
@@ -54,14 +69,8 @@ func validateMIG(c *ClusterSpec, p *Pool) error {
 	if c.Cloud == nil {
 		return invalid("cloud-required", "pool %s is backed by instance groups; the cluster needs a cloud adapter (cloud.provider)", p.Name)
 	}
-	switch c.Cloud.Provider {
-	case CloudGCE:
-		if c.Cloud.Project == "" {
-			return invalid("cloud-provider", "the gce adapter needs cloud.project")
-		}
-	case CloudLab, CloudMemory:
-	default:
-		return invalid("cloud-provider", "cloud adapter %q is not one of gce, lab", c.Cloud.Provider)
+	if err := validateCloud(c.Cloud); err != nil {
+		return err
 	}
 	if len(p.Groups) == 0 {
 		return invalid("pool-groups", "mig pool %s names no instance group (groups: one per zone)", p.Name)

@@ -114,6 +114,15 @@ func TestAdmitBoundsAndNames(t *testing.T) {
 		{"huge concurrency", func(c *ClusterSpec) { c.Pools[1].Settings.ConcurrentNodes = 1 << 62 }, "concurrent-nodes"},
 		{"huge minimum available", func(c *ClusterSpec) { c.Pools[1].Settings.MinimumAvailableNodes = 1 << 62 }, "minimum-available-nodes"},
 		{"long address", func(c *ClusterSpec) { c.Pools[1].Nodes[0].Address = strings.Repeat("a", MaxFieldLen+1) }, "node-field"},
+		{"aws without mig pools", func(c *ClusterSpec) {
+			c.Pools[1] = Pool{Name: "workers", Role: RoleWorker, Nodes: []Node{{Name: "w1"}}}
+			c.Cloud.Provider = "aws"
+			require.NoError(t, c.Validate(), "a spec logged with it still applies")
+		}, "cloud-provider"},
+		{"gce without project nor mig pools", func(c *ClusterSpec) {
+			c.Pools[1] = Pool{Name: "workers", Role: RoleWorker, Nodes: []Node{{Name: "w1"}}}
+			c.Cloud.Project = ""
+		}, "cloud-provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()

@@ -119,3 +119,45 @@ func (v *Version) UnmarshalText(b []byte) error {
 	*v = p
 	return nil
 }
+
+// MaxComponentVersionLen bounds a component's version text.
+const MaxComponentVersionLen = 64
+
+// CheckComponentVersion accepts the version of a component a release
+// ships beside Kubernetes (containerd's "2.1.4", "v1.7.35"): MAJOR.MINOR.PATCH,
+// with or without a leading "v", under ParseVersion's rules for each
+// number (digits only, no sign, no leading zero) but any major; then
+// optionally a suffix that starts with '-', '+' or '~' (SemVer's
+// pre-release and build, "2.1.0-rc.1", and Debian's "1.6.20~ds1", which
+// the containerd of a distribution reports) and holds only ASCII letters,
+// digits and ".-+~"; at most MaxComponentVersionLen bytes in all.
+// Anything else (a space, a quote, a ';', a '/') wraps ErrInvalidVersion:
+// the text reaches hosts and logs, and a version is never more than this.
+func CheckComponentVersion(s string) error {
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", ErrInvalidVersion, s, why) }
+	if len(s) > MaxComponentVersionLen {
+		return bad(fmt.Sprintf("longer than %d bytes", MaxComponentVersionLen))
+	}
+	t := strings.TrimPrefix(s, "v")
+	core, suffix := t, ""
+	if i := strings.IndexAny(t, "-+~"); i >= 0 {
+		core, suffix = t[:i], t[i:]
+	}
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return bad("want MAJOR.MINOR.PATCH")
+	}
+	for _, p := range parts {
+		if p == "" || (len(p) > 1 && p[0] == '0') || !allDigits(p) {
+			return bad(fmt.Sprintf("component %q", p))
+		}
+	}
+	if strings.TrimFunc(suffix, versionSuffixRune) != "" || suffix == "-" || suffix == "+" || suffix == "~" {
+		return bad(fmt.Sprintf("suffix %q: letters, digits and \".-+~\" after a '-', '+' or '~'", suffix))
+	}
+	return nil
+}
+
+func versionSuffixRune(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || strings.ContainsRune(".-+~", r)
+}

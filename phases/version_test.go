@@ -2,6 +2,7 @@ package phases
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,4 +113,15 @@ func FuzzCheckUpgrade(f *testing.F) {
 			t.Fatalf("refusal %v names no rule", err)
 		}
 	})
+}
+
+func TestCheckComponentVersion(t *testing.T) {
+	for _, ok := range []string{"1.7.0", "2.1.4", "v1.7.35", "2.1.0-rc.1", "1.7.22+abc.1", "1.6.20~ds1", "10.0.0"} {
+		require.NoError(t, CheckComponentVersion(ok), ok)
+	}
+	for _, bad := range []string{"", `"; rm -rf /"`, "; rm -rf /", "../../etc/x", "1.7", "1.7.0.1", "01.7.0", "1.+7.0", " 1.7.0", "1.7.0 ",
+		"1.7.0-", "1.7.0-rc/1", "1.7.0;x", "1.7.0\n", "1.7.0-" + strings.Repeat("a", 64), "vv1.7.0", "1.7.x"} {
+		err := CheckComponentVersion(bad)
+		require.ErrorIs(t, err, ErrInvalidVersion, "%q", bad)
+	}
 }

@@ -157,7 +157,7 @@ func TestRemoveMember(t *testing.T) {
 	gone := without(nodes, leader)[0]
 
 	require.NoError(t, leader.s.Remove(ctx(t), gone.cfg.NodeID))
-	require.NoError(t, leader.s.Remove(ctx(t), gone.cfg.NodeID), "removing again is not an error")
+	require.ErrorIs(t, leader.s.Remove(ctx(t), gone.cfg.NodeID), ErrUnknownMember, "removed: nothing left to remove")
 	require.NoError(t, gone.s.Close())
 	rest := without(nodes, gone)
 	waitFor(t, "two members everywhere", func() bool {

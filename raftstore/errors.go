@@ -30,6 +30,10 @@ var (
 	// answered. For writes the outcome is unknown.
 	ErrTimeout = errors.New("raftstore: timed out")
 
+	// ErrUnknownMember is returned by Remove for an ID that is neither in
+	// the configuration nor in the member metadata: nothing to remove.
+	ErrUnknownMember = errors.New("raftstore: no such member")
+
 	// ErrUnknownCommand is returned by Store.Apply for a command type that the
 	// Machine did not register, before anything is written to the log.
 	ErrUnknownCommand = errors.New("raftstore: unknown command type")

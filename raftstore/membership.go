@@ -56,7 +56,9 @@ func (s *Store) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 }
 
 // Remove takes a member out of the cluster and forgets its metadata. Leader
-// only. Removing an unknown ID is not an error. The leader may remove itself:
+// only. An ID that is neither in the configuration nor in the metadata is
+// ErrUnknownMember, and changes nothing (so a member half removed, still
+// in the metadata, can be removed again). The leader may remove itself:
 // its metadata goes first, while it can still commit, then it steps down.
 func (s *Store) Remove(ctx context.Context, id string) error {
 	if err := s.checkLeader(); err != nil {
@@ -75,6 +77,9 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 		}
 	}
 	_, hasMeta := s.fsm.member(id)
+	if !inConf && !hasMeta {
+		return fmt.Errorf("raftstore: remove %s: %w", id, ErrUnknownMember)
+	}
 	forget := func() error {
 		if !hasMeta {
 			return nil

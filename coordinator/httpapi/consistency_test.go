@@ -190,6 +190,7 @@ func TestCredentialJudgedOnceCaughtUp(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPut, srv.URL+"/v1/releases/1.34.4", strings.NewReader(`{"version":"1.34.4"}`))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
 		if minIndex != "" {
 			req.Header.Set(api.MinIndexHeader, minIndex)
 		}

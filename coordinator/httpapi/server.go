@@ -618,6 +618,10 @@ func (h *handlers) poolVerb(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) runPoolCommand(w http.ResponseWriter, r *http.Request, cmd string) {
+	if err := decodeNone(w, r); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
 	if err := h.svc.PoolCommand(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "pool"), cmd); err != nil {
 		writeProblem(w, r, err)
 		return
@@ -631,6 +635,10 @@ func (h *handlers) runPoolCommand(w http.ResponseWriter, r *http.Request, cmd st
 }
 
 func (h *handlers) retryNode(w http.ResponseWriter, r *http.Request) {
+	if err := decodeNone(w, r); err != nil {
+		writeProblem(w, r, err)
+		return
+	}
 	if err := h.svc.RetryNode(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "node")); err != nil {
 		writeProblem(w, r, err)
 		return
@@ -739,12 +747,25 @@ func (h *handlers) channel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, ch)
 }
 
+// channelBody is api.ChannelUpdate as it arrives: each field must be
+// there, so unsetting a version is always said ("") and never follows
+// from a field left out.
+type channelBody struct {
+	DefaultVersion    *string `json:"defaultVersion"`
+	AutoUpgradeTarget *string `json:"autoUpgradeTarget"`
+}
+
 func (h *handlers) putChannel(w http.ResponseWriter, r *http.Request) {
-	var u api.ChannelUpdate
-	if err := decode(w, r, &u); err != nil {
+	var b channelBody
+	if err := decode(w, r, &b); err != nil {
 		writeProblem(w, r, err)
 		return
 	}
+	if b.DefaultVersion == nil || b.AutoUpgradeTarget == nil {
+		writeProblem(w, r, &coordinator.RuleError{Rule: "channel-update", Detail: `a channel update sets both defaultVersion and autoUpgradeTarget (a version, or "" to unset it)`, Err: coordinator.ErrInvalid})
+		return
+	}
+	u := api.ChannelUpdate{DefaultVersion: *b.DefaultVersion, AutoUpgradeTarget: *b.AutoUpgradeTarget}
 	if err := h.svc.PutChannel(r.Context(), chi.URLParam(r, "name"), u); err != nil {
 		writeProblem(w, r, err)
 		return

@@ -231,8 +231,10 @@ func (f *Machine) Policy(cluster string) (maintenance.Policy, error) {
 	return *copyPolicy(r.Policy), nil
 }
 
-// ValidatePolicy checks a policy for a cluster at now, as the setPolicy
-// command will: a refusal names its rule and wraps ErrPolicyInvalid.
+// ValidatePolicy checks a policy a request brings for a cluster at now:
+// what the setPolicy command will check, and the rules only new policies
+// are held to (maintenance.Policy.Admit). A refusal names its rule and
+// wraps ErrPolicyInvalid.
 func (f *Machine) ValidatePolicy(cluster string, p maintenance.Policy, now time.Time) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -240,7 +242,7 @@ func (f *Machine) ValidatePolicy(cluster string, p maintenance.Policy, now time.
 	if err != nil {
 		return err
 	}
-	return PolicyError(maintenance.Normalize(p).Validate(f.st.policyContext(r, now)))
+	return PolicyError(p.Admit(f.st.policyContext(r, now)))
 }
 
 // PolicyContext is what validating a cluster's policy at now depends on

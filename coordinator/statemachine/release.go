@@ -84,6 +84,38 @@ func ValidateRelease(r *api.Release) (phases.Version, error) {
 	return v, nil
 }
 
+// AdmitRelease checks a catalog entry a request brings: ValidateRelease,
+// and on top rules the state machine does not check again when an entry
+// applies, so entries written before them replay as they applied then:
+// a release ships at least one component (release-components), and a
+// component's own version is a version (phases.CheckComponentVersion,
+// version-invalid).
+func AdmitRelease(r *api.Release) (phases.Version, error) {
+	v, err := ValidateRelease(r)
+	if err != nil {
+		return v, err
+	}
+	c := r.Components
+	if c.Kubelet == (api.BinaryArtifact{}) && c.Containerd == (api.BinaryArtifact{}) && len(c.StaticPods) == 0 && len(c.Images) == 0 && len(c.Addons) == 0 {
+		return v, &RuleError{Rule: "release-components", Detail: "a release ships at least one component: kubelet, containerd, staticPods, images or addons", Err: ErrInvalid}
+	}
+	for _, a := range []struct {
+		name string
+		art  api.BinaryArtifact
+	}{{"kubelet", c.Kubelet}, {"containerd", c.Containerd}} {
+		if a.art.URL == "" && a.art.SHA256 == "" && a.art.Version != "" {
+			return v, &RuleError{Rule: "release-artifact", Detail: fmt.Sprintf("components.%s: a version without a url and sha256", a.name), Err: ErrInvalid}
+		}
+		if a.art.Version == "" {
+			continue
+		}
+		if err := phases.CheckComponentVersion(a.art.Version); err != nil {
+			return v, &RuleError{Rule: phases.RuleInvalid, Detail: fmt.Sprintf("components.%s.version: %v", a.name, err), Err: ErrInvalid}
+		}
+	}
+	return v, nil
+}
+
 func checkArtifact(u, sum string) error {
 	p, err := url.Parse(u)
 	// A path names a file the coordinator serves itself (its artifact
