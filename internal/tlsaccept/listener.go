@@ -257,6 +257,10 @@ type pending struct {
 	cancel   context.CancelFunc
 	elem     *list.Element
 	evicted  bool // closed to make room; its slot is already free
+	// stopDeadline stops the handshake's deadline, armed in admit;
+	// timedOut says the deadline passed.
+	stopDeadline func() bool
+	timedOut     atomic.Bool
 }
 
 // admit takes a handshake slot for host, closing the oldest handshake
@@ -290,6 +294,15 @@ func (l *Listener) admit(conn net.Conn, host netip.Addr, cancel context.CancelFu
 		oldest.cancel()
 	}
 	p := &pending{conn: conn, host: host, reserved: reserved, cancel: cancel}
+	// The deadline is armed before the slot is visible, so whoever sees
+	// the handshake in progress (Stats) sees its deadline running too: a
+	// test that advances its clock on that sign never runs ahead of it.
+	// Cancelling the context makes crypto/tls close the connection, which
+	// ends a handshake blocked in a read.
+	p.stopDeadline = l.cfg.Clock.AfterFunc(l.cfg.HandshakeTimeout, func() {
+		p.timedOut.Store(true)
+		cancel()
+	})
 	p.elem = l.queue.PushBack(p)
 	l.inProgress++
 	l.perHost[host]++
@@ -336,20 +349,13 @@ func (l *Listener) handshake(ctx context.Context, raw net.Conn, p *pending) {
 		conn = l.cfg.Wrap(raw)
 	}
 	tc := tls.Server(conn, l.cfg.TLS)
-	var timedOut atomic.Bool
-	// Cancelling the context makes crypto/tls close the connection,
-	// which ends a handshake blocked in a read.
-	stop := l.cfg.Clock.AfterFunc(l.cfg.HandshakeTimeout, func() {
-		timedOut.Store(true)
-		p.cancel()
-	})
 	err := tc.HandshakeContext(ctx)
-	stop()
+	p.stopDeadline()
 	evicted := l.release(p)
 	if err != nil {
 		switch {
 		case evicted || l.ctx.Err() != nil: // counted when evicted; not a refusal when closing
-		case timedOut.Load():
+		case p.timedOut.Load():
 			l.refuse(ReasonTimeout)
 		default:
 			l.refuse(ReasonFailed)
