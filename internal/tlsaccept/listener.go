@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -360,6 +361,7 @@ func (l *Listener) handshake(ctx context.Context, raw net.Conn, p *pending) {
 		default:
 			l.refuse(ReasonFailed)
 		}
+		answerPlainHTTP(err)
 		tc.Close()
 		return
 	}
@@ -368,6 +370,25 @@ func (l *Listener) handshake(ctx context.Context, raw net.Conn, p *pending) {
 	case <-l.ctx.Done():
 		tc.Close()
 	}
+}
+
+// answerPlainHTTP tells a client that spoke plain HTTP to a TLS port so,
+// as net/http's own TLS server does, instead of a bare EOF: an operator
+// who typed http:// sees what is wrong. Only when crypto/tls hands the
+// connection back (nothing was written to it yet) and the bytes it read
+// start like an HTTP request.
+func answerPlainHTTP(err error) {
+	var re tls.RecordHeaderError
+	if !errors.As(err, &re) || re.Conn == nil {
+		return
+	}
+	switch string(re.RecordHeader[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH":
+	default:
+		return
+	}
+	_ = re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
 }
 
 // remoteHost is the connection's remote IP (IPv4-mapped IPv6 unmapped, so

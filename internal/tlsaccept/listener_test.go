@@ -1,10 +1,12 @@
 package tlsaccept
 
 import (
+	"bufio"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"testing"
@@ -326,4 +328,23 @@ func TestCloseEndsHandshakesInProgress(t *testing.T) {
 	_, err = l.Accept()
 	require.ErrorIs(t, err, net.ErrClosed)
 	waitFor(t, "the client sees the close", func() bool { return closedByServer(c) })
+}
+
+// TestPlainHTTPToldSo: a plain HTTP request to the TLS port is answered
+// 400 with the reason, as net/http's TLS server answers it, not a bare
+// EOF; it is counted as a failed handshake and never accepted.
+func TestPlainHTTPToldSo(t *testing.T) {
+	l, _, accepted := listen(t, Config{})
+	c := dialFrom(t, l, "127.0.0.1")
+	_, err := io.WriteString(c, "GET /v1/members HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	require.Contains(t, string(body), "HTTP request to an HTTPS server")
+	waitFor(t, "the failure is counted", func() bool { return l.Stats().Refused[ReasonFailed] == 1 })
+	require.Empty(t, accepted)
 }
