@@ -24,6 +24,7 @@ type fsm struct {
 	machine  Machine
 	handlers map[CommandType]ApplyFunc // domain handlers plus internal ones
 	log      *slog.Logger
+	hold     func(index uint64) // Config.HoldApply, or nil
 
 	// applied is the index of the last command entry the FSM applied (or the
 	// index recorded in the last restored snapshot). Raft's no-op and
@@ -64,6 +65,9 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 // IgnoreUnknown that this binary does not know. Going on would make this
 // replica's state differ from its peers' without anyone noticing.
 func (f *fsm) Apply(l *raft.Log) any {
+	if f.hold != nil {
+		f.hold(l.Index)
+	}
 	t, body, err := Decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: log entry %d undecodable, replicas diverged: %v", l.Index, err))

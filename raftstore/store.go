@@ -53,6 +53,10 @@ type Store struct {
 	leaderMu  sync.Mutex
 	leaderGen chan struct{}
 
+	// barrierTerm is the last term in which this member, leading, saw a
+	// barrier through (ReadIndex).
+	barrierTerm atomic.Uint64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -75,6 +79,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.hold = cfg.HoldApply
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}
