@@ -309,8 +309,9 @@ func TestRevokedAgentCertificateRefusedThroughALaggingFollower(t *testing.T) {
 }
 
 // BenchmarkTokenRead measures an operator's read (GET /v1/releases with a
-// bearer token) at the leader and through a follower,
-// one at a time, on three members with production Raft timing. Against
+// bearer token) at the leader and through a follower, and a write at the
+// leader (PUT of the same release, committed with its audit record), one
+// at a time, on three members with production Raft timing. Against
 // the same benchmark before credentials were judged by fresh state, the
 // difference is what the read index costs (docs/security.md).
 func BenchmarkTokenRead(b *testing.B) {
@@ -328,18 +329,28 @@ func BenchmarkTokenRead(b *testing.B) {
 	put(b, leader.client(), "/v1/releases/1.33.6", release("1.33.6"))
 	idx := leader.c.Store().AppliedIndex()
 	eventually(b, "the follower caught up", func() bool { return follower.c.Store().AppliedIndex() >= idx })
-	for _, at := range []*member{leader, follower} {
-		name := "leader"
-		if at == follower {
-			name = "follower"
-		}
-		b.Run(name, func(b *testing.B) {
+	rb, err := json.Marshal(release("1.33.6"))
+	require.NoError(b, err)
+	body := string(rb)
+	for _, bc := range []struct {
+		name, method string
+		at           *member
+	}{{"leader", http.MethodGet, leader}, {"follower", http.MethodGet, follower}, {"leader-write", http.MethodPut, leader}} {
+		b.Run(bc.name, func(b *testing.B) {
 			cl := httpsClient(nil)
-			url := "https://" + at.addr + "/v1/releases"
+			url := "https://" + bc.at.addr + "/v1/releases"
+			if bc.method == http.MethodPut {
+				url += "/1.33.6"
+			}
 			b.ResetTimer()
 			for range b.N {
-				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				var rd io.Reader
+				if bc.method == http.MethodPut {
+					rd = strings.NewReader(body)
+				}
+				req, _ := http.NewRequest(bc.method, url, rd)
 				req.Header.Set("Authorization", "Bearer "+testAdmin)
+				req.Header.Set("Content-Type", "application/json")
 				resp, err := cl.Do(req)
 				if err != nil {
 					b.Fatal(err)

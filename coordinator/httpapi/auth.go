@@ -95,10 +95,14 @@ var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
 // needs one: such a caller is never forwarded, recorded or served.
 func (h *handlers) authenticate(rt route) func(http.Handler) http.Handler {
 	q := rt.need
-	// Routes this member serves itself judge an operator's credential
-	// after a read index (fresh.go); on the leader's routes the leader
-	// judges it.
-	judgeHere := q != Public && q != NeedBootstrapToken && !rt.serve.leader && !rt.serve.member
+	// An operator's credential is judged after a read index (fresh.go)
+	// by the member that serves the request: on routes any member serves,
+	// this one; on the leader's routes the leader (a follower's judgement
+	// only decides whether to forward). The leader's own read index costs
+	// no round trip to another member; it makes a leader new in its term
+	// apply what its predecessor acknowledged (a deletion) first.
+	fresh := q != Public && q != NeedBootstrapToken && !rt.serve.member
+	judgeHere := func() bool { return fresh && (!rt.serve.leader || h.svc.IsLeader()) }
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if q == Public { // health checks: whatever credential comes along is not looked at
@@ -115,7 +119,7 @@ func (h *handlers) authenticate(rt route) func(http.Handler) http.Handler {
 					p, err = h.principal(r, q)
 				}
 			}
-			if err == nil && judgeHere && p.Kind == KindOperator {
+			if err == nil && p.Kind == KindOperator && judgeHere() {
 				// The replica accepted the token; judge it again once
 				// this member holds every write the leader had
 				// acknowledged (a deletion among them). A credential the

@@ -22,7 +22,10 @@ import (
 //   - What the leader serves (writes, forwarded by a follower) the leader
 //     judges itself: a follower forwards the credential (the bearer token,
 //     or the token a session cookie stands for) and the leader
-//     authenticates it against its own state (auth.go).
+//     authenticates it against its own state (auth.go), after its own
+//     read index (no round trip to another member: VerifyLeader, and for
+//     a leader new in its term a Barrier first, so that it has applied a
+//     deletion its predecessor acknowledged).
 //   - What a member serves from its own replica (reads, its web sessions)
 //     it judges after a read index: it asks the leader for an index that
 //     covers every write the leader had acknowledged (GET /v1/read-index,

@@ -85,6 +85,9 @@ func problemFor(err error) *api.Problem {
 	case errors.As(err, new(errLagging)):
 		var lag errLagging
 		errors.As(err, &lag)
+		if lag.credential {
+			return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the leader", lag.rule())
+		}
 		return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the client's last read", lag.rule())
 	case errors.Is(err, raftstore.ErrNotLeader):
 		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
