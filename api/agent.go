@@ -79,6 +79,11 @@ type RelayedBeats struct {
 type RelayedBeat struct {
 	Health    AgentHealth `json:"health"`
 	AgeMillis int64       `json:"ageMillis"`
+	// Serial is the serial number (hex) of the certificate the agent
+	// beat with, which the leader checks is still current for the node:
+	// the follower's replica may not have applied a renewal or removal
+	// yet. Empty from a follower that predates the field: not checked.
+	Serial string `json:"serial,omitempty"`
 }
 
 // RelayedBeatsAnswer is the leader's answer to RelayedBeats: one result
@@ -92,4 +97,13 @@ type RelayedBeatsAnswer struct {
 // or the problem the leader would have answered the beat sent on its own.
 type RelayedBeatResult struct {
 	Problem *Problem `json:"problem,omitempty"`
+}
+
+// ReadIndex is the leader's answer to GET /v1/read-index (members only):
+// an index that covers every write the leader had acknowledged when it
+// answered. A follower that has applied it judges an operator's token or
+// web session by state no older than the request (docs/security.md,
+// "Revoking a credential").
+type ReadIndex struct {
+	Index uint64 `json:"index"`
 }

@@ -39,6 +39,8 @@ var wireTypes = map[string]func() any{
 	// Between members: the beats a follower relays to the leader.
 	"relayed-beats":        func() any { return new(api.RelayedBeats) },
 	"relayed-beats-answer": func() any { return new(api.RelayedBeatsAnswer) },
+	// and the read index it asks for (docs/security.md).
+	"read-index": func() any { return new(api.ReadIndex) },
 }
 
 // TestWireJSON encodes each wire type twice, with every field filled and

@@ -257,6 +257,13 @@ func (c *Coordinator) LeaderChanged() <-chan struct{} { return c.store.LeaderCha
 // from (see api.IndexHeader).
 func (c *Coordinator) AppliedIndex() uint64 { return c.store.AppliedIndex() }
 
+// ReadIndex, on the leader, returns an index that covers every write
+// acknowledged before the call (raftstore.Store.ReadIndex): a member that
+// has applied it judges a credential by state no older than the request.
+func (c *Coordinator) ReadIndex(ctx context.Context) (uint64, error) {
+	return c.store.ReadIndex(ctx)
+}
+
 // WaitApplied blocks until this member has applied the state at index, or
 // ctx ends.
 func (c *Coordinator) WaitApplied(ctx context.Context, index uint64) error {

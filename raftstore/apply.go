@@ -93,6 +93,35 @@ func (s *Store) Barrier(ctx context.Context) error {
 	return nil
 }
 
+// ReadIndex returns an index that covers every command whose Apply had
+// returned when ReadIndex was called, on any member: a member that has
+// applied it reads state no older than that (the read index of the Raft
+// thesis, §6.4). Only the leader answers. It confirms that it still leads
+// (VerifyLeader: one round of heartbeats to a quorum, nothing written to
+// the log), so a deposed leader cannot answer with an index that misses
+// its successor's writes, and returns what its FSM has applied: every
+// write acknowledged in its term was applied here before Apply returned.
+// A leader new in its term may not yet have applied what its predecessor
+// acknowledged, so the first ReadIndex of a term waits for a Barrier.
+func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := s.checkLeader(); err != nil {
+		return 0, err
+	}
+	term := s.raft.CurrentTerm()
+	if s.barrierTerm.Load() != term {
+		if err := s.Barrier(ctx); err != nil {
+			return 0, err
+		}
+		s.barrierTerm.Store(term)
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	if err := s.wait(ctx, s.raft.VerifyLeader()); err != nil {
+		return 0, fmt.Errorf("raftstore: read index: %w", err)
+	}
+	return s.fsm.applied.Load(), nil
+}
+
 // checkLeader fails fast with ErrClosed or ErrNotLeader. It names the leader
 // in the message (the errors.Is target stays ErrNotLeader).
 func (s *Store) checkLeader() error {

@@ -31,6 +31,11 @@ type Config struct {
 	// it — to wedge the apply loop in the watchdog's tests by blocking in
 	// it; nil in production.
 	ApplyHook func()
+	// HoldApply, when set, is called before the FSM applies each log
+	// entry and may block: tests hold a member's replica behind the
+	// leader with it (a follower that trails) while its Raft still
+	// answers. nil in production.
+	HoldApply func(index uint64)
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string

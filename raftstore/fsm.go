@@ -24,6 +24,7 @@ type fsm struct {
 	machine  Machine
 	handlers map[CommandType]ApplyFunc // domain handlers plus internal ones
 	log      *slog.Logger
+	hold     func(index uint64) // Config.HoldApply, or nil
 
 	// applied is the index of the last command entry the FSM applied (or the
 	// index recorded in the last restored snapshot). Raft's no-op and
@@ -77,6 +78,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 	defer f.leave(f.enter())
 	if f.hook != nil {
 		f.hook()
+	}
+	if f.hold != nil {
+		f.hold(l.Index)
 	}
 	t, body, err := Decode(l.Data)
 	if err != nil {

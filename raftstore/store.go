@@ -55,6 +55,10 @@ type Store struct {
 	leaderMu  sync.Mutex
 	leaderGen chan struct{}
 
+	// barrierTerm is the last term in which this member, leading, saw a
+	// barrier through (ReadIndex).
+	barrierTerm atomic.Uint64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -78,6 +82,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		return nil, err
 	}
 	f.hook = cfg.ApplyHook
+	f.hold = cfg.HoldApply
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}

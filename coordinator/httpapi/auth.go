@@ -31,7 +31,12 @@ import (
 //
 // A follower that forwards a request to the leader authenticates it first
 // and sends the principal it found in principalHeader; the leader believes
-// that header only from a peer whose certificate names a member.
+// that header only from a peer whose certificate names a member, and even
+// then judges the credential itself where its own state may say otherwise
+// than the follower's replica (fresh.go): an operator's request carries
+// its token (a session's, put there by the follower) and the leader
+// authenticates it; an agent's certificate serial is checked against the
+// leader's state again.
 
 // principalHeader carries a forwarded request's principal, JSON.
 const principalHeader = "X-Molt-Principal"
@@ -88,7 +93,16 @@ var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
 // every route). A credential that is present and wrong is refused (401),
 // never treated as anonymous, and so is no credential where the route
 // needs one: such a caller is never forwarded, recorded or served.
-func (h *handlers) authenticate(q Requirement) func(http.Handler) http.Handler {
+func (h *handlers) authenticate(rt route) func(http.Handler) http.Handler {
+	q := rt.need
+	// An operator's credential is judged after a read index (fresh.go)
+	// by the member that serves the request: on routes any member serves,
+	// this one; on the leader's routes the leader (a follower's judgement
+	// only decides whether to forward). The leader's own read index costs
+	// no round trip to another member; it makes a leader new in its term
+	// apply what its predecessor acknowledged (a deletion) first.
+	fresh := q != Public && q != NeedBootstrapToken && !rt.serve.member
+	judgeHere := func() bool { return fresh && (!rt.serve.leader || h.svc.IsLeader()) }
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if q == Public { // health checks: whatever credential comes along is not looked at
@@ -102,6 +116,16 @@ func (h *handlers) authenticate(q Requirement) func(http.Handler) http.Handler {
 				// it once caught up with what the client has seen, or
 				// answer lagging so that the client asks another member.
 				if err = h.catchUp(r); err == nil {
+					p, err = h.principal(r, q)
+				}
+			}
+			if err == nil && p.Kind == KindOperator && judgeHere() {
+				// The replica accepted the token; judge it again once
+				// this member holds every write the leader had
+				// acknowledged (a deletion among them). A credential the
+				// replica refuses costs no round trip: a stranger's
+				// guesses do not reach the leader.
+				if err = h.freshen(r.Context()); err == nil {
 					p, err = h.principal(r, q)
 				}
 			}
@@ -168,14 +192,13 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 				if err := json.Unmarshal([]byte(fw), &p); err != nil {
 					return Principal{}, &coordinator.RuleError{Rule: "forwarded-principal", Detail: err.Error(), Err: coordinator.ErrUnauthorized}
 				}
-				return p, nil
+				return h.forwardedPrincipal(r, p)
 			}
 			return Principal{Kind: KindMember, Name: id.String()}, nil
 		case "agent":
 			serial := coordinator.SerialOf(cert.SerialNumber.Bytes())
 			if !h.svc.AgentCertValid(id.Cluster, id.Node, serial) {
-				return Principal{}, &coordinator.RuleError{Rule: "certificate-revoked",
-					Detail: fmt.Sprintf("certificate %s of %s/%s is not current (renewed since, or the node or cluster was removed)", serial, id.Cluster, id.Node), Err: coordinator.ErrUnauthorized}
+				return Principal{}, errCertRevoked(id.Cluster, id.Node, serial)
 			}
 			return Principal{Kind: KindAgent, Name: id.String(), Cluster: id.Cluster, Node: id.Node, Serial: serial}, nil
 		}
@@ -200,6 +223,35 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 		return Principal{}, err
 	}
 	return tokenPrincipal(t), nil
+}
+
+// forwardedPrincipal is the principal of a request a member forwarded,
+// which claims p. The leader believes the member about who an agent or a
+// bootstrap token's enrollment is (it holds the connection's certificate,
+// or the enrollment checks its token again), but judges what its own state
+// may have revoked since the member's replica was written: an operator's
+// token, which the forwarded request carries, and an agent certificate's
+// serial.
+func (h *handlers) forwardedPrincipal(r *http.Request, p Principal) (Principal, error) {
+	switch p.Kind {
+	case KindOperator:
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return Principal{}, &coordinator.RuleError{Rule: "forwarded-credential",
+				Detail: "a forwarded operator's request carries its API token (Authorization: Bearer), which the leader checks itself; this one has none (a member of an older release forwarded it): send it to the leader",
+				Err:    coordinator.ErrUnauthorized}
+		}
+		t, err := h.svc.AuthenticateToken(tok)
+		if err != nil {
+			return Principal{}, err
+		}
+		return tokenPrincipal(t), nil
+	case KindAgent:
+		if !h.svc.AgentCertValid(p.Cluster, p.Node, p.Serial) {
+			return Principal{}, errCertRevoked(p.Cluster, p.Node, p.Serial)
+		}
+	}
+	return p, nil
 }
 
 func authorize(q Requirement, p Principal, r *http.Request) error {
@@ -243,6 +295,13 @@ func authorize(q Requirement, p Principal, r *http.Request) error {
 	return forbid("unknown requirement")
 }
 
+// errCertRevoked refuses an agent certificate that is not current for
+// its node.
+func errCertRevoked(cluster, node, serial string) error {
+	return &coordinator.RuleError{Rule: "certificate-revoked",
+		Detail: fmt.Sprintf("certificate %s of %s/%s is not current (renewed since, or the node or cluster was removed)", serial, cluster, node), Err: coordinator.ErrUnauthorized}
+}
+
 // checkAgentBody refuses an agent whose request body names another node
 // (register, heartbeat).
 func checkAgentBody(r *http.Request, cluster, node string) error {
@@ -254,10 +313,15 @@ func checkAgentBody(r *http.Request, cluster, node string) error {
 }
 
 // forwardPrincipal is what a follower adds to a request it forwards. The
-// web session cookie stays behind: it means nothing to the leader, which
-// believes the forwarded principal.
+// web session cookie stays behind: it means nothing to the leader. The
+// token it stands for goes in its place, over the members' mutual TLS, so
+// that the leader judges the credential itself (forwardedPrincipal).
 func forwardPrincipal(r *http.Request) {
-	b, _ := json.Marshal(PrincipalFrom(r.Context()))
+	p := PrincipalFrom(r.Context())
+	b, _ := json.Marshal(p)
 	r.Header.Set(principalHeader, string(b))
 	r.Header.Del("Cookie")
+	if p.session != "" {
+		r.Header.Set("Authorization", "Bearer "+p.token)
+	}
 }

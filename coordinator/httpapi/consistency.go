@@ -16,11 +16,26 @@ import (
 const defaultCatchUp = 2 * time.Second
 
 // errLagging is a read refused because this member has not yet applied the
-// state the client has already seen.
-type errLagging struct{ applied, want uint64 }
+// state the client has already seen or, with credential, the leader's read
+// index an operator's credential is judged at (fresh.go).
+type errLagging struct {
+	applied, want uint64
+	credential    bool
+}
 
 func (e errLagging) Error() string {
+	if e.credential {
+		return fmt.Sprintf("this member has applied index %d, the leader %d: an API token or web session is not judged by older state; ask another member", e.applied, e.want)
+	}
 	return fmt.Sprintf("this member has applied index %d, the client has seen %d; ask another member", e.applied, e.want)
+}
+
+// rule names what the refusal upholds.
+func (e errLagging) rule() string {
+	if e.credential {
+		return ruleFresh
+	}
+	return "read-your-writes"
 }
 
 // consistentIndex makes reads monotonic for a client (see

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/moltproject/molt/api"
@@ -24,6 +25,10 @@ type tokensOnly struct {
 	adminTokens
 }
 
+// IsLeader: it answers what it is asked itself.
+func (m *tokensOnly) IsLeader() bool       { return true }
+func (m *tokensOnly) AppliedIndex() uint64 { return 0 }
+
 func (m *tokensOnly) AuthenticateToken(tok string) (api.Token, error) {
 	return m.adminTokens.AuthenticateToken(tok)
 }
@@ -37,3 +42,15 @@ func asAdmin(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// The fake members lead (or, forwarding, ask a leader that is another
+// fake): their read index is what they have applied, since they never
+// trail themselves.
+
+func (m *indexedMember) ReadIndex(context.Context) (uint64, error) { return m.applied.Load(), nil }
+func (m *webMember) ReadIndex(context.Context) (uint64, error)     { return m.AppliedIndex(), nil }
+func (m *auditMember) ReadIndex(context.Context) (uint64, error)   { return 0, nil }
+func (m *panickyMember) ReadIndex(context.Context) (uint64, error) { return 0, nil }
+func (m *tokensOnly) ReadIndex(context.Context) (uint64, error)    { return 0, nil }
+func (m *pollingMember) ReadIndex(context.Context) (uint64, error) { return 0, nil }
+func (m *beatMember) ReadIndex(context.Context) (uint64, error)    { return 0, nil }

@@ -38,6 +38,9 @@ type Principal struct {
 	// cookie), "" otherwise. It never leaves the member: a forwarded
 	// principal does not carry it.
 	session string
+	// token is the API token the session stands for, which a follower
+	// sends the leader with a request it forwards (forwardPrincipal).
+	token string
 }
 
 type principalKey struct{}

@@ -83,11 +83,16 @@ func problemFor(err error) *api.Problem {
 	case errors.Is(err, phases.ErrStale):
 		return p(http.StatusConflict, api.ProblemConflict, "State changed; try again", "stale")
 	case errors.As(err, new(errLagging)):
-		return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the client's last read", "read-your-writes")
+		var lag errLagging
+		errors.As(err, &lag)
+		if lag.credential {
+			return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the leader", lag.rule())
+		}
+		return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the client's last read", lag.rule())
 	case errors.Is(err, raftstore.ErrNotLeader):
 		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
 	case errors.Is(err, raftstore.ErrLeaderNotFound), errors.Is(err, errNoLeader):
-		return p(http.StatusServiceUnavailable, api.ProblemNoLeader, "No leader", "")
+		return p(http.StatusServiceUnavailable, api.ProblemNoLeader, "No leader", rule)
 	case errors.Is(err, raftstore.ErrTimeout), errors.Is(err, raftstore.ErrLeadershipLost), errors.Is(err, raftstore.ErrClosed):
 		return p(http.StatusServiceUnavailable, api.ProblemUnavailable, "Unavailable; the outcome of a write is unknown", "")
 	case errors.Is(err, errTooManyPolls), errors.Is(err, errTooManySessions):

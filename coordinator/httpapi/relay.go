@@ -77,6 +77,7 @@ type beatRelay struct {
 // pendingBeat is a beat waiting for its batch's answer.
 type pendingBeat struct {
 	health api.AgentHealth
+	serial string    // the agent's certificate's
 	at     time.Time // received, on this member's clock
 	answer chan relayAnswer
 }
@@ -99,8 +100,8 @@ func newBeatRelay(h *handlers) *beatRelay {
 // relay adds hb to the current batch and waits for the leader's answer to
 // it. An error means the batch did not reach a leader: the caller sends
 // the beat on its own.
-func (b *beatRelay) relay(ctx context.Context, hb api.AgentHealth) (*api.Problem, error) {
-	p := &pendingBeat{health: hb, at: b.h.cfg.Clock.Now(), answer: make(chan relayAnswer, 1)}
+func (b *beatRelay) relay(ctx context.Context, hb api.AgentHealth, serial string) (*api.Problem, error) {
+	p := &pendingBeat{health: hb, serial: serial, at: b.h.cfg.Clock.Now(), answer: make(chan relayAnswer, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, p)
 	switch {
@@ -164,7 +165,7 @@ func (b *beatRelay) deliver(batch []*pendingBeat) ([]*api.Problem, error) {
 	now := b.h.cfg.Clock.Now()
 	req := api.RelayedBeats{Beats: make([]api.RelayedBeat, len(batch))}
 	for i, p := range batch {
-		req.Beats[i] = api.RelayedBeat{Health: p.health, AgeMillis: max(now.Sub(p.at), 0).Milliseconds()}
+		req.Beats[i] = api.RelayedBeat{Health: p.health, AgeMillis: max(now.Sub(p.at), 0).Milliseconds(), Serial: p.serial}
 	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), relayTimeout, errors.New("relaying heartbeats timed out"))
 	defer cancel()
@@ -220,19 +221,32 @@ func (b *beatRelay) deliver(batch []*pendingBeat) ([]*api.Problem, error) {
 // noteRelayed hands relayed beats to this member, which leads, and
 // returns its answer to each.
 func (h *handlers) noteRelayed(ctx context.Context, req api.RelayedBeats) ([]*api.Problem, error) {
-	beats := make([]coordinator.RelayedBeat, len(req.Beats))
+	problems := make([]*api.Problem, len(req.Beats))
+	// A beat whose certificate this member's state no longer holds
+	// current is refused, as the agent's own request would be here.
+	var beats []coordinator.RelayedBeat
+	var at []int // beats[j] is req.Beats[at[j]]
 	for i, rb := range req.Beats {
-		beats[i] = coordinator.RelayedBeat{Health: rb.Health, Age: time.Duration(rb.AgeMillis) * time.Millisecond}
+		if rb.Serial != "" && !h.svc.AgentCertValid(rb.Health.Cluster, rb.Health.Node, rb.Serial) {
+			problems[i] = problemFor(errCertRevoked(rb.Health.Cluster, rb.Health.Node, rb.Serial))
+			problems[i].Instance = agentPath(rb.Health, "/heartbeat")
+			continue
+		}
+		beats = append(beats, coordinator.RelayedBeat{Health: rb.Health, Age: time.Duration(rb.AgeMillis) * time.Millisecond})
+		at = append(at, i)
+	}
+	if len(beats) == 0 {
+		return problems, nil
 	}
 	errs, err := h.svc.RelayedHeartbeats(ctx, beats)
 	if err != nil {
 		return nil, err
 	}
-	problems := make([]*api.Problem, len(beats))
-	for i, err := range errs {
+	for j, err := range errs {
 		if err != nil {
+			i := at[j]
 			problems[i] = problemFor(err)
-			problems[i].Instance = agentPath(beats[i].Health, "/heartbeat")
+			problems[i].Instance = agentPath(beats[j].Health, "/heartbeat")
 		}
 	}
 	return problems, nil
@@ -311,7 +325,7 @@ func (h *handlers) relayBeats(next http.Handler) http.Handler {
 			return
 		}
 		if relay {
-			p, err := h.beats.relay(r.Context(), hb)
+			p, err := h.beats.relay(r.Context(), hb, PrincipalFrom(r.Context()).Serial)
 			if err == nil {
 				if p != nil {
 					writeProblem(w, r, p)

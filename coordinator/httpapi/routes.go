@@ -117,6 +117,7 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/{cluster}/{node}/certificate", NeedAgent, write(200), f(h.renew)},
 		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentBeat, f(h.heartbeat)},
 		{"POST", relayedBeatsPath, NeedMember, memberCall, f(h.relayedBeats)},
+		{"GET", readIndexPath, NeedMember, memberCall, f(h.serveReadIndex)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.result)},
 	}

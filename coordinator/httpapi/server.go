@@ -38,6 +38,9 @@ type Service interface {
 	// api.MinIndexHeader (consistency.go).
 	AppliedIndex() uint64
 	WaitApplied(ctx context.Context, index uint64) error
+	// ReadIndex, on the leader, is an index that covers every write
+	// acknowledged before the call (fresh.go).
+	ReadIndex(ctx context.Context) (uint64, error)
 
 	PutRelease(ctx context.Context, r api.Release) error
 	Release(version string) (api.Release, error)
@@ -217,7 +220,7 @@ func New(svc Service, cfg Config) http.Handler {
 		// Who the caller is; the leader for what it serves; who an
 		// enrollment's token is; the audit record of a write (which sees
 		// the authorization's refusal); whether the caller may.
-		mw := chi.Middlewares{h.authenticate(rt.need)}
+		mw := chi.Middlewares{h.authenticate(rt)}
 		switch {
 		case rt.serve.relay:
 			mw = append(mw, h.relayBeats)

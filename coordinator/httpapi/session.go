@@ -158,7 +158,7 @@ func (h *handlers) sessionPrincipal(r *http.Request) (p Principal, ok bool, err 
 		return Principal{}, true, aerr
 	}
 	p = tokenPrincipal(t)
-	p.session = c.Value
+	p.session, p.token = c.Value, sess.token
 	return p, true, nil
 }
 

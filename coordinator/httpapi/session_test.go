@@ -279,13 +279,18 @@ func TestWebDisabled(t *testing.T) {
 	require.Equal(t, http.StatusOK, serve(h, webReq{method: "GET", path: "/v1/session", bearer: viewerToken}).Code, "GET /v1/session answers bearer callers")
 }
 
+// TestForwardedRequestsLeaveTheSessionCookieBehind: a follower forwards
+// the token a session stands for, for the leader to judge, and neither
+// the cookie nor the token in the principal it vouches for.
 func TestForwardedRequestsLeaveTheSessionCookieBehind(t *testing.T) {
 	r := httptest.NewRequest("POST", "/v1/clusters/lab/upgrade", nil)
 	r.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: "secret"})
-	r = r.WithContext(withPrincipal(r.Context(), Principal{Kind: KindOperator, Name: "token:x", Role: RoleOperator, session: "secret"}))
+	r = r.WithContext(withPrincipal(r.Context(), Principal{Kind: KindOperator, Name: "token:oper", Role: RoleOperator, session: "secret", token: operatorToken}))
 	forwardPrincipal(r)
 	require.Empty(t, r.Header.Get("Cookie"))
 	require.NotContains(t, r.Header.Get(principalHeader), "secret")
+	require.NotContains(t, r.Header.Get(principalHeader), operatorToken)
+	require.Equal(t, "Bearer "+operatorToken, r.Header.Get("Authorization"), "the leader judges the session's token itself")
 }
 
 func TestWebFiles(t *testing.T) {
