@@ -240,7 +240,11 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 		{"leader cut off from its peers, agents at a follower", "raft", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			gc := newGrayCluster(t, newFakeOps())
+			ops := newFakeOps()
+			// cp-2's cordon waits for the freeze: the upgrade cannot
+			// run past cp-2 before it, however slow the test's polling.
+			releaseCP2 := ops.holdCordon("cp-2")
+			gc := newGrayCluster(t, ops)
 			leader := gc.waitLeader()
 			cl := leader.client()
 			spec := registerLab(t, cl)
@@ -271,18 +275,21 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 			_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
 			require.NoError(t, err)
 			// Freeze once the control plane is under way and every agent
-			// has had the time to sit in a long poll.
-			eventually(t, "cp-1 upgraded", func() bool {
+			// has had the time to sit in a long poll: cp-1 upgraded, cp-2's
+			// cordon held, so none of cp-2's or cp-3's operations can have
+			// been dispatched yet.
+			eventually(t, "cp-1 upgraded and cp-2's cordon under way", func() bool {
 				u, err := getUpgrade(ctx, cl, "lab")
 				if err != nil {
 					return false
 				}
 				n, ok := u.Node("cp-1")
-				return ok && n.State == phases.StateDone
+				return ok && n.State == phases.StateDone && ops.called("cordon cp-2")
 			})
 			frozenAt := time.Now()
 			gc.freeze(leader, tt.scope)
 			t.Logf("froze %s (%s)", leader.id, tt.scope)
+			releaseCP2()
 
 			var next string
 			var nextAt time.Time
