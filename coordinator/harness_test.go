@@ -148,10 +148,34 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	t.Cleanup(func() { m.stop(false) })
 	if bootstrap {
 		// The leader stores the bootstrap admin token when it starts
-		// leading; tests act as that admin.
-		eventually(t, "the bootstrap admin token stored", func() bool { _, err := m.c.AuthenticateToken(testAdmin); return err == nil })
+		// leading; tests act as that admin. Its own member metadata is
+		// its other start-up write: tests that count log entries
+		// (requireOnlyAuditRecord, FuzzAPI) start after both.
+		eventually(t, "the bootstrap admin token and the member's metadata stored", m.startupWritesDone)
 	}
 	return m
+}
+
+// startupWritesDone reports whether the entries a new leader writes by
+// itself are applied here: the bootstrap admin token (the coordinator's
+// leader loop, ensureBootstrapAdmin) and its own member metadata with
+// its HTTP address (raftstore's recordSelf). Each is committed from its
+// own goroutine once the member leads, in either order, so the token
+// alone does not say the other is done.
+func (m *member) startupWritesDone() bool {
+	if _, err := m.c.AuthenticateToken(testAdmin); err != nil {
+		return false
+	}
+	ms, err := m.c.Members()
+	if err != nil {
+		return false
+	}
+	for _, x := range ms {
+		if x.ID == m.id {
+			return x.HTTPAddr == m.addr
+		}
+	}
+	return false
 }
 
 // stop ends the member: gracefully, or abruptly as a crash would.
@@ -186,10 +210,9 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinat
 	first := startMember(t, "m1", t.TempDir(), true, ops, "", mutate...)
 	tc.members = append(tc.members, first)
 	eventually(t, "first leader", first.c.IsLeader)
-	// The first leader stores the bootstrap admin token in an entry of its
-	// own once it leads: a test that counts entries (requireRefusals)
-	// starts after it.
-	eventually(t, "bootstrap admin token stored", func() bool { return len(first.c.Tokens()) > 0 })
+	// startMember waited for the first leader's own entries (the bootstrap
+	// admin token, its member metadata): a test that counts entries
+	// (requireRefusals) starts after them.
 	for i := 2; i <= n; i++ {
 		m := startMember(t, fmt.Sprintf("m%d", i), t.TempDir(), false, ops, "", mutate...)
 		tc.replace(append(tc.list(), m))
