@@ -69,6 +69,20 @@ type member struct {
 	dead   atomic.Bool
 	// apiConfig is what the member's API was built with.
 	apiConfig httpapi.Config
+	// commands counts the commands its state machine applied (not Raft's
+	// own entries: a term's no-op, a read index's barrier).
+	commands *atomic.Uint64
+}
+
+// logMark is where a member's log stands: its applied index and the
+// number of commands applied. Raft's own entries (a new term's no-op, the
+// barrier of a term's first read index) take indexes without being
+// commands, so a test that asks "did this request write a command?"
+// compares commands, and finds the command by its index.
+type logMark struct{ index, commands uint64 }
+
+func (m *member) mark() logMark {
+	return logMark{index: m.c.AppliedIndex(), commands: m.commands.Load()}
 }
 
 type testCluster struct {
@@ -120,13 +134,20 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	}
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
-	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{})}
+	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{}), commands: new(atomic.Uint64)}
 	if wrapAPIListener != nil {
 		ln = wrapAPIListener(id, ln)
 	}
 	cfg := memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock)
 	for _, f := range mutate {
 		f(&cfg)
+	}
+	hold, commands := cfg.Raft.HoldApply, m.commands
+	cfg.Raft.HoldApply = func(index uint64) {
+		if hold != nil {
+			hold(index)
+		}
+		commands.Add(1)
 	}
 	reg := prometheus.NewRegistry()
 	cfg.Recorder = metrics.NewRecorder(reg)

@@ -139,7 +139,7 @@ func TestAdminRequestsRefusedByTheirRule(t *testing.T) {
 		{"blank reason in a dry run", "POST", "/v1/clusters/lab/upgrade", jsonType, emergency(" ", true), 422, api.ProblemValidation, maintenance.RuleOverrideReasonRequired, nil},
 	} {
 		t.Run(r.name, func(t *testing.T) {
-			before := m.c.AppliedIndex()
+			before := m.mark()
 			state, err := m.c.StateWithoutAudit()
 			require.NoError(t, err)
 			req := httptest.NewRequest(r.method, "https://molt.test"+r.path, bytes.NewReader([]byte(r.body)))
@@ -162,7 +162,7 @@ func TestAdminRequestsRefusedByTheirRule(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, state, after, "a refused request changed the state")
 			if strings.Contains(r.body, `"dryRun":true`) {
-				require.Equal(t, before, m.c.AppliedIndex(), "a dry run is not a write: refused, it is not even recorded")
+				require.Equal(t, before, m.mark(), "a dry run is not a write: refused, it is not even recorded")
 			} else {
 				requireOnlyAuditRecord(t, m, before, r.method, r.path, r.status, r.rule)
 			}
