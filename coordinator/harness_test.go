@@ -857,11 +857,19 @@ func nodeNames(spec api.ClusterSpec) []string {
 	return out
 }
 
+// put stores body at path. A 503 (no leader known, or the forward to it
+// failed: an election in progress, which a loaded machine brings about in
+// multi-member tests) is the API's "not now" and the PUT idempotent, so it
+// is sent again until a leader answers; any other error fails the test.
 func put(t testing.TB, cl *api.Client, path string, body any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	_, err := cl.Do(ctx, http.MethodPut, path, body, nil)
+	var err error
+	eventually(t, "a leader's answer to PUT "+path, func() bool {
+		_, err = cl.Do(ctx, http.MethodPut, path, body, nil)
+		return problemStatus(err) != http.StatusServiceUnavailable
+	})
 	require.NoError(t, err, "PUT %s", path)
 }
 
