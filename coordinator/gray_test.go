@@ -286,6 +286,15 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 				n, ok := u.Node("cp-1")
 				return ok && n.State == phases.StateDone && ops.called("cordon cp-2")
 			})
+			// The member to freeze is the one leading now: under load the
+			// first leader can lose its lease before (an election then
+			// held the test's own requests, holdForLeader), and freezing
+			// a follower would test nothing. The agents' endpoints keep
+			// their order.
+			if now := gc.waitLeader(); now != leader {
+				t.Logf("%s leads now, not %s; the agents' first endpoint is %s", now.id, leader.id, first.id)
+				leader = now
+			}
 			frozenAt := time.Now()
 			gc.freeze(leader, tt.scope)
 			t.Logf("froze %s (%s)", leader.id, tt.scope)

@@ -246,7 +246,27 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinat
 			return err == nil
 		})
 	}
+	// A joiner knows the leader's address once it has applied the
+	// leader's member metadata, some time after its join: until then an
+	// operator's request at it waits for the address (holdForLeader), and
+	// a test that talks to it at once would wait too.
+	eventually(t, "every member knows the leader's address", tc.leaderKnown)
 	return tc
+}
+
+// leaderKnown reports whether some member leads and every live member
+// knows its HTTP address.
+func (tc *testCluster) leaderKnown() bool {
+	l := tc.leader()
+	if l == nil {
+		return false
+	}
+	for _, m := range tc.alive() {
+		if m != l && m.c.LeaderHTTPAddr() != l.addr {
+			return false
+		}
+	}
+	return true
 }
 
 // list returns the members (dead ones included).

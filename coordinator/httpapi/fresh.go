@@ -33,7 +33,9 @@ import (
 //     it, and only then checks the credential. One round trip to the
 //     leader, and on the leader one round of Raft heartbeats; nothing is
 //     written to the log.
-//   - A member that cannot learn the index (no leader known, the leader
+//   - A member that knows no leader (an election), or not yet the
+//     leader's address, waits for one within Config.CatchUp. One that
+//     cannot learn the index then (no leader known, the leader
 //     unreachable) or does not reach it within Config.CatchUp refuses
 //     with 503 rather than judge by a copy that may be stale; the client
 //     tries another member.
@@ -86,6 +88,15 @@ func (h *handlers) readIndex(ctx context.Context) (uint64, error) {
 		return h.svc.ReadIndex(ctx)
 	}
 	leader := h.svc.LeaderHTTPAddr()
+	if leader == "" {
+		// An election, or the leader's address not applied here yet:
+		// worth the wait within CatchUp (holdForLeader says why).
+		h.awaitLeader(ctx)
+		if h.svc.IsLeader() {
+			return h.svc.ReadIndex(ctx)
+		}
+		leader = h.svc.LeaderHTTPAddr()
+	}
 	if leader == "" {
 		return 0, errNoLeader
 	}

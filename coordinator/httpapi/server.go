@@ -224,6 +224,8 @@ func New(svc Service, cfg Config) http.Handler {
 		switch {
 		case rt.serve.relay:
 			mw = append(mw, h.relayBeats)
+		case rt.serve.leader && rt.need != NeedAgent:
+			mw = append(mw, h.holdForLeader, h.leaderOnly)
 		case rt.serve.leader:
 			mw = append(mw, h.leaderOnly)
 		}
@@ -353,6 +355,12 @@ func (h *handlers) leaderChanges() <-chan struct{} {
 func (h *handlers) awaitLeader(ctx context.Context) {
 	deadline := time.NewTimer(h.cfg.CatchUp)
 	defer deadline.Stop()
+	// A leader's address can arrive without a leader observation: Raft
+	// names the leader first, and its address comes with its member
+	// metadata, applied here later (a member that just joined, a leader
+	// that just recorded a new address). Nothing signals that apply.
+	tick := time.NewTicker(leaderAddrPoll)
+	defer tick.Stop()
 	for {
 		changed := h.leaderChanges()
 		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
@@ -360,12 +368,36 @@ func (h *handlers) awaitLeader(ctx context.Context) {
 		}
 		select {
 		case <-changed:
+		case <-tick.C:
 		case <-deadline.C:
 			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// leaderAddrPoll is how often awaitLeader looks for a leader's address
+// that no leader observation announced.
+const leaderAddrPoll = 20 * time.Millisecond
+
+// holdForLeader holds an operator's request (and an enrollment) at a
+// member that knows no leader, or not yet the leader's address, for up
+// to CatchUp until it does, rather than answer 503 no-leader at once:
+// an election lasts about a second, and an operator's client often knows
+// one member, which would refuse every request of that second. Agents'
+// calls are not held: an agent lists every member and moves to the next
+// at once, and a member cut off from its peers knows no leader for as
+// long as it is cut off. A request another member forwarded is not held
+// either: it was sent to the leader this member no longer is, and the
+// forwarding member follows the change itself (leaderOnly).
+func (h *handlers) holdForLeader(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(forwardedHeader) == "" && !h.svc.IsLeader() && h.svc.LeaderHTTPAddr() == "" {
+			h.awaitLeader(r.Context())
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // forward proxies r to the leader at leader. A leader that stops
