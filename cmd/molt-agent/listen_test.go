@@ -95,27 +95,19 @@ func TestListenerBoundsConnections(t *testing.T) {
 	extra, err := net.Dial("tcp", l.addr.String())
 	require.NoError(t, err)
 	defer extra.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for l.refused.Load() == 0 {
-		require.True(t, time.Now().Before(deadline), "no connection refused")
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return l.refused.Load() > 0 }, 30*time.Second, 10*time.Millisecond, "no connection refused")
 	_, err = extra.Read(make([]byte, 1))
 	require.Error(t, err, "the connection beyond the bound is closed")
 
 	for _, c := range idle {
 		c.Close()
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + l.addr.String() + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "the listener does not serve again: %v", err)
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 10*time.Millisecond, "the listener does not serve again")
 }

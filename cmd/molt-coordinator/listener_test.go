@@ -49,17 +49,11 @@ func TestAPIListenerBoundsHandshakes(t *testing.T) {
 	extra, err := d.Dial("tcp", tcp.Addr().String())
 	require.NoError(t, err)
 	defer extra.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		mu.Lock()
-		n := refused[tlsaccept.ReasonLimit]
-		mu.Unlock()
-		if n == 1 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the connection beyond the bound was not refused")
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return refused[tlsaccept.ReasonLimit] == 1
+	}, 30*time.Second, 10*time.Millisecond, "the connection beyond the bound was not refused")
 	_ = extra.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, err = extra.Read(make([]byte, 1))
 	var ne net.Error

@@ -177,13 +177,7 @@ func closedByServer(c net.Conn) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, waitTimeout, 10*time.Millisecond, "timed out waiting until %s", what)
 }
 
 func inProgress(l *Listener, n int) func() bool {
