@@ -56,8 +56,8 @@ fuzz:
 	done
 
 ## test-lab: the lab brings a real Kubernetes cluster up on systemd hosts and down again.
-## Not the full topology nor the small one at the upgrade releases: the demo and the e2e
-## test bring the full lab up at 1.33.13 and check the same at every release they reach
+## Not the full topology nor the small one at the upgrade releases: the demo (at 1.33.13) and
+## the e2e test (at 1.34.3) bring the full lab up and check the same at every release they reach
 ## (test-lab-all runs those two as well, to find a lab fault without an upgrade)
 LAB_TESTS_ALSO_IN_E2E := TestFullLabUpServeDown|TestSmallLabUpAtUpgradeVersions
 test-lab:
@@ -67,8 +67,10 @@ test-lab:
 test-lab-all:
 	$(GO) test -tags lab -count=1 -timeout 45m ./lab/
 
-## test-e2e: real upgrades of the lab cluster with faults (leader and agent killed; the minor under a
-## seeded chaos schedule with the invariant checks: the chaos smoke, docs/chaos.md), refusals
+## test-e2e: real upgrades of the lab cluster from 1.34.3 with faults (leader and agent killed; a patch
+## under a seeded chaos schedule with the invariant checks: the chaos smoke, docs/chaos.md; its MIG
+## pool rolled back), refusals, the automatic patch, a broken release. The minor is the demo's, which
+## verifies it with the same checks (e2e/verify.go)
 test-e2e:
 	$(GO) test -tags e2e -count=1 -v -timeout 75m ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|MEASURED|Error' ; \
 	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || { echo '--- last 120 lines of $(BIN)/e2e.log'; tail -n 120 $(BIN)/e2e.log; }; exit $$rc
@@ -92,7 +94,7 @@ test-demo:
 	  echo "test-demo: MOLT_CACHE=$$d (no lab tools, images or rootfs in it) MOLT_BUILD_CACHE=$(MOLT_BUILD_CACHE)"; \
 	  MOLT_CACHE=$$d MOLT_BUILD_CACHE=$(MOLT_BUILD_CACHE) $(MAKE) --no-print-directory demo 2>&1 | tee $(BIN)/demo.log; rc=$${PIPESTATUS[0]}; \
 	  [ -z "$$tmp" ] || rm -rf --one-file-system "$$tmp"; \
-	  [ $$rc -eq 0 ] && grep -q 'status.version = ' $(BIN)/demo.log || { echo "test-demo: failed (rc $$rc)"; exit 1; }
+	  [ $$rc -eq 0 ] && grep -q 'status.version = ' $(BIN)/demo.log && grep -q '==> verified against the cluster' $(BIN)/demo.log || { echo "test-demo: failed (rc $$rc)"; exit 1; }
 
 ## test-plan-demo: the planning walk-through runs to its end (on ports of its own)
 test-plan-demo: build

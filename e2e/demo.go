@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
 )
@@ -90,6 +92,13 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	var surge *SurgeWatch
+	if cfg.MIG != nil {
+		if surge, err = WatchSurge(ctx, env); err != nil {
+			return err
+		}
+		defer surge.Stop()
+	}
 	probes := env.StartProbes(ctx)
 	var u *phases.Upgrade
 	var took time.Duration
@@ -118,7 +127,64 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	for _, r := range reports {
 		fmt.Fprintf(out, "  %s\n", r)
 	}
+	return verify(ctx, env, cfg, u, before, after, surge)
+}
+
+// verify checks the finished upgrade against the real cluster with the
+// e2e test's checks (verify.go), prints each, and fails the demo when one
+// fails: the demo is the suite's one run of the minor on the full lab.
+func verify(ctx context.Context, env *Env, cfg DemoConfig, u *phases.Upgrade, before, after map[string]string, surge *SurgeWatch) error {
+	out := cfg.Out
+	type result struct {
+		name string
+		err  error
+	}
+	var results []result
+	results = append(results, result{"order (SPEC §4): every step and node done, one control-plane node at a time", VerifyOrder(u)})
+	results = append(results, result{"the cluster at " + cfg.To + ": every Node Ready at it, control-plane static pods on its images, containerd the release's on every host, add-ons rolled out, the workload serving by pod and by Service name",
+		VerifyClusterAt(ctx, env, u, cfg.To, nil)})
+	ops, err := VerifyOperationsOnce(ctx, env)
+	results = append(results, result{fmt.Sprintf("every operation took effect once (%d operations in the agents' journals)", ops), err})
+	from, to, err := releaseContainerd(ctx, env, cfg.From, cfg.To)
+	switch {
+	case err != nil:
+		results = append(results, result{"containerd", err})
+	case from != to:
+		results = append(results, result{"containerd changed on every host (" + from + " → " + to + ")", VerifyContainerdChanged(before, after)})
+	}
+	if surge != nil {
+		if p, ok := u.Pool(cfg.MIG.Name); ok && p.Strategy == phases.StrategySurge {
+			results = append(results, result{"the MIG pool by surge: every instance replaced zone after zone, each zone within [size, size+1] (" + surge.Sizes() + "), the replacements Ready at " + cfg.To + ", the old hosts and Nodes gone",
+				surge.Verify(ctx, u, cfg.To)})
+		}
+	}
+	fmt.Fprintln(out, "==> verified against the cluster:")
+	var failed []string
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(out, "  FAILED %s\n         %v\n", r.name, r.err)
+			failed = append(failed, r.err.Error())
+			continue
+		}
+		fmt.Fprintf(out, "  ok     %s\n", r.name)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("the upgrade finished but %d check(s) failed: %s", len(failed), strings.Join(failed, "; "))
+	}
 	return nil
+}
+
+// releaseContainerd: the containerd versions the releases from and to
+// carry.
+func releaseContainerd(ctx context.Context, env *Env, from, to string) (string, string, error) {
+	var a, b api.Release
+	if _, err := env.API().Do(ctx, http.MethodGet, "/v1/releases/"+from, nil, &a); err != nil {
+		return "", "", err
+	}
+	if _, err := env.API().Do(ctx, http.MethodGet, "/v1/releases/"+to, nil, &b); err != nil {
+		return "", "", err
+	}
+	return a.Components.Containerd.Version, b.Components.Containerd.Version, nil
 }
 
 // ContainerdChange says how the hosts' containerd versions moved, e.g.

@@ -9,9 +9,10 @@
 // control-plane load balancer; nothing of the lab is routed on the
 // machine's own interfaces.
 //
-// The same code drives `molt-lab demo` (the README's main command) and the
-// end-to-end tests (`go test -tags e2e ./e2e/`), which add faults: a Raft
-// leader killed and an agent killed mid-operation; the MIG pool upgraded
-// by surge, and by blue/green rolled back and then completed through the
-// pool commands.
+// The same code drives `molt-lab demo` (the README's main command: the
+// minor, the MIG pool by surge, verified with the checks of verify.go) and
+// the end-to-end tests (`go test -tags e2e ./e2e/`, from the newer minor),
+// which add faults: a Raft leader killed and an agent killed mid-operation
+// under a chaos schedule; the MIG pool by blue/green rolled back and then
+// completed through the pool commands.
 package e2e

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -26,25 +24,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The upgrade path: a minor, then a patch of the newer minor.
+// The e2e's releases: the lab starts at the newer minor (the demo, `make
+// demo`, runs the minor from 1.33.13 on the full lab and verifies it: its
+// order, the cluster at the release, containerd changed on every host,
+// operations once, the MIG pool's surge), and the faults come with the
+// patches.
 const (
-	fromVersion  = "1.33.13"
 	minorVersion = "1.34.3"
 	patchVersion = "1.34.4"
 )
 
-// TestUpgradeEndToEnd is molt's whole job on real parts: the full lab
-// topology (7 systemd hosts, real kubelets and containerd, control plane in
-// static pods), three coordinator members with Raft on disk, molt-agent on
-// every host. It checks that bad upgrades are refused and change nothing,
-// then upgrades a minor while killing the Raft leader once and one agent
-// mid-operation, under a chaos smoke (chaos_smoke_test.go: four more
-// faults and the invariant checks of docs/chaos.md), then a patch that
-// the scheduler starts by itself when the maintenance window opens.
+// TestUpgradeEndToEnd is molt's whole job on real parts, with faults: the
+// full lab topology (7 systemd hosts and a MIG pool of 2 instances, real
+// kubelets and containerd, control plane in static pods), three
+// coordinator members with Raft on disk, molt-agent on every host. It
+// checks that bad upgrades are refused and change nothing, then upgrades
+// a patch while killing the Raft leader once and one agent mid-operation,
+// under a chaos smoke (chaos_smoke_test.go: four more faults and the
+// invariant checks of docs/chaos.md), with the MIG pool blue/green rolled
+// back while blue drains; then the patch again, started by the scheduler
+// when the maintenance window opens; then a broken release, rolled back.
+// The minor upgrade is the demo's (`make demo`, which verifies it with the
+// same checks, verify.go).
 func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
 	builds := cachedir.Build()
-	for _, v := range []string{fromVersion, minorVersion, patchVersion} {
+	for _, v := range []string{minorVersion, patchVersion} {
 		testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
 	}
 	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
@@ -56,7 +61,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	lcfg := lab.DefaultConfig()
 	lcfg.Cache = cachedir.Lab()
 	lcfg.BuildCache = builds
-	lcfg.Version = fromVersion
+	lcfg.Version = minorVersion
 	lcfg.StateDir = filepath.Join(t.TempDir(), "lab")
 	lcfg.ModuleDir = root
 	lcfg.Prefix = "mlabe-"
@@ -74,7 +79,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	var env *Env
 	env, err = Up(ctx, Config{
 		Lab: lcfg, BinDir: bin, WorkDir: work, BasePort: 7180,
-		Releases: []string{fromVersion, minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
+		Releases: []string{minorVersion, patchVersion}, DrainTimeout: 2 * time.Minute,
 		Out: tlog{t}, AlertFor: 10 * time.Second, GateInterval: 3 * time.Second, AgentHealthTimeout: time.Minute,
 		MIG: DefaultMIGPool(), ConcurrentWorkerPools: 2,
 	})
@@ -93,15 +98,9 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("minor upgrade with a leader and an agent killed", func(t *testing.T) {
-		mig := watchMIG(t, ctx, env)
-		u := testMinorWithFaults(t, ctx, env)
-		mig.requireSurge(t, ctx, u, minorVersion)
+	t.Run("patch with a leader and an agent killed, under the chaos smoke, the MIG pool blue/green rolled back while draining", func(t *testing.T) {
+		testPatchWithFaults(t, ctx, env)
 	})
-	if t.Failed() {
-		return
-	}
-	t.Run("patch with the MIG pool blue/green, rolled back while draining", func(t *testing.T) { testBlueGreenRollback(t, ctx, env) })
 	if t.Failed() {
 		return
 	}
@@ -131,7 +130,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 // cluster's spec and status as they were and no node touched.
 func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 	c := env.API()
-	for _, v := range []string{"1.35.0", "1.32.9"} {
+	for _, v := range []string{"1.36.0", "1.32.9"} {
 		rel := api.Release{Version: v, Components: api.ReleaseComponents{
 			Kubelet: api.BinaryArtifact{URL: "/artifacts/none/kubelet", SHA256: strings.Repeat("0", 64)},
 		}}
@@ -139,7 +138,7 @@ func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 		require.NoError(t, err)
 	}
 	before := snapshot(t, ctx, env)
-	_, err := env.StartUpgrade(ctx, "1.35.0")
+	_, err := env.StartUpgrade(ctx, "1.36.0")
 	require.True(t, api.IsProblem(err, "version-skip-minor"), "skipped minor: %v", err)
 	_, err = env.StartUpgrade(ctx, "1.32.9")
 	require.True(t, api.IsProblem(err, "version-downgrade"), "downgrade: %v", err)
@@ -163,7 +162,7 @@ func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 	// The upgrade is accepted in state preflight and its own run refuses
 	// it; nothing of the cluster changed.
 	before = snapshot(t, ctx, env)
-	started, err := env.StartUpgrade(ctx, minorVersion)
+	started, err := env.StartUpgrade(ctx, patchVersion)
 	require.NoError(t, err)
 	require.Equal(t, phases.UpgradePreflight, started.State)
 	refused, err := env.Watch(ctx, started.ID, 4*time.Minute, nil)
@@ -201,12 +200,15 @@ func snapshot(t *testing.T, ctx context.Context, env *Env) clusterSnapshot {
 	return clusterSnapshot{spec: string(spec), version: cl.Status.Version, upgrade: up}
 }
 
-// testMinorWithFaults upgrades to the next minor. While a control-plane
-// node is upgrading the Raft leader is SIGKILLed (and later restarted on
-// its data directory); while a worker's agent runs an operation, the agent
-// is killed with `systemctl kill -s KILL`. The upgrade completes, in SPEC
-// §4's order, and every operation took effect once.
-func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Upgrade {
+// testPatchWithFaults upgrades to the patch under faults. While a
+// control-plane node is upgrading the Raft leader is SIGKILLed (and later
+// restarted on its data directory); while a worker's agent runs an
+// operation, the agent is killed with `systemctl kill -s KILL`; the chaos
+// smoke adds its faults; and the MIG pool, blue/green, is rolled back while
+// blue drains. The upgrade ends cancelled by the rollback, every other pool
+// done in SPEC §4's order (the smoke's order check) and at the patch, blue
+// serving at the old release, and every operation took effect once.
+func testPatchWithFaults(t *testing.T, ctx context.Context, env *Env) {
 	var (
 		mu          sync.Mutex
 		killedAt    time.Time
@@ -261,11 +263,18 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Up
 		return strings.TrimSpace(string(out))
 	}
 	require.Equal(t, "0", restarts())
-	ctrdBefore, err := env.Lab.ContainerdVersions(ctx)
-	require.NoError(t, err)
+	blue, rollback := startBlueGreenRollback(t, ctx, env)
 	smoke := startChaosSmoke(t, ctx, env) // chaos_smoke_test.go: more faults, the invariant checks
-	u := upgradeTo(t, ctx, env, minorVersion, observe)
-	smoke.finish(t, ctx)
+	t0 := time.Now()
+	probes := env.StartProbes(ctx)
+	started, err := env.StartUpgrade(ctx, patchVersion)
+	require.NoError(t, err)
+	u, err := env.Watch(ctx, started.ID, 40*time.Minute, observe)
+	reports := probes.Stop()
+	require.ErrorContains(t, err, "ended cancelled", "the MIG pool's rollback cancels the upgrade")
+	t.Logf("MEASURED patch under faults, the MIG pool rolled back: %s\n%s%s", time.Since(t0).Round(time.Second), Summary(u), MIGSummary(u))
+	requireProbed(t, patchVersion+" (faults; the MIG pool rolled back)", reports)
+	smoke.finish(t, ctx, EndHalted)
 	require.Equal(t, "1", restarts(), "systemd restarted the killed agent once")
 	mu.Lock()
 	require.False(t, killedAt.IsZero(), "the leader was never killed")
@@ -274,19 +283,15 @@ func testMinorWithFaults(t *testing.T, ctx context.Context, env *Env) *phases.Up
 	t.Logf("MEASURED leader kill → new leader %s, → next dispatched step %s", newLeader.Round(time.Millisecond), failover.Round(time.Millisecond))
 	mu.Unlock()
 
-	requireOrder(t, u)
-	requireClusterAt(t, ctx, env, u, minorVersion)
 	requireOperationsOnce(t, ctx, env)
-	// The minor release ships a newer containerd line (lab.containerdFor):
-	// every host's daemon changed, and requireClusterAt found the pods
-	// serving after it.
-	ctrdAfter, err := env.Lab.ContainerdVersions(ctx)
-	require.NoError(t, err)
-	for host, was := range ctrdBefore {
-		require.NotEqual(t, was, ctrdAfter[host], "containerd on %s", host)
+	requireRolledBack(t, ctx, env, u, started.ID, rollback, blue)
+	// The rest of the cluster is at the patch; the MIG pool's blue nodes
+	// at the release they started at.
+	others := map[string]string{}
+	for _, n := range blue {
+		others[n] = minorVersion
 	}
-	t.Logf("MEASURED containerd before → after the minor: %v → %v", ctrdBefore, ctrdAfter)
-	return u
+	require.NoError(t, VerifyClusterAt(ctx, env, u, patchVersion, others))
 }
 
 // firstAfter is the earliest step or node-step start after t.
@@ -307,20 +312,6 @@ func firstAfter(u *phases.Upgrade, t time.Time) time.Time {
 	return first
 }
 
-func upgradeTo(t *testing.T, ctx context.Context, env *Env, v string, observe func(*phases.Upgrade)) *phases.Upgrade {
-	t.Helper()
-	t0 := time.Now()
-	probes := env.StartProbes(ctx)
-	started, err := env.StartUpgrade(ctx, v)
-	require.NoError(t, err)
-	u, err := env.Watch(ctx, started.ID, 40*time.Minute, observe)
-	require.NoError(t, err)
-	require.NoError(t, env.WaitVersion(ctx, v, time.Minute))
-	t.Logf("MEASURED upgrade to %s: %s\n%s", v, time.Since(t0).Round(time.Second), Summary(u))
-	requireProbed(t, v, probes.Stop())
-	return u
-}
-
 // requireProbed logs what the workload probes saw during the upgrade to v
 // (the figures the closing notes report; failures are measured, not
 // asserted: a drain of a Deployment with 2 replicas and a PDB should cost
@@ -335,131 +326,25 @@ func requireProbed(t *testing.T, v string, reports []lab.ProbeReport) {
 	}
 }
 
-// requireOrder checks SPEC §4 from the recorded step history: control-plane
-// LBs, then the control plane, then add-ons and the
-// LB nodes, then the workers, then the final health checks; inside the
-// control plane one node at a time.
+// requireOrder: VerifyOrder (verify.go), SPEC §4 from the step history.
 func requireOrder(t *testing.T, u *phases.Upgrade) {
 	t.Helper()
-	step := func(id string) phases.Step {
-		s, ok := u.Step(id)
-		require.True(t, ok, id)
-		require.Equal(t, phases.StateDone, s.State, id)
-		return *s
-	}
-	after := func(later, earlier string) {
-		require.False(t, step(later).StartedAt.Before(step(earlier).FinishedAt), "%s started before %s finished", later, earlier)
-	}
-	after("pool/cp", "pool/cplb")
-	after("addons", "pool/cp")
-	after("pool/lb", "pool/cp")
-	after("pool/workers", "pool/lb")
-	for _, s := range u.Steps {
-		if s.ID != phases.StepIDHealth {
-			after(phases.StepIDHealth, s.ID)
-		}
-	}
-	p, ok := u.Pool("cp")
-	require.True(t, ok)
-	cps := u.PoolNodes(p)
-	for i := 1; i < len(cps); i++ {
-		require.False(t, cps[i].StartedAt.Before(cps[i-1].FinishedAt), "%s overlapped %s", cps[i].Node, cps[i-1].Node)
-	}
-	for _, n := range u.Nodes {
-		require.Equal(t, phases.StateDone, n.State, n.Node)
-		if migNodeUpgraded(u, &n) {
-			require.Equal(t, u.To, n.Version, n.Node)
-		}
-	}
+	require.NoError(t, VerifyOrder(u))
 }
 
-// requireClusterAt checks the real cluster: every Node Ready at v, the
-// control-plane static pods on v's images, every host's containerd the
-// release's, the add-ons at v (kube-proxy's pods on v's image, Ready on
-// every node; CoreDNS rolled out; status.appliedManifestsVersion = v), the
-// sample workload serving, by pod and by Service name.
+// requireClusterAt: VerifyClusterAt (verify.go), every host at v.
 func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upgrade, v string) {
 	t.Helper()
-	nodes, err := env.Lab.Nodes(ctx)
-	require.NoError(t, err)
-	count, err := env.NodeCount(ctx)
-	require.NoError(t, err)
-	require.Len(t, nodes, count, "a Node for every host and instance the cluster's pools list")
-	for _, n := range nodes {
-		require.True(t, n.Ready, n.Name)
-		require.False(t, n.Unschedulable, n.Name)
-		require.Equal(t, "v"+v, n.KubeletVersion, n.Name)
-	}
-	images, err := env.Lab.StaticPodImages(ctx)
-	require.NoError(t, err)
-	seen := 0
-	for pod, image := range images {
-		for _, comp := range lab.ControlPlaneComponents {
-			if strings.HasPrefix(pod, comp+"-") {
-				require.Equal(t, lab.ComponentImage(comp, v), image, pod)
-				seen++
-			}
-		}
-	}
-	require.Equal(t, 3*len(env.Lab.Config().Topology.WithRole(lab.RoleControlPlane)), seen, "control-plane static pods: %v", images)
-	// Every host's containerd, asked through its API, is the release's.
-	var rel api.Release
-	_, err = env.API().Do(ctx, http.MethodGet, "/v1/releases/"+v, nil, &rel)
-	require.NoError(t, err)
-	ctrd, err := env.Lab.ContainerdVersions(ctx)
-	require.NoError(t, err)
-	require.Len(t, ctrd, len(env.Lab.Config().Topology.Hosts))
-	for host, got := range ctrd {
-		require.Equal(t, rel.Components.Containerd.Version, got, "containerd on %s", host)
-	}
-	// The add-ons step applied the release's add-ons and they rolled out:
-	// kube-proxy at v on every node, Ready; CoreDNS rolled out; the
-	// cluster's status says so.
-	require.Len(t, rel.Components.Addons, 2, "the release carries its add-ons")
-	require.NoError(t, env.Lab.CheckAddons(ctx, v))
-	cl, err := env.Cluster(ctx)
-	require.NoError(t, err)
-	require.Equal(t, v, cl.Status.AppliedManifestsVersion)
-	addons, ok := u.Step(phases.StepIDAddons)
-	require.True(t, ok)
-	require.Equal(t, phases.StateDone, addons.State)
-	require.NoError(t, env.Lab.CheckServing(ctx))
-	require.NoError(t, env.Lab.CheckWorkloadPaths(ctx))
+	require.NoError(t, VerifyClusterAt(ctx, env, u, v, nil))
 }
 
-// requireOperationsOnce reads every agent's journal: each operation ID
-// finished once, and no effect (binary renamed, manifests written, unit
-// restarted) happened twice for one ID — also on the host whose agent was
-// killed mid-operation.
+// requireOperationsOnce: VerifyOperationsOnce (verify.go), also on the
+// host whose agent was killed mid-operation.
 func requireOperationsOnce(t *testing.T, ctx context.Context, env *Env) {
 	t.Helper()
-	for _, h := range env.Lab.Config().Topology.Hosts {
-		out, err := env.Lab.Exec(ctx, h.Name, "cat", "/var/lib/molt-agent/journal.jsonl")
-		require.NoError(t, err, h.Name)
-		counts := map[string]map[string]int{}
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var r struct {
-				ID   string `json:"id"`
-				Step string `json:"step"`
-			}
-			if json.Unmarshal(sc.Bytes(), &r) != nil || strings.HasPrefix(r.ID, "preflight-") {
-				continue
-			}
-			if counts[r.ID] == nil {
-				counts[r.ID] = map[string]int{}
-			}
-			counts[r.ID][r.Step]++
-		}
-		require.NotEmpty(t, counts, "%s ran no upgrade operation", h.Name)
-		for id, steps := range counts {
-			require.Equal(t, 1, steps["finished"], "%s: %s finished %d times", h.Name, id, steps["finished"])
-			for _, effect := range []string{"renamed", "written", "restarted"} {
-				require.LessOrEqual(t, steps[effect], 1, "%s: %s %s %d times", h.Name, id, effect, steps[effect])
-			}
-		}
-	}
+	n, err := VerifyOperationsOnce(ctx, env)
+	require.NoError(t, err)
+	t.Logf("MEASURED %d operations, each finished once", n)
 }
 
 func buildBinaries(t *testing.T, root string) string {
