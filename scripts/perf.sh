@@ -103,7 +103,7 @@ kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""
 lab_row="not measured here (PERF_LAB=0, or not root): the lab row of each completed \`make chaos\` run (docs/chaos.md)" lab_ratio="—"
 if [[ "${PERF_LAB:-1}" != 0 && $(id -u) == 0 ]]; then
 	log "lab: one upgrade without faults (molt-chaos --profile none)"
-	$GO build -trimpath -o "$BIN/" ./cmd/molt-chaos
+	$GO build -o "$BIN/" ./cmd/molt-chaos
 	if "$BIN/molt-chaos" --profile none --runs 1 --seed 1 --bin "$BIN" --work-dir "$out/lab" >"$out/lab.txt" 2>&1; then
 		# "lab row: wall 378s vs bound 328s: 1.15× (steps took/bound: …)"
 		lab_row=$(sed -n 's/^ *lab row: \(wall [0-9]*s vs bound [0-9]*s\): \([0-9.]*\)×.*/\1/p' "$out/lab.txt" | head -1)

@@ -89,7 +89,7 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	// rendered files (MOLT_LAB_RENDER).
 	bin := t.TempDir()
 	for _, c := range []string{"molt-coordinator", "molt-agent", "moltctl"} {
-		hosttest.GoBuild(t, "../cmd/"+c, filepath.Join(bin, c), "-trimpath", "-ldflags=-s -w")
+		hosttest.GoBuild(t, "../cmd/"+c, filepath.Join(bin, c), "-ldflags=-s -w") // as make build: its compiled packages are reused
 	}
 	cfg := lab.DefaultConfig()
 	cfg.Cache, cfg.BuildCache = cachedir.Lab(), cachedir.Build()
