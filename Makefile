@@ -140,7 +140,9 @@ deps:
 ## scripts/test-all.sh, each a make target: deps, build, check (check and prebuild-test), demo
 ## (test-demo), unit (test), linearizability, plan-demo, lab, e2e, vagrant (validate-vagrant).
 ## While the demo's lab upgrade mostly waits on its hosts, check and the race build of every
-## test binary (prebuild-test) run beside it at the lowest CPU priority (nice 19), so the lab
+## test binary (prebuild-test) run beside it at the lowest CPU priority (scripts/lowprio.sh: a
+## session and autogroup of their own at nice 19, since with kernel autogroup nice alone ranks
+## only inside a session and each lab host is a session of its own), so the lab
 ## keeps the cores it asks for and the test stage finds its packages compiled; their output
 ## follows the demo's. The first failing stage stops the run. At the end, also after a failure,
 ## a table of the stages' wall times (check marked as beside the demo), also in bin/ci-stages.md

@@ -50,7 +50,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	testenv.RequireRoot(t)
 	builds := cachedir.Build()
 	for _, v := range []string{minorVersion, patchVersion} {
-		testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
+		testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(builds, v), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(v).Command()+")")
 	}
 	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
 	testenv.RequireFile(t, filepath.Join(builds, "containerd", "v"+lab.BuiltContainerdVersion, "bin", "containerd"), "containerd (build/containerd/build.sh)")

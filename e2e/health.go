@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -19,11 +20,11 @@ import (
 // docs/health.md): a release whose kubelet is broken on worker hosts only,
 // and the lab switch a PromQL gate reads.
 
-// StampedKubelet is where build/k8s/build.sh --stamp STAMP BASE kubelet
-// puts a kubelet built from release base's sources that reports version
-// stamp.
-func StampedKubelet(buildCache, base, stamp string) string {
-	return filepath.Join(buildCache, "k8s", "v"+base+"-as-v"+stamp, "bin", "kubelet")
+// StampedKubelet is the kubelet reporting version that make deps builds
+// from another release's sources (cachedir.K8sBuilds: 1.34.5 is 1.34.3's
+// kubelet stamped 1.34.5).
+func StampedKubelet(buildCache, version string) string {
+	return filepath.Join(cachedir.K8sBin(buildCache, version), "kubelet")
 }
 
 // brokenKubeletHeader is the start of the broken release's kubelet: a
@@ -45,7 +46,7 @@ exec /run/molt-e2e-kubelet "$@"
 // base's static-pod images, containerd and add-ons (so the control plane
 // and load balancers go through it quickly and healthy), no image archives
 // to import (the hosts have base's), and a kubelet that is the stamped
-// kubelet (StampedKubelet(…, base, version)) wrapped so that it exits at
+// kubelet (StampedKubelet(…, version)) wrapped so that it exits at
 // start on worker hosts. Its sha256 is right: the agent installs it and
 // finds it unhealthy.
 func (e *Env) PublishBrokenRelease(ctx context.Context, base, version string) (api.Release, error) {
@@ -54,9 +55,9 @@ func (e *Env) PublishBrokenRelease(ctx context.Context, base, version string) (a
 	if err != nil {
 		return api.Release{}, err
 	}
-	stamped, err := os.Open(StampedKubelet(e.cfg.Lab.BuildCache, base, version))
+	stamped, err := os.Open(StampedKubelet(e.cfg.Lab.BuildCache, version))
 	if err != nil {
-		return api.Release{}, fmt.Errorf("the stamped kubelet (build/k8s/build.sh --stamp %s %s kubelet): %w", version, base, err)
+		return api.Release{}, fmt.Errorf("the stamped kubelet (%s): %w", cachedir.K8sBuildOf(version).Command(), err)
 	}
 	defer stamped.Close()
 	dir := filepath.Join(artifacts, "v"+version)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/phases"
 )
@@ -23,7 +24,8 @@ import (
 // TestUpgradeEndToEnd instead of bringing up a lab of their own.
 
 // brokenVersion is the release whose kubelet exits at start on workers:
-// patchVersion's kubelet stamped as the next patch.
+// a kubelet stamped as the next patch after patchVersion (cachedir.K8sBuilds),
+// published with patchVersion's images.
 const brokenVersion = "1.34.5"
 
 // gateHold turns a PromQL health gate of the workers pool red before an
@@ -144,8 +146,8 @@ func (g *gateHold) Wait(t *testing.T) string {
 // upgrade ends failed with the reason, MoltUpgradeFailed fires in the
 // lab's Prometheus, and the other worker was never touched.
 func testBrokenKubelet(t *testing.T, ctx context.Context, env *Env) {
-	testenv.RequireFile(t, StampedKubelet(env.cfg.Lab.BuildCache, patchVersion, brokenVersion),
-		"the stamped kubelet (build/k8s/build.sh --stamp "+brokenVersion+" "+patchVersion+" kubelet)")
+	testenv.RequireFile(t, StampedKubelet(env.cfg.Lab.BuildCache, brokenVersion),
+		"the stamped kubelet ("+cachedir.K8sBuildOf(brokenVersion).Command()+")")
 	_, err := env.PublishBrokenRelease(ctx, patchVersion, brokenVersion)
 	require.NoError(t, err)
 	require.NoError(t, env.SetPoolSettings(ctx, "workers", func(s *api.UpgradeSettings) {

@@ -47,7 +47,7 @@ func groupReleases() (second, base string) {
 func testInstanceGroups(t *testing.T, ctx context.Context, l *Lab) {
 	second, base := groupReleases()
 	for _, v := range []string{second, base} {
-		testenv.RequireFile(t, filepath.Join(cachedir.Build(), "k8s", "v"+v, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+v+")")
+		testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(cachedir.Build(), v), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(v).Command()+")")
 	}
 	svc, err := l.ServeGroups(GroupsConfig{Parallel: 3})
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/nspawn"
 )
 
@@ -16,7 +17,9 @@ type Inputs struct {
 	// Version is the Kubernetes release ("1.34.4").
 	Version string
 	// K8sBin holds kubelet, kube-apiserver, kube-controller-manager,
-	// kube-scheduler and kube-proxy of Version.
+	// kube-scheduler and kube-proxy of Version: cachedir.K8sBin, where
+	// make deps builds it (compiled, or another release's sources stamped
+	// Version; cachedir.K8sBuilds is the table).
 	K8sBin string
 	// Etcd is the static etcd binary.
 	Etcd string
@@ -35,9 +38,6 @@ type Inputs struct {
 	ContainerdBuilt bool
 }
 
-// k8sComponents are the binaries a release needs from build/k8s.
-var k8sComponents = []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"}
-
 // EnsureInputs is the one way to get what a lab at version needs. It checks
 // the Kubernetes and etcd builds (naming the command that makes a missing
 // one: they take minutes and belong to `make deps`), then builds whatever
@@ -50,14 +50,14 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 	version = strings.TrimPrefix(version, "v")
 	in := Inputs{
 		Version: version,
-		K8sBin:  filepath.Join(c.BuildCache, "k8s", "v"+version, "bin"),
+		K8sBin:  cachedir.K8sBin(c.BuildCache, version),
 		Etcd:    filepath.Join(c.BuildCache, "etcd", "v"+c.EtcdVersion, "bin", "etcd"),
 		CoreDNS: filepath.Join(c.BuildCache, "coredns", "v"+CoreDNSVersion, "bin", "coredns"),
 		Tools:   filepath.Join(c.Cache, "lab", "tools"),
 	}
-	for _, b := range k8sComponents {
+	for _, b := range cachedir.K8sComponents {
 		if p := filepath.Join(in.K8sBin, b); !exists(p) {
-			return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/build.sh %s, or make deps)", ErrMissing, p, version)
+			return Inputs{}, fmt.Errorf("%w: %s (build it: %s, or make deps)", ErrMissing, p, cachedir.K8sBuildOf(version).Command())
 		}
 	}
 	// Fails now, before minutes of image and rootfs work, when the release

@@ -46,14 +46,15 @@ var upgradeVersions = []string{"1.33.13", "1.34.3"}
 // etcd 3.6.4 must suit every one).
 //
 // Like every lab test it fails under CI=true when the binaries are not in
-// the cache (scripts/install-deps.sh builds all three releases).
+// the cache (scripts/install-deps.sh builds every release of
+// cachedir.K8sBuilds).
 func TestSmallLabUpAtUpgradeVersions(t *testing.T) {
 	requireLabTools(t)
 	for _, v := range upgradeVersions {
 		t.Run("v"+v, func(t *testing.T) {
-			bin := filepath.Join(cachedir.Build(), "k8s", "v"+v, "bin")
+			bin := cachedir.K8sBin(cachedir.Build(), v)
 			for _, c := range []string{"kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-				testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+v+" (build/k8s/build.sh "+v+")")
+				testenv.RequireFile(t, filepath.Join(bin, c), c+" v"+v+" ("+cachedir.K8sBuildOf(v).Command()+")")
 			}
 			upServeDown(t, SmallTopology(), v)
 		})
@@ -221,7 +222,7 @@ func testVersion() string {
 func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Config)) *Lab {
 	t.Helper()
 	builds := cachedir.Build()
-	testenv.RequireFile(t, filepath.Join(builds, "k8s", "v"+version, "bin", "kubelet"), "kubelet (build/k8s/build.sh "+version+")")
+	testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(builds, version), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(version).Command()+")")
 	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
 
 	cfg := DefaultConfig()

@@ -20,16 +20,21 @@ t0=$(date +%s)
 [ "$(id -u)" = 0 ] || { echo "run as root: the tests boot systemd hosts, mount and make network namespaces"; exit 1; }
 command -v go >/dev/null || { echo "Go 1.26 is required on PATH (/usr/local/go/bin)"; exit 1; }
 
-# Three releases: two a minor apart and a later patch of the newer, so the
-# lab can take a minor upgrade (1.33.13 → 1.34.3) and then a patch upgrade
-# (1.34.3 → 1.34.4). (1.34.5 is on the proxy, but its staging modules fail
-# checksum-database lookups, so it does not build.)
-K8S_RELEASES=(1.33.13 1.34.3 1.34.4)
-# The e2e test's deliberately broken release (docs/e2e.md) needs a kubelet
-# that reports a newer patch than the last release: the last release's
-# kubelet linked again with its version stamped as this one (build.sh
-# --stamp; a link, ~1 min, once the release's build is cached).
-K8S_STAMPED=(1.34.4 1.34.5)
+# The Kubernetes builds: the same facts as internal/cachedir/k8s.go's
+# K8sBuilds, which the lab, the demo and the tests read to find them
+# (TestK8sBuildsMatchInstallDeps checks the two agree).
+# Compiled from their own sources: two releases a minor apart, so the lab
+# can take a minor upgrade (1.33.13 → 1.34.3).
+K8S_COMPILED=(1.33.13 1.34.3)
+# Stamped, each entry build.sh --stamp's arguments "VERSION SOURCE
+# [COMPONENT...]": SOURCE's compiled binaries linked again reporting VERSION,
+# into k8s/vSOURCE-as-vVERSION/bin (a link, ~15 s for all five once SOURCE
+# is compiled). 1.34.4, the patch upgrade's target (1.34.3 → 1.34.4), is
+# 1.34.3 stamped: every component's binary and image and the versions the
+# Nodes and the API server report change, which is what a patch upgrade
+# proves (docs/e2e.md). 1.34.5 is the e2e test's deliberately broken
+# release: only a kubelet.
+K8S_STAMPED=("1.34.4 1.34.3" "1.34.5 1.34.3 kubelet")
 ETCD_VERSION=3.6.4
 # The 1.34 releases ship a containerd of the 1.7 line built from its module
 # (build/containerd), so the minor upgrade replaces Debian's 1.6 on every
@@ -42,20 +47,29 @@ COREDNS_VERSION=1.15.0
 # Say up front what is about to be built and how long it takes, so a first
 # run is not mistaken for a hang. Minutes on 2 cores from nothing
 # (measured 2026-11-23, docs/e2e.md): Debian packages and Go modules ~3,
-# etcd ~1.5, containerd ~1.5, CoreDNS ~3.5, each Kubernetes release ~6 (5.6 min for 1.33.13 with the
-# cores to itself; 8-12 when they are shared; kube-proxy adds ~20 s to it).
+# etcd ~1.5, containerd ~1.5, CoreDNS ~3.5, each compiled Kubernetes release ~6 (5.6 min for 1.33.13 with the
+# cores to itself; 8-12 when they are shared; kube-proxy adds ~20 s to it);
+# the stamped builds together well under 1 (measured 2026-11-28: 15 s for
+# all five of 1.34.3 stamped 1.34.4, 1.34.3 compiled).
 todo=() minutes=0
 [[ -x "$MOLT_BUILD_CACHE/etcd/v$ETCD_VERSION/bin/etcd" ]] || { todo+=("etcd $ETCD_VERSION"); minutes=$((minutes + 2)); }
 [[ -x "$MOLT_BUILD_CACHE/containerd/v$CONTAINERD_VERSION/bin/containerd" ]] || { todo+=("containerd $CONTAINERD_VERSION"); minutes=$((minutes + 2)); }
 [[ -x "$MOLT_BUILD_CACHE/coredns/v$COREDNS_VERSION/bin/coredns" ]] || { todo+=("coredns $COREDNS_VERSION"); minutes=$((minutes + 4)); }
-for v in "${K8S_RELEASES[@]}"; do
+for v in "${K8S_COMPILED[@]}"; do
 	if [[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kubelet" && -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-apiserver" ]]; then
 		[[ -x "$MOLT_BUILD_CACHE/k8s/v$v/bin/kube-proxy" ]] || { todo+=("kube-proxy $v"); minutes=$((minutes + 1)); }
 		continue
 	fi
 	todo+=("kubernetes $v"); minutes=$((minutes + 6))
 done
-[[ -x "$MOLT_BUILD_CACHE/k8s/v${K8S_STAMPED[0]}-as-v${K8S_STAMPED[1]}/bin/kubelet" ]] || { todo+=("kubelet ${K8S_STAMPED[0]} stamped ${K8S_STAMPED[1]}"); minutes=$((minutes + 1)); }
+stamping=0
+for s in "${K8S_STAMPED[@]}"; do
+	read -r v src comps <<<"$s"
+	for c in ${comps:-kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy}; do
+		[[ -x "$MOLT_BUILD_CACHE/k8s/v$src-as-v$v/bin/$c" ]] || { todo+=("kubernetes $src stamped $v"); stamping=1; break; }
+	done
+done
+minutes=$((minutes + stamping))
 if ((${#todo[@]})); then
 	minutes=$((minutes + 3))
 	log "one-time build into $MOLT_BUILD_CACHE: ${todo[*]/%/,} about $minutes minutes on 2 idle cores (longer on a busy machine); progress every 30 s below"
@@ -93,13 +107,17 @@ log "go: staticcheck"
 make -s "$(go env GOPATH)/bin/staticcheck" >/dev/null
 
 n=0
-for v in "${K8S_RELEASES[@]}"; do
+for v in "${K8S_COMPILED[@]}"; do
 	n=$((n + 1))
-	log "kubernetes $v ($n of ${#K8S_RELEASES[@]})"
+	log "kubernetes $v ($n of ${#K8S_COMPILED[@]})"
 	build/k8s/build.sh "$v" >/dev/null
 done
-log "kubelet ${K8S_STAMPED[0]} stamped as ${K8S_STAMPED[1]}"
-build/k8s/build.sh --stamp "${K8S_STAMPED[1]}" "${K8S_STAMPED[0]}" kubelet >/dev/null
+for s in "${K8S_STAMPED[@]}"; do
+	read -r v src comps <<<"$s"
+	log "kubernetes $src stamped as $v${comps:+ ($comps)}"
+	# shellcheck disable=SC2086 # comps: zero or more component names
+	build/k8s/build.sh --stamp "$v" "$src" $comps >/dev/null
+done
 log "etcd $ETCD_VERSION"
 build/k8s/etcd.sh "$ETCD_VERSION" >/dev/null
 log "containerd $CONTAINERD_VERSION"

@@ -452,7 +452,7 @@ func checkNode(t *testing.T, r provisionRun, cfg lab.Config, render string, sysc
 		}
 	}
 
-	release := filepath.Join(cfg.BuildCache, "k8s", "v"+version, "bin", "kubelet")
+	release := filepath.Join(cachedir.K8sBin(cfg.BuildCache, version), "kubelet")
 	require.Equal(t, hosttest.FileSum(t, release), hosttest.FileSum(t, filepath.Join(r.h.Root(), lab.KubeletBinary)))
 	out, err := r.h.Exec(ctx, lab.KubeletBinary, "--version")
 	require.NoError(t, err)

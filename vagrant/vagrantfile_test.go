@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/lab"
 )
@@ -235,5 +236,28 @@ func TestVagrantfileProvisionsWithTestedScripts(t *testing.T) {
 		}
 		out, err := exec.Command(shell, "-n", s).CombinedOutput()
 		require.NoError(t, err, "%s -n %s: %s", shell, s, out)
+	}
+}
+
+// TestVagrantfileSyncsTheK8sBuild: a node VM gets MOLT_K8S_VERSION's
+// Kubernetes build from where make deps puts it on the workstation
+// (cachedir.K8sBin: a stamped release from k8s/vSOURCE-as-vVERSION, never
+// from an older compile of the same version), at the VM's
+// /var/cache/molt/k8s/vVERSION/bin that provision.sh reads.
+func TestVagrantfileSyncsTheK8sBuild(t *testing.T) {
+	builds := t.TempDir()
+	for _, b := range cachedir.K8sBuilds {
+		t.Run("v"+b.Version, func(t *testing.T) {
+			// The Vagrantfile leaves out a source that does not exist. An
+			// old compile of a now stamped release is there too, as on a
+			// machine that built it before.
+			require.NoError(t, os.MkdirAll(cachedir.K8sBin(builds, b.Version), 0o755))
+			require.NoError(t, os.MkdirAll(filepath.Join(builds, "k8s", "v"+b.Version, "bin"), 0o755))
+			ms := loadVagrantfile(t, map[string]string{"MOLT_BUILD_CACHE": builds, "MOLT_K8S_VERSION": b.Version, "MOLT_SHARED": t.TempDir()})
+			dst := "/var/cache/molt/k8s/v" + b.Version + "/bin"
+			i := slices.IndexFunc(byName(t, ms, "worker-1").Synced, func(f syncedFolder) bool { return f.Dst == dst })
+			require.GreaterOrEqual(t, i, 0, "worker-1 syncs %s", dst)
+			require.Equal(t, cachedir.K8sBin(builds, b.Version), byName(t, ms, "worker-1").Synced[i].Src)
+		})
 	}
 }

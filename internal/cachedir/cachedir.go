@@ -3,8 +3,10 @@
 // lab infrastructure, not a product binary):
 //
 //   - Build(): ${MOLT_BUILD_CACHE}, the expensive Kubernetes and etcd
-//     builds of build/k8s (k8s/vX.Y.Z/bin, etcd/vX.Y.Z/bin). Defaults to
-//     Lab(), so one directory holds everything unless told otherwise.
+//     builds of build/k8s (k8s/vX.Y.Z/bin, a stamped release in
+//     k8s/vSOURCE-as-vX.Y.Z/bin: K8sBuilds, K8sBin; etcd/vX.Y.Z/bin).
+//     Defaults to Lab(), so one directory holds everything unless told
+//     otherwise.
 //   - Lab(): ${MOLT_CACHE} (default /var/cache/molt), what the lab makes
 //     from those builds: its tools, image archives and host rootfs.
 //

@@ -8,7 +8,8 @@ import (
 )
 
 // DefaultVersion is the Kubernetes release the harness runs unless
-// MOLT_K8S_BIN points elsewhere.
+// MOLT_K8S_BIN points elsewhere, found where make deps builds it
+// (cachedir.K8sBin).
 const DefaultVersion = "v1.34.4"
 
 // etcdVersion is the etcd build/k8s/etcd.sh produces; kube-apiserver 1.34
@@ -28,7 +29,7 @@ func cacheDir() string { return cachedir.Build() }
 func findBinaries() (binaries, string) {
 	k8s := os.Getenv("MOLT_K8S_BIN")
 	if k8s == "" {
-		k8s = filepath.Join(cacheDir(), "k8s", DefaultVersion, "bin")
+		k8s = cachedir.K8sBin(cacheDir(), DefaultVersion)
 	}
 	etcd := os.Getenv("MOLT_ETCD_BIN")
 	if etcd == "" {
@@ -41,8 +42,8 @@ func findBinaries() (binaries, string) {
 	}
 	for _, p := range []string{b.apiserver, b.controllerManager, b.etcd} {
 		if _, err := os.Stat(p); err != nil {
-			return b, fmt.Sprintf("%s (build with build/k8s/build.sh %s kube-apiserver kube-controller-manager && build/k8s/etcd.sh, or set MOLT_K8S_BIN/MOLT_ETCD_BIN): %v",
-				filepath.Base(p), DefaultVersion[1:], err)
+			return b, fmt.Sprintf("%s (build with %s && build/k8s/etcd.sh, or make deps, or set MOLT_K8S_BIN/MOLT_ETCD_BIN): %v",
+				filepath.Base(p), cachedir.K8sBuildOf(DefaultVersion).Command(), err)
 		}
 	}
 	return b, ""

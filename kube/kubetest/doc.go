@@ -8,8 +8,10 @@
 // themselves (RunPod). Without a kubelet an evicted pod stays Terminating;
 // ReapTerminating plays the kubelet that finishes deletions.
 //
-// Binaries come from build/k8s (build.sh 1.34.4, etcd.sh) under
-// ${MOLT_CACHE:-/var/cache/molt}, or from the directory in MOLT_K8S_BIN
+// Binaries come from build/k8s (1.34.4 is 1.34.3 stamped 1.34.4:
+// build.sh --stamp 1.34.4 1.34.3; etcd.sh) under
+// ${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}} where make deps puts
+// them (cachedir.K8sBin), or from the directory in MOLT_K8S_BIN
 // (MOLT_ETCD_BIN for etcd). When they are missing the test calls
 // testenv.Missing: it fails under CI=true and skips elsewhere.
 //
