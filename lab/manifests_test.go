@@ -145,3 +145,20 @@ func TestHAProxyConfigBalancesTheWorkersNodePort(t *testing.T) {
 	require.Contains(t, cfg, "retry-on conn-failure")
 	require.Equal(t, 2, strings.Count(cfg, "  server "), "workers only")
 }
+
+// The lab's settings that cut work nothing looks at (docs/lab.md, "Where
+// the CPU goes") while keeping what molt waits for prompt.
+func TestLabSettingsCutIdleWork(t *testing.T) {
+	b, err := KubeletConfig()
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal(b, &cfg))
+	require.Equal(t, "5s", cfg["nodeStatusUpdateFrequency"], "a Node's Ready or version change is posted within 5 s")
+	require.Equal(t, "5m", cfg["nodeStatusReportFrequency"], "an unchanged Node status is not rewritten every 5 s")
+	require.Equal(t, false, cfg["localStorageCapacityIsolation"])
+	require.Contains(t, KubeletUnit(topoHost(t, "worker-1")), " --housekeeping-interval=1m ")
+
+	etcd := EtcdPod(FullTopology().WithRole(RoleControlPlane)[0], testControlPlane()).Command
+	require.Contains(t, etcd, "--heartbeat-interval=250")
+	require.Contains(t, etcd, "--election-timeout=2500")
+}
