@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sort"
 	"strings"
 	"sync"
@@ -145,15 +146,23 @@ func (p *Probe) run(ctx context.Context) {
 func (p *Probe) ask(ctx context.Context) string { return askOnce(ctx, p.client, p.cfg) }
 
 // askOnce sends cfg's request with client; "" means it passed, anything
-// else says why not.
+// else says why not: for a request that failed, also the phase it was in
+// (a timeout says only "awaiting headers", whether the DNS answer, the
+// connection or the answer was late).
 func askOnce(ctx context.Context, client *http.Client, cfg ProbeConfig) string {
+	ph := &phase{start: time.Now(), name: "dial"}
+	ctx = context.WithValue(ctx, phaseKey{}, ph)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { ph.set("writing the request") },
+		WroteRequest: func(httptrace.WroteRequestInfo) { ph.set("awaiting the answer") },
+	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
 	if err != nil {
 		return err.Error()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err.Error()
+		return err.Error() + " [" + ph.String() + "]"
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -166,6 +175,39 @@ func askOnce(ctx context.Context, client *http.Client, cfg ProbeConfig) string {
 		return fmt.Sprintf("answer %q lacks %q", body, cfg.Expect)
 	}
 	return ""
+}
+
+// phase is how far one request got: the transport's DialContext (a lab
+// host's) and the client trace set it.
+type phase struct {
+	mu    sync.Mutex
+	start time.Time
+	name  string
+	since time.Time
+}
+
+type phaseKey struct{}
+
+func (p *phase) set(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.name, p.since = name, time.Now()
+}
+
+func (p *phase) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.since.IsZero() {
+		return fmt.Sprintf("in %s after %s", p.name, time.Since(p.start).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("in %s since +%s, after %s", p.name, p.since.Sub(p.start).Round(time.Millisecond), time.Since(p.start).Round(time.Millisecond))
+}
+
+// setPhase records a dial's progress on the request's phase, if it has one.
+func setPhase(ctx context.Context, name string) {
+	if p, ok := ctx.Value(phaseKey{}).(*phase); ok {
+		p.set(name)
+	}
 }
 
 // Stop ends the probe, waits for requests in flight and reports.
@@ -229,10 +271,12 @@ func (l *Lab) HostTransport(host, dnsServer string) http.RoundTripper {
 			if err != nil {
 				return nil, err
 			}
+			setPhase(ctx, "the DNS lookup of "+h)
 			ips, err := res.LookupHost(ctx, h)
 			if err != nil {
 				return nil, err
 			}
+			setPhase(ctx, "connecting to "+ips[0])
 			return DialInNamespace(ctx, ns, network, net.JoinHostPort(ips[0], port))
 		},
 	}
@@ -261,6 +305,7 @@ func (l *Lab) WorkloadProbes() []ProbeConfig {
 			URL:    fmt.Sprintf("http://%s/", net.JoinHostPort(lbs[0].IP, fmt.Sprint(LBPort))),
 			Expect: expect,
 			Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				setPhase(ctx, "connecting to "+addr)
 				return DialInNamespace(ctx, ns, network, addr)
 			}},
 		})

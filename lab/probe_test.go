@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -65,4 +66,26 @@ func TestProbeCountsFailuresOfARealServer(t *testing.T) {
 			require.Zero(t, r.Failed, "%v", r)
 		}
 	}
+}
+
+// A failed request says how far it got: a timeout alone reads "awaiting
+// headers" whether the DNS answer, the connection or the answer was late.
+func TestProbeFailureNamesItsPhase(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	cfg := ProbeConfig{URL: srv.URL, Expect: "pod="}
+	client := &http.Client{Timeout: 100 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	msg := askOnce(context.Background(), client, cfg)
+	require.Contains(t, msg, "Client.Timeout exceeded")
+	require.Contains(t, msg, "[in awaiting the answer since +")
+
+	dialing := &http.Client{Timeout: 100 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			setPhase(ctx, "the DNS lookup of echo")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}}
+	require.Contains(t, askOnce(context.Background(), dialing, cfg), "[in the DNS lookup of echo since +")
 }
