@@ -87,7 +87,15 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		_, err := follower.client().Do(ctx, http.MethodPut, "/v1/releases/1.34.5", release("1.34.5"), nil)
 		return err == nil
 	})
-	rel, err := leader.c.Release("1.34.5")
-	require.NoError(t, err)
-	require.Equal(t, "1.34.5", rel.Version)
+	// Committed, so every member applies it. Not read from leader alone:
+	// the election may have settled on another member since waitLeader,
+	// and a follower applies what is committed a moment after the leader.
+	eventually(t, "the release applied on every member", func() bool {
+		for _, m := range tc.list() {
+			if rel, err := m.c.Release("1.34.5"); err != nil || rel.Version != "1.34.5" {
+				return false
+			}
+		}
+		return true
+	})
 }
