@@ -99,6 +99,11 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		}
 		defer surge.Stop()
 	}
+	podLog, err := env.StartPodLog(ctx)
+	if err != nil {
+		return err
+	}
+	defer podLog.Stop()
 	probes := env.StartProbes(ctx)
 	var u *phases.Upgrade
 	var took time.Duration
@@ -126,6 +131,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintln(out, "the sample workload during the upgrade (20 requests/s on each path):")
 	for _, r := range reports {
 		fmt.Fprintf(out, "  %s\n", r)
+		podLog.PrintEvidence(out, r)
 	}
 	return verify(ctx, env, cfg, u, before, after, surge)
 }

@@ -160,13 +160,14 @@ func echoPodSpec() map[string]any {
 	return map[string]any{
 		"nodeSelector":                 map[string]any{roleLabel: string(RoleWorker)},
 		"automountServiceAccountToken": false,
-		// echo keeps serving 5 s after SIGTERM (see lab/tools/echo).
-		"terminationGracePeriodSeconds": 15,
+		// echo keeps serving ServingGrace after SIGTERM (see
+		// lab/tools/echo), then finishes what is in flight.
+		"terminationGracePeriodSeconds": int(ServingGrace/time.Second) + 10,
 		"containers": []any{map[string]any{
 			"name":            "echo",
 			"image":           EchoImage,
 			"imagePullPolicy": "Never",
-			"command":         []string{"/usr/local/bin/echo", fmt.Sprintf("-listen=:%d", EchoPort)},
+			"command":         []string{"/usr/local/bin/echo", fmt.Sprintf("-listen=:%d", EchoPort), "-drain-delay=" + ServingGrace.String()},
 			"env": []any{
 				map[string]any{"name": "POD_NAME", "valueFrom": fromField("metadata.name")},
 				map[string]any{"name": "NODE_NAME", "valueFrom": fromField("spec.nodeName")},

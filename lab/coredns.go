@@ -1,5 +1,10 @@
 package lab
 
+import (
+	"fmt"
+	"time"
+)
+
 // CoreDNS, the cluster DNS add-on, as kubeadm installs it: a Deployment of
 // two behind the Service kube-system/kube-dns at ClusterDNS, answering for
 // the cluster domain from the API's Services and endpoints. The binary is
@@ -24,15 +29,29 @@ const (
 	coreDNSReadyPort  = 8181
 )
 
+// ServingGrace is how long the lab's pods that serve others (CoreDNS, the
+// sample workload) keep serving after SIGTERM, and so how long a drain's
+// eviction may take to reach every node's Service rules without losing a
+// request. See Corefile for the 7 s it has to cover.
+const ServingGrace = 10 * time.Second
+
 // Corefile is CoreDNS's configuration: the cluster domain and reverse
 // zones from the API (kubernetes), cached; nothing is forwarded, because
 // nothing outside the lab can be reached. reload picks up a changed
 // ConfigMap without a restart.
+//
+// lameduck is how long an evicted CoreDNS keeps answering after SIGTERM:
+// long enough for every node to stop sending it queries (ServingGrace).
+// kubeadm's 5 s is not: the add-ons step replaces kube-proxy on every node
+// while the load-balancer pool (and then the workers) drain, and a node
+// whose kube-proxy is being replaced keeps its old Service rules until the
+// new one has synced — 7 s after an eviction in a demo measured under
+// load, with lookups from cp-1 sent to a CoreDNS pod that had stopped.
 func Corefile() string {
 	return `.:53 {
     errors
     health {
-        lameduck 5s
+        lameduck ` + fmt.Sprint(ServingGrace) + `
     }
     ready
     kubernetes ` + ClusterDomain + ` in-addr.arpa ip6.arpa {

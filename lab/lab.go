@@ -146,14 +146,21 @@ const apiTimeout = 15 * time.Second
 
 // Kube is an admin client for the lab cluster that dials through the lab
 // namespace, so it works from this machine's own namespace.
-func (l *Lab) Kube() (*kube.Client, error) {
+func (l *Lab) Kube() (*kube.Client, error) { return l.kube(apiTimeout) }
+
+// KubeForWatches is Kube without the bound on each request, for long
+// watches (an informer's watch cut every apiTimeout would be resumed, but
+// logged each time).
+func (l *Lab) KubeForWatches() (*kube.Client, error) { return l.kube(0) }
+
+func (l *Lab) kube(timeout time.Duration) (*kube.Client, error) {
 	b, err := l.AdminKubeconfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg := kube.DefaultConfig()
 	cfg.Logger = l.cfg.Log
-	kc, err := kube.NewFromKubeconfig(cfg, b, kube.WithDial(l.net.DialContext), kube.WithTimeout(apiTimeout))
+	kc, err := kube.NewFromKubeconfig(cfg, b, kube.WithDial(l.net.DialContext), kube.WithTimeout(timeout))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
 	}

@@ -57,6 +57,16 @@ type ProbeReport struct {
 	// Failures are the failed requests in the order they were sent (at
 	// most maxFailuresKept; Failed counts all).
 	Failures []ProbeFailure
+	// Outages are the runs of failures, in order (at most
+	// maxFailuresKept), so each can be laid against what the cluster did.
+	Outages []ProbeOutage
+}
+
+// ProbeOutage is one run of failed requests: From the first failure's
+// send time To the next passing request's (or the run's last failure).
+type ProbeOutage struct {
+	From, To time.Time
+	Failed   int
 }
 
 const maxFailuresKept = 200
@@ -228,12 +238,19 @@ func summarize(name string, results []probeResult) ProbeReport {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].at.Before(rs[j].at) })
 	r := ProbeReport{Name: name, Sent: len(rs)}
 	var outageStart time.Time
+	failedInRun := 0
 	closeOutage := func(end time.Time) {
-		if !outageStart.IsZero() && end.Sub(outageStart) > r.LongestOutage {
+		if outageStart.IsZero() {
+			return
+		}
+		if end.Sub(outageStart) > r.LongestOutage {
 			r.LongestOutage = end.Sub(outageStart)
 			r.LongestOutageFrom = outageStart
 		}
-		outageStart = time.Time{}
+		if len(r.Outages) < maxFailuresKept {
+			r.Outages = append(r.Outages, ProbeOutage{From: outageStart, To: end, Failed: failedInRun})
+		}
+		outageStart, failedInRun = time.Time{}, 0
 	}
 	for _, x := range rs {
 		if x.err == "" {
@@ -241,6 +258,7 @@ func summarize(name string, results []probeResult) ProbeReport {
 			continue
 		}
 		r.Failed++
+		failedInRun++
 		if len(r.Failures) < maxFailuresKept {
 			r.Failures = append(r.Failures, ProbeFailure{At: x.at, Err: x.err})
 		}

@@ -29,6 +29,7 @@ func TestSummarizeFindsTheLongestRunOfFailures(t *testing.T) {
 	require.Equal(t, at(150), r.LongestOutageFrom, "the first of the longest runs")
 	require.Len(t, r.Failures, 6)
 	require.Equal(t, at(150), r.Failures[0].At, "failures in the order sent")
+	require.Equal(t, []ProbeOutage{{at(150), at(250), 2}, {at(300), at(350), 1}, {at(400), at(500), 3}}, r.Outages, "every run of failures")
 	require.Contains(t, r.String(), "service: 11 requests, 6 failed, longest outage 100ms from 20:00:00.150 (first: 20:00:00.150 refused;")
 
 	clean := summarize("lb", []probeResult{{at(0), ""}, {at(50), ""}})
