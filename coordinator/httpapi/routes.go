@@ -12,7 +12,9 @@ import (
 // its declaration, so a route cannot be added without saying who may call
 // it (auth_test.go walks the router and checks every route refuses
 // anonymous and too-weak callers) and whether it is a read, an agent's
-// call or an audited write (routes_test.go).
+// call or an audited write (routes_test.go). docs/openapi.yaml documents
+// every route with its role, bodies and problems; TestOpenAPI
+// (openapi_test.go) fails on a route it does not list.
 type route struct {
 	method, pattern string
 	need            Requirement
