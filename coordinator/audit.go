@@ -2,14 +2,12 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
-	"github.com/moltproject/molt/raftstore"
 )
 
 // The audit log (statemachine/audit.go). The HTTP layer builds each write
@@ -76,14 +74,14 @@ func (c *Coordinator) auditRetention() statemachine.AuditRetention {
 }
 
 // applyAudited proposes cmd inside a CmdAudited entry with in's record.
-func (c *Coordinator) applyAudited(ctx context.Context, in *AuditIntent, t raftstore.CommandType, cmd any) (any, error) {
-	body, err := json.Marshal(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: encode command %s: %w", t, err)
-	}
+func (c *Coordinator) applyAudited(ctx context.Context, in *AuditIntent, cmd statemachine.Command) (any, error) {
 	rec := in.Record
 	rec.Time, rec.Status = c.cfg.Clock.Now(), in.OK
-	v, err := c.applyBare(ctx, statemachine.CmdAudited, statemachine.AuditedCmd{Record: rec, Retention: c.auditRetention(), Type: t, Command: body})
+	audited, err := statemachine.NewAudited(rec, c.auditRetention(), cmd)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.applyBare(ctx, audited)
 	if err == nil {
 		in.recorded.Store(true)
 	}
@@ -94,7 +92,7 @@ func (c *Coordinator) applyAudited(ctx context.Context, in *AuditIntent, t rafts
 // clock.
 func (c *Coordinator) RecordAudit(ctx context.Context, rec AuditRecord) error {
 	rec.Time = c.cfg.Clock.Now()
-	_, err := c.applyBare(ctx, statemachine.CmdAppendAudit, statemachine.AppendAuditCmd{Record: rec, Retention: c.auditRetention()})
+	_, err := c.applyBare(ctx, statemachine.AppendAuditCmd{Record: rec, Retention: c.auditRetention()})
 	return err
 }
 

@@ -219,7 +219,7 @@ func TestSchedulerDecisionSurvivesLeaderKill(t *testing.T) {
 	newLeader := tc.waitLeader()
 	require.Equal(t, "1.33.7", first.cmd.To.String())
 
-	err := proposeAnswered(t, ctx, tc, statemachine.CmdAutoStart, first.cmd)
+	err := proposeAnswered(t, ctx, tc, first.cmd)
 	require.ErrorIs(t, err, phases.ErrStale, "the old leader's decision again")
 
 	cl := newLeader.client()
@@ -250,7 +250,7 @@ func TestSchedulerDecisionSurvivesLeaderKill(t *testing.T) {
 // no answer of the state machine's, so it is proposed again on the next
 // leader. A proposal applied although its answer was lost would show in
 // the state the caller checks afterwards (here: a second upgrade).
-func proposeAnswered(t *testing.T, ctx context.Context, tc *testCluster, typ raftstore.CommandType, body any) error {
+func proposeAnswered(t *testing.T, ctx context.Context, tc *testCluster, cmd statemachine.Command) error {
 	t.Helper()
 	var err error
 	eventually(t, "the state machine's answer to a proposal", func() bool {
@@ -258,7 +258,7 @@ func proposeAnswered(t *testing.T, ctx context.Context, tc *testCluster, typ raf
 		if l == nil {
 			return false
 		}
-		_, err = l.c.Propose(ctx, typ, body)
+		_, err = l.c.Propose(ctx, cmd)
 		if errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrLeadershipLost) || errors.Is(err, raftstore.ErrTimeout) {
 			t.Logf("no answer from the state machine through %s (%v); proposing again", l.id, err)
 			return false

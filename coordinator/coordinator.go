@@ -270,20 +270,23 @@ func (c *Coordinator) lead(ctx context.Context) {
 	}
 }
 
-// apply commits one command and returns the FSM's value. The first
-// command a request with an audit intent proposes carries the request's
-// record in the same entry (audit.go).
-func (c *Coordinator) apply(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
-	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() && statemachine.Auditable(t) {
-		return c.applyAudited(ctx, in, t, body)
+// apply commits one command and returns the FSM's value. The command
+// carries its number (statemachine.Command): there is no type to pass
+// beside it, so none can mismatch it (commands.go in statemachine shows
+// what a mismatched call now fails to compile with). The first command a
+// request with an audit intent proposes carries the request's record in
+// the same entry (audit.go).
+func (c *Coordinator) apply(ctx context.Context, cmd statemachine.Command) (any, error) {
+	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() && statemachine.Auditable(cmd.Type()) {
+		return c.applyAudited(ctx, in, cmd)
 	}
-	return c.applyBare(ctx, t, body)
+	return c.applyBare(ctx, cmd)
 }
 
 // applyBare commits one command as it is.
-func (c *Coordinator) applyBare(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
+func (c *Coordinator) applyBare(ctx context.Context, cmd statemachine.Command) (any, error) {
 	start := time.Now()
-	v, err := c.store.Apply(ctx, t, body)
+	v, err := c.store.Apply(ctx, cmd)
 	var refused *raftstore.RefusedError
 	if errors.As(err, &refused) {
 		// A refusal that reached the log: the service methods check what

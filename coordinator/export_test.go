@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
-	"github.com/moltproject/molt/raftstore"
 )
 
 // Hooks for the external tests of this package.
@@ -56,6 +55,6 @@ func (c *Coordinator) OnAutoStart(fn func(statemachine.AutoStartCmd)) { c.autoSt
 
 // Propose commits a command through this member's store, as the leader's
 // own decisions are.
-func (c *Coordinator) Propose(ctx context.Context, t raftstore.CommandType, body any) (any, error) {
-	return c.apply(ctx, t, body)
+func (c *Coordinator) Propose(ctx context.Context, cmd statemachine.Command) (any, error) {
+	return c.apply(ctx, cmd)
 }

@@ -89,7 +89,7 @@ func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
 	l.mu.Unlock()
 	for _, cmd := range gone {
 		c.log.Warn("agent missing", "cluster", cmd.Cluster, "node", cmd.Node)
-		if _, err := c.apply(ctx, statemachine.CmdAgentHealth, cmd); err != nil {
+		if _, err := c.apply(ctx, cmd); err != nil {
 			c.log.Warn("commit agent missing", "err", err)
 		}
 	}
@@ -106,7 +106,7 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 	if err := c.sm.Precheck(cmd); err != nil {
 		return api.RegisterResponse{}, err
 	}
-	if _, err := c.apply(ctx, statemachine.CmdAgentRegister, cmd); err != nil {
+	if _, err := c.apply(ctx, cmd); err != nil {
 		return api.RegisterResponse{}, err
 	}
 	c.live.beat(nodeKey(r.Cluster, r.Node), now)
@@ -144,7 +144,7 @@ func (c *Coordinator) heartbeat(ctx context.Context, h api.AgentHealth, now, at 
 	if !beatChanges(a, h) {
 		return nil
 	}
-	_, err := c.apply(ctx, statemachine.CmdAgentHealth, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: beatHealthy(h),
+	_, err := c.apply(ctx, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: beatHealthy(h),
 		Kubelet: h.Kubelet.Version, Containerd: h.Containerd.Version, Now: now})
 	return err
 }

@@ -22,7 +22,7 @@ func (c *Coordinator) SetPolicy(ctx context.Context, cluster string, p maintenan
 	noteAudit(ctx, func(r *AuditRecord) {
 		r.Detail = fmt.Sprintf("window: %v, exclusions: %d", p.Window != nil, len(p.Exclusions))
 	})
-	_, err := c.apply(ctx, statemachine.CmdSetPolicy, statemachine.SetPolicyCmd{Cluster: cluster, Policy: p, Now: now})
+	_, err := c.apply(ctx, statemachine.SetPolicyCmd{Cluster: cluster, Policy: p, Now: now})
 	return err
 }
 

@@ -251,7 +251,7 @@ func (c *Coordinator) runPoolWork(ctx context.Context, p tickPlan, a phases.Acti
 		res.OK, res.Message = true, "done"
 		log.Info("pool work done")
 	}
-	if _, err := c.apply(ctx, statemachine.CmdPoolWorkResult, statemachine.PoolWorkResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+	if _, err := c.apply(ctx, statemachine.PoolWorkResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
 		log.Warn("commit pool work result", "err", err)
 	}
 }

@@ -129,7 +129,7 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 		}
 		return err
 	}
-	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, cmd)
+	v, err := c.apply(ctx, cmd)
 	if isStale(err) {
 		return nil
 	}

@@ -98,7 +98,7 @@ func (c *Coordinator) StartPreflight(ctx context.Context, cluster, version strin
 		return "", err
 	}
 	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "run " + run.ID + " for " + to.String() })
-	if _, err := c.apply(ctx, statemachine.CmdPreflightStart, statemachine.PreflightStartCmd{Run: run}); err != nil {
+	if _, err := c.apply(ctx, statemachine.PreflightStartCmd{Run: run}); err != nil {
 		return "", err
 	}
 	return run.ID, nil
@@ -266,7 +266,7 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 			c.cfg.Recorder.PreflightCheck(cluster, r.Check, string(r.Status))
 		}
 	}
-	if _, err := c.apply(ctx, statemachine.CmdPreflightFinish, statemachine.PreflightFinishCmd{Cluster: cluster, Run: id, Report: rep, Now: now}); err != nil && !isStale(err) {
+	if _, err := c.apply(ctx, statemachine.PreflightFinishCmd{Cluster: cluster, Run: id, Report: rep, Now: now}); err != nil && !isStale(err) {
 		c.log.Warn("commit preflight report", "cluster", cluster, "run", id, "err", err)
 	}
 }
@@ -277,7 +277,7 @@ func (c *Coordinator) reportPreflightResult(ctx context.Context, cluster, node s
 	if run == "" {
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("no preflight run has operation %s", r.ID), Err: ErrNotFound}
 	}
-	_, err := c.apply(ctx, statemachine.CmdPreflightResult, statemachine.PreflightResultCmd{Cluster: cluster, Run: run, Node: node, Result: r})
+	_, err := c.apply(ctx, statemachine.PreflightResultCmd{Cluster: cluster, Run: run, Node: node, Result: r})
 	if isStale(err) {
 		return nil
 	}

@@ -80,7 +80,7 @@ func (c *Coordinator) scheduleAuto(ctx context.Context, now time.Time) (applied 
 }
 
 func (c *Coordinator) autoRecord(ctx context.Context, now time.Time, d schedule.Decision) bool {
-	_, err := c.apply(ctx, statemachine.CmdAutoRecord, statemachine.AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: now})
+	_, err := c.apply(ctx, statemachine.AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: now})
 	if err != nil {
 		c.logDecision(d, err)
 		return false
@@ -105,7 +105,7 @@ func (c *Coordinator) autoStart(ctx context.Context, now time.Time, d schedule.D
 	}
 	cmd := statemachine.AutoStartCmd{Cluster: d.Cluster, To: d.To, Kind: d.Kind, EndOfSupport: d.EndOfSupport, Reason: d.Reason,
 		Seq: seq, Limits: c.cfg.AutoUpgradeLimits, Options: c.upgradeOptions(api.UpgradeRequest{Automatic: true}), Preflight: &run, Now: now}
-	v, err := c.apply(ctx, statemachine.CmdAutoStart, cmd)
+	v, err := c.apply(ctx, cmd)
 	if err != nil {
 		c.logDecision(d, err)
 		return false
@@ -233,6 +233,6 @@ func (c *Coordinator) PutChannel(ctx context.Context, name string, u api.Channel
 	if err := c.sm.Precheck(cmd); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutChannel, cmd)
+	_, err := c.apply(ctx, cmd)
 	return err
 }

@@ -117,7 +117,7 @@ func (c *Coordinator) RewrapSecrets(ctx context.Context) (api.RewrapResult, erro
 	}
 	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "under key " + kr.Primary() })
 	for _, b := range batches {
-		v, err := c.apply(ctx, statemachine.CmdRewrapSecrets, statemachine.RewrapSecretsCmd{Kubeconfigs: b, Now: c.cfg.Clock.Now()})
+		v, err := c.apply(ctx, statemachine.RewrapSecretsCmd{Kubeconfigs: b, Now: c.cfg.Clock.Now()})
 		if err != nil {
 			return res, err
 		}

@@ -169,7 +169,7 @@ func TestRewrapRotatesTheKey(t *testing.T) {
 	// the kubeconfig in plain text.
 	old := statemachine.PutClusterCmd{Spec: phases.ClusterSpec{Name: "legacy", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}}}}}, Kubeconfig: kubeconfigWith(legacy)}
-	_, err = m.c.Store().Apply(ctx, statemachine.CmdPutCluster, old)
+	_, err = m.c.Store().Apply(ctx, old)
 	require.NoError(t, err)
 	_, plain := m.c.StoredKubeconfig("legacy")
 	require.Equal(t, kubeconfigWith(legacy), plain)

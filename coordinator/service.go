@@ -25,7 +25,7 @@ func (c *Coordinator) PutRelease(ctx context.Context, r api.Release) error {
 	if _, err := statemachine.AdmitRelease(&r); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.PutReleaseCmd{Release: r, Now: c.cfg.Clock.Now()})
 	return err
 }
 
@@ -88,7 +88,7 @@ func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, k
 		}
 		cmd.KubeconfigSealed = sealed
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutCluster, cmd)
+	_, err := c.apply(ctx, cmd)
 	return err
 }
 
@@ -98,7 +98,7 @@ func (c *Coordinator) DeleteCluster(ctx context.Context, name string) error {
 	if err := c.sm.Precheck(cmd); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdDeleteCluster, cmd)
+	_, err := c.apply(ctx, cmd)
 	return err
 }
 
@@ -204,7 +204,7 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 			r.Reason = req.Emergency.Reason
 		}
 	})
-	if _, err := c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: c.upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
+	if _, err := c.apply(ctx, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: c.upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
 	return c.Upgrade(cluster)
@@ -216,7 +216,7 @@ func (c *Coordinator) PoolCommand(ctx context.Context, cluster, pool, command st
 	if err := c.sm.Precheck(cmd); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdPoolCommand, cmd)
+	_, err := c.apply(ctx, cmd)
 	return err
 }
 
@@ -226,7 +226,7 @@ func (c *Coordinator) RetryNode(ctx context.Context, cluster, node string) error
 	if err := c.sm.Precheck(cmd); err != nil {
 		return err
 	}
-	_, err := c.apply(ctx, statemachine.CmdRetryNode, cmd)
+	_, err := c.apply(ctx, cmd)
 	return err
 }
 

@@ -174,15 +174,15 @@ func TestTickCountsOnlyAppliedActions(t *testing.T) {
 	rel := func(v string) api.Release {
 		return api.Release{Version: v, EndOfSupport: now.AddDate(1, 0, 0), Channels: []string{"regular"}}
 	}
-	_, err := c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: rel("1.33.6"), Now: now})
+	_, err := c.apply(ctx, statemachine.PutReleaseCmd{Release: rel("1.33.6"), Now: now})
 	require.NoError(t, err)
-	_, err = c.apply(ctx, statemachine.CmdPutRelease, statemachine.PutReleaseCmd{Release: rel("1.34.4"), Now: now})
+	_, err = c.apply(ctx, statemachine.PutReleaseCmd{Release: rel("1.34.4"), Now: now})
 	require.NoError(t, err)
 	spec := phases.ClusterSpec{Name: "lab", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "cp-1"}}}}}
-	_, err = c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutClusterCmd{Spec: spec, Now: now})
+	_, err = c.apply(ctx, statemachine.PutClusterCmd{Spec: spec, Now: now})
 	require.NoError(t, err)
-	_, err = c.apply(ctx, statemachine.CmdStartUpgrade, statemachine.StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Now: now})
+	_, err = c.apply(ctx, statemachine.StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Now: now})
 	require.NoError(t, err)
 
 	tm := newTerm(ctx, 4, nil)

@@ -142,7 +142,7 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 		}
 		c.dispatch.setCluster(p.cluster, offers)
 		if len(commits) > 0 {
-			v, err := c.apply(ctx, statemachine.CmdAdvance, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
+			v, err := c.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
 			if err != nil {
 				c.log.Warn("commit decisions", "cluster", p.cluster, "err", err)
 				continue

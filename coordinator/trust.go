@@ -140,7 +140,7 @@ func (c *Coordinator) CreateToken(ctx context.Context, req api.TokenRequest, by 
 			r.Detail = fmt.Sprintf("API token %s, role %s", rec.ID, rec.Role)
 		}
 	})
-	if _, err := c.apply(ctx, statemachine.CmdPutToken, statemachine.PutTokenCmd{Token: rec, Now: now}); err != nil {
+	if _, err := c.apply(ctx, statemachine.PutTokenCmd{Token: rec, Now: now}); err != nil {
 		return api.Token{}, err
 	}
 	rec.Created = now
@@ -164,7 +164,7 @@ func (c *Coordinator) DeleteToken(ctx context.Context, id string) error {
 	if _, ok := c.sm.Token(id); !ok {
 		return fmt.Errorf("token %s: %w", id, ErrNotFound)
 	}
-	_, err := c.apply(ctx, statemachine.CmdDeleteToken, statemachine.DeleteTokenCmd{ID: id, Now: c.cfg.Clock.Now()})
+	_, err := c.apply(ctx, statemachine.DeleteTokenCmd{ID: id, Now: c.cfg.Clock.Now()})
 	return err
 }
 
@@ -197,7 +197,7 @@ func (c *Coordinator) Enroll(ctx context.Context, bearer string, req api.EnrollR
 	noteAudit(ctx, func(r *AuditRecord) {
 		r.Cluster, r.Node, r.Detail = req.Cluster, req.Node, "certificate serial "+cmd.Serial
 	})
-	if _, err := c.apply(ctx, statemachine.CmdEnrollAgent, cmd); err != nil {
+	if _, err := c.apply(ctx, cmd); err != nil {
 		return api.EnrollResponse{}, err
 	}
 	c.log.Info("agent enrolled", "cluster", req.Cluster, "node", req.Node, "token", tok.ID, "serial", cmd.Serial, "not_after", cert.NotAfter)
@@ -220,7 +220,7 @@ func (c *Coordinator) RenewAgentCert(ctx context.Context, cluster, node, old str
 	}
 	cmd := statemachine.RenewAgentCertCmd{Cluster: cluster, Node: node, Old: old, Serial: SerialOf(cert.SerialNumber.Bytes()), Now: now}
 	noteAudit(ctx, func(r *AuditRecord) { r.Detail = "certificate serial " + old + " → " + cmd.Serial })
-	if _, err := c.apply(ctx, statemachine.CmdRenewAgentCert, cmd); err != nil {
+	if _, err := c.apply(ctx, cmd); err != nil {
 		return api.EnrollResponse{}, err
 	}
 	c.log.Info("agent certificate renewed", "cluster", cluster, "node", node, "serial", cmd.Serial, "not_after", cert.NotAfter)
@@ -253,7 +253,7 @@ func (c *Coordinator) ensureBootstrapAdmin(ctx context.Context) {
 			return
 		}
 	}
-	if _, err := c.apply(ctx, statemachine.CmdPutToken, statemachine.PutTokenCmd{Token: *b, Now: c.cfg.Clock.Now()}); err != nil {
+	if _, err := c.apply(ctx, statemachine.PutTokenCmd{Token: *b, Now: c.cfg.Clock.Now()}); err != nil {
 		c.log.Warn("store the bootstrap admin token", "err", err)
 		return
 	}

@@ -189,7 +189,7 @@ func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a ph
 // commitNode commits a node step's result: done, failed, or waiting for a
 // reason that passes (tried again at its RetryAt).
 func (c *Coordinator) commitNode(ctx context.Context, cluster string, r phases.NodeStepResult, id string) {
-	v, err := c.apply(ctx, statemachine.CmdNodeStepResult, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
+	v, err := c.apply(ctx, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
 	if err != nil && !isStale(err) {
 		c.log.Warn("commit node step result", "cluster", cluster, "id", id, "err", err)
 	}
@@ -253,7 +253,7 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 		res.Message = err.Error()
 		c.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
-	if _, err := c.apply(ctx, statemachine.CmdStepResult, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+	if _, err := c.apply(ctx, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
 		c.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
 }
@@ -305,7 +305,7 @@ func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phas
 			protect[node] = info.Until
 		}
 	}
-	_, err = c.apply(ctx, statemachine.CmdAdvance, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
+	_, err = c.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
 	if err != nil && !isStale(err) {
 		c.log.Warn("commit pool start", "cluster", p.cluster, "step", a.Step, "err", err)
 	}

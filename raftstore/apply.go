@@ -18,7 +18,14 @@ import (
 // The wait is bounded by ctx and Config.ApplyTimeout. On ErrTimeout or
 // ErrLeadershipLost the command may or may not have been applied; commands
 // that carry their expected version can be retried safely.
-func (s *Store) Apply(ctx context.Context, t CommandType, body any) (any, error) {
+//
+// The command carries its own type (Command.Type), so a body cannot be
+// proposed under another command's number.
+func (s *Store) Apply(ctx context.Context, c Command) (any, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
+	}
+	t := c.Type()
 	if t.Internal() {
 		return nil, fmt.Errorf("%w: type %s is reserved for raftstore", ErrUnknownCommand, t)
 	}
@@ -27,15 +34,16 @@ func (s *Store) Apply(ctx context.Context, t CommandType, body any) (any, error)
 		// replica panic (or, flagged, be skipped and do nothing).
 		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
 	}
-	b, err := Encode(t, body)
+	return s.propose(ctx, c)
+}
+
+// propose frames and commits a command, raftstore's own included.
+func (s *Store) propose(ctx context.Context, c Command) (any, error) {
+	t := c.Type()
+	b, err := Encode(c)
 	if err != nil {
 		return nil, err
 	}
-	return s.applyEncoded(ctx, t, b)
-}
-
-// applyEncoded commits an already framed command.
-func (s *Store) applyEncoded(ctx context.Context, t CommandType, b []byte) (any, error) {
 	if err := s.checkLeader(); err != nil {
 		return nil, err
 	}

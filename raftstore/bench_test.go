@@ -26,7 +26,7 @@ func BenchmarkApplyLatency(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				start := time.Now()
-				if _, err := leader.s.Apply(context.Background(), cmdPut, putBody{Key: fmt.Sprintf("k%d", i%64), Value: "v"}); err != nil {
+				if _, err := leader.s.Apply(context.Background(), putBody{Key: fmt.Sprintf("k%d", i%64), Value: "v"}); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
@@ -46,7 +46,7 @@ func BenchmarkApplyParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := leader.s.Apply(context.Background(), cmdPut, putBody{Key: "k", Value: "v"}); err != nil {
+			if _, err := leader.s.Apply(context.Background(), putBody{Key: "k", Value: "v"}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -32,7 +32,7 @@ func TestClusterFormedByJoin(t *testing.T) {
 
 	t.Run("follower refuses writes and names the leader", func(t *testing.T) {
 		for _, f := range without(nodes, leader) {
-			_, err := f.s.Apply(ctx(t), cmdPut, putBody{Key: "b", Value: "x"})
+			_, err := f.s.Apply(ctx(t), putBody{Key: "b", Value: "x"})
 			require.ErrorIs(t, err, ErrNotLeader)
 			require.ErrorIs(t, f.s.Barrier(ctx(t)), ErrNotLeader)
 			require.ErrorIs(t, f.s.Join(ctx(t), "z", "127.0.0.1:1", ""), ErrNotLeader)

@@ -28,9 +28,16 @@ const (
 	cmdRemoveMember CommandType = 2
 )
 
-// Encode frames a command as one type byte followed by body as JSON (see
-// command.Encode).
-func Encode(t CommandType, body any) ([]byte, error) { return command.Encode(t, body) }
+func (setMemberBody) Type() CommandType    { return cmdSetMember }
+func (removeMemberBody) Type() CommandType { return cmdRemoveMember }
+
+// Command is a command body that knows its type number (see
+// command.Command).
+type Command = command.Command
+
+// Encode frames a command as one type byte, c.Type(), followed by c as
+// JSON (see command.Encode).
+func Encode(c Command) ([]byte, error) { return command.Encode(c) }
 
 // Decode splits a framed command into its type and JSON body (see
 // command.Decode).

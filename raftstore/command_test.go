@@ -7,37 +7,40 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 func TestEncodeDecode(t *testing.T) {
 	tests := []struct {
 		name     string
-		typ      CommandType
-		body     any
+		cmd      Command
+		wantType CommandType
 		wantErr  error
 		wantJSON string
 	}{
-		{name: "struct", typ: cmdPut, body: putBody{Key: "k", Value: "v"}, wantJSON: `{"key":"k","value":"v"}`},
-		{name: "raw json", typ: cmdDel, body: json.RawMessage(`{"key":"x"}`), wantJSON: `{"key":"x"}`},
-		{name: "nil body", typ: cmdPut, body: nil, wantJSON: `null`},
-		{name: "flagged type", typ: cmdNote, body: 1, wantJSON: `1`},
-		{name: "internal type", typ: cmdSetMember, body: setMemberBody{ID: "a"}, wantJSON: `{"id":"a","raft_addr":"","http_addr":""}`},
-		{name: "type zero refused", typ: 0, body: 1, wantErr: ErrBadCommand},
-		{name: "flag alone refused", typ: IgnoreUnknown, body: 1, wantErr: ErrBadCommand},
-		{name: "unmarshalable body", typ: cmdPut, body: math.Inf(1), wantErr: ErrBadCommand},
+		{name: "struct", cmd: putBody{Key: "k", Value: "v"}, wantType: cmdPut, wantJSON: `{"key":"k","value":"v"}`},
+		{name: "raw json", cmd: rawCmd{cmdDel, json.RawMessage(`{"key":"x"}`)}, wantType: cmdDel, wantJSON: `{"key":"x"}`},
+		{name: "nil body", cmd: rawCmd{cmdPut, nil}, wantType: cmdPut, wantJSON: `null`},
+		{name: "flagged type", cmd: noteBody{}, wantType: cmdNote, wantJSON: `{}`},
+		{name: "internal type", cmd: setMemberBody{ID: "a"}, wantType: cmdSetMember, wantJSON: `{"id":"a","raft_addr":"","http_addr":""}`},
+		{name: "type zero refused", cmd: rawCmd{0, 1}, wantErr: ErrBadCommand},
+		{name: "flag alone refused", cmd: rawCmd{IgnoreUnknown, 1}, wantErr: ErrBadCommand},
+		{name: "unmarshalable body", cmd: rawCmd{cmdPut, math.Inf(1)}, wantErr: ErrBadCommand},
+		{name: "nil command refused", cmd: nil, wantErr: ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Encode(tt.typ, tt.body)
+			b, err := Encode(tt.cmd)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, byte(tt.typ), b[0], "the first byte is the type")
+			require.Equal(t, byte(tt.wantType), b[0], "the first byte is the type")
 			typ, body, err := Decode(b)
 			require.NoError(t, err)
-			require.Equal(t, tt.typ, typ)
+			require.Equal(t, tt.wantType, typ)
 			require.JSONEq(t, tt.wantJSON, string(body))
 		})
 	}
@@ -68,7 +71,7 @@ func TestEncodeDecodeRoundTripProperty(t *testing.T) {
 		if rapid.Bool().Draw(t, "hasExpected") {
 			in.ExpectedVersion = ptr(rapid.Uint64().Draw(t, "expected"))
 		}
-		b, err := Encode(typ, in)
+		b, err := Encode(rawCmd{typ, in})
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
@@ -110,7 +113,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		re, err := Encode(typ, json.RawMessage(body))
+		re, err := Encode(rawCmd{typ, json.RawMessage(body)})
 		if err != nil {
 			return // body was not valid JSON: Encode refuses, Decode need not
 		}
@@ -123,4 +126,26 @@ func FuzzDecode(f *testing.F) {
 func TestCommandTypeString(t *testing.T) {
 	require.Equal(t, "16", cmdPut.String())
 	require.Equal(t, "26|ignore-unknown", cmdNote.String())
+}
+
+func TestDecodeBodyIsStrict(t *testing.T) {
+	var b putBody
+	require.NoError(t, command.DecodeBody([]byte(` {"key":"k","value":"v","expected_version":2} `), &b))
+	require.Equal(t, putBody{Key: "k", Value: "v", ExpectedVersion: ptr[uint64](2)}, b)
+
+	err := command.DecodeBody([]byte(`{"key":"k","ttl":5}`), &putBody{})
+	require.ErrorIs(t, err, ErrUnknownField)
+	require.EqualError(t, err, `raftstore: unknown field "ttl"`)
+
+	var m map[string]memberMeta
+	err = command.DecodeBody([]byte(`{"n0":{"raft_addr":"a","zone":"b"}}`), &m)
+	require.ErrorIs(t, err, ErrUnknownField, "nested values are strict too")
+
+	err = command.DecodeBody([]byte(`{"key":"k"}{}`), &putBody{})
+	require.Error(t, err, "nothing may follow the value")
+	require.NotErrorIs(t, err, ErrUnknownField)
+
+	err = command.DecodeBody([]byte(`{"key":1}`), &putBody{})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrUnknownField)
 }

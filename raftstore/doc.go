@@ -4,7 +4,9 @@
 // nothing about Raft.
 //
 // Every log entry is one CommandType byte followed by a JSON body (see
-// Encode). That framing, ApplyFunc and the errors of bad entries and
+// Encode). A body is a Command, which knows its own type, so Store.Apply
+// takes the body alone; handlers decode it strictly (command.DecodeBody),
+// refusing a field they do not know rather than dropping it. That framing, ApplyFunc and the errors of bad entries and
 // snapshots live in the pure subpackage raftstore/command, re-exported
 // here, so that a domain machine can register its handlers without
 // importing Raft. The domain registers one ApplyFunc per command type; the FSM here

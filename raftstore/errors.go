@@ -44,4 +44,9 @@ var (
 
 	// ErrBadSnapshot means a snapshot could not be parsed.
 	ErrBadSnapshot = command.ErrBadSnapshot
+
+	// ErrUnknownField means a command body or snapshot holds a field this
+	// release does not declare; the command is refused (see
+	// command.ErrUnknownField).
+	ErrUnknownField = command.ErrUnknownField
 )

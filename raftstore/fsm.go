@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,7 +74,10 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 // Apply decodes one entry and runs its handler. It panics only when the entry
 // cannot be understood at all: undecodable bytes, or a type without
 // IgnoreUnknown that this binary does not know. Going on would make this
-// replica's state differ from its peers' without anyone noticing.
+// replica's state differ from its peers' without anyone noticing. A body
+// with a field its type does not declare is refused by the handler
+// (ErrUnknownField) and logged here, with the index, the type and the
+// field.
 func (f *fsm) Apply(l *raft.Log) any {
 	defer f.leave(f.enter())
 	if f.hook != nil {
@@ -97,6 +101,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	v, err := h(l.Index, body)
 	f.applied.Store(l.Index)
+	if errors.Is(err, ErrUnknownField) {
+		// Every member reports it, not only the leader that proposed it:
+		// on followers the refusal has no caller to return to. It is
+		// either a newer release's entry (upgrade this member) or a
+		// hand-written one.
+		f.log.Error("command refused: it holds a field this release does not know", "index", l.Index, "type", t.String(), "err", err)
+	}
 	return applyResult{Value: v, Err: err}
 }
 

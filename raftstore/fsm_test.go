@@ -19,9 +19,9 @@ func newTestFSM(t *testing.T) (*fsm, *kvMachine) {
 	return f, kv
 }
 
-func entry(t *testing.T, index uint64, typ CommandType, body any) *raft.Log {
+func entry(t *testing.T, index uint64, c Command) *raft.Log {
 	t.Helper()
-	b, err := Encode(typ, body)
+	b, err := Encode(c)
 	require.NoError(t, err)
 	return &raft.Log{Index: index, Type: raft.LogCommand, Data: b}
 }
@@ -40,26 +40,26 @@ func TestFSMApply(t *testing.T) {
 	}{
 		{
 			name:   "known command applies",
-			log:    func(t *testing.T) *raft.Log { return entry(t, 5, cmdPut, putBody{Key: "a", Value: "2"}) },
+			log:    func(t *testing.T) *raft.Log { return entry(t, 5, putBody{Key: "a", Value: "2"}) },
 			wantKV: map[string]kvEntry{"a": {Value: "2", Version: 5}},
 		},
 		{
 			name: "stale command is refused and changes nothing",
 			log: func(t *testing.T) *raft.Log {
-				return entry(t, 5, cmdPut, putBody{Key: "a", Value: "2", ExpectedVersion: ptr[uint64](9)})
+				return entry(t, 5, putBody{Key: "a", Value: "2", ExpectedVersion: ptr[uint64](9)})
 			},
 			wantErr: errStale,
 			wantKV:  map[string]kvEntry{"a": {Value: "1", Version: 3}},
 		},
 		{
 			name:    "unknown type with IgnoreUnknown is skipped",
-			log:     func(t *testing.T) *raft.Log { return entry(t, 5, unknownFlagged, 1) },
+			log:     func(t *testing.T) *raft.Log { return entry(t, 5, rawCmd{unknownFlagged, 1}) },
 			wantNil: true,
 			wantKV:  map[string]kvEntry{"a": {Value: "1", Version: 3}},
 		},
 		{
 			name:      "unknown type without the flag panics",
-			log:       func(t *testing.T) *raft.Log { return entry(t, 5, unknownPlain, 1) },
+			log:       func(t *testing.T) *raft.Log { return entry(t, 5, rawCmd{unknownPlain, 1}) },
 			wantPanic: true,
 		},
 		{
@@ -82,7 +82,7 @@ func TestFSMApply(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, kv := newTestFSM(t)
 			// Start from one committed write at index 3.
-			require.Equal(t, applyResult{Value: uint64(3)}, f.Apply(entry(t, 3, cmdPut, putBody{Key: "a", Value: "1"})))
+			require.Equal(t, applyResult{Value: uint64(3)}, f.Apply(entry(t, 3, putBody{Key: "a", Value: "1"})))
 
 			l := tt.log(t)
 			if tt.wantPanic {
@@ -144,21 +144,21 @@ func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 
 func TestFSMSnapshotRestoreRoundTrip(t *testing.T) {
 	src, srcKV := newTestFSM(t)
-	src.Apply(entry(t, 2, cmdSetMember, setMemberBody{ID: "n0", RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"}))
-	src.Apply(entry(t, 3, cmdPut, putBody{Key: "a", Value: "1"}))
-	src.Apply(entry(t, 4, cmdPut, putBody{Key: "b", Value: "2"}))
-	src.Apply(entry(t, 5, cmdSetMember, setMemberBody{ID: "n1", RaftAddr: "127.0.0.1:2", HTTPAddr: "n1:8443"}))
+	src.Apply(entry(t, 2, setMemberBody{ID: "n0", RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"}))
+	src.Apply(entry(t, 3, putBody{Key: "a", Value: "1"}))
+	src.Apply(entry(t, 4, putBody{Key: "b", Value: "2"}))
+	src.Apply(entry(t, 5, setMemberBody{ID: "n1", RaftAddr: "127.0.0.1:2", HTTPAddr: "n1:8443"}))
 
 	snap, err := src.Snapshot()
 	require.NoError(t, err)
 	// Writes after the snapshot was taken must not leak into it.
-	src.Apply(entry(t, 6, cmdPut, putBody{Key: "c", Value: "3"}))
+	src.Apply(entry(t, 6, putBody{Key: "c", Value: "3"}))
 	var sink memSink
 	require.NoError(t, snap.Persist(&sink))
 	snap.Release()
 
 	dst, dstKV := newTestFSM(t)
-	dst.Apply(entry(t, 1, cmdPut, putBody{Key: "old", Value: "gone"}))
+	dst.Apply(entry(t, 1, putBody{Key: "old", Value: "gone"}))
 	require.NoError(t, dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))))
 
 	want := srcKV.dump()
@@ -190,7 +190,7 @@ func TestFSMRestoreRefusesBadSnapshotAndKeepsState(t *testing.T) {
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
 			f, kv := newTestFSM(t)
-			f.Apply(entry(t, 3, cmdPut, putBody{Key: "a", Value: "1"}))
+			f.Apply(entry(t, 3, putBody{Key: "a", Value: "1"}))
 			err := f.Restore(io.NopCloser(bytes.NewReader(data)))
 			require.ErrorIs(t, err, ErrBadSnapshot)
 			require.Equal(t, map[string]kvEntry{"a": {Value: "1", Version: 3}}, kv.dump())
@@ -224,12 +224,12 @@ func TestFSMCallInProgress(t *testing.T) {
 	var seen []uint64
 	f.hook = func() { seen = append(seen, f.inCall.Load()) }
 	require.Zero(t, f.inCall.Load(), "idle")
-	f.Apply(entry(t, 1, cmdPut, putBody{Key: "a", Value: "1"}))
+	f.Apply(entry(t, 1, putBody{Key: "a", Value: "1"}))
 	require.Zero(t, f.inCall.Load(), "between calls")
 	snap, err := f.Snapshot()
 	require.NoError(t, err)
 	require.Zero(t, f.inCall.Load())
-	f.Apply(entry(t, 2, cmdPut, putBody{Key: "b", Value: "2"}))
+	f.Apply(entry(t, 2, putBody{Key: "b", Value: "2"}))
 	require.Zero(t, f.inCall.Load())
 	require.Equal(t, []uint64{1, 3}, seen, "each Apply seen in progress under its own number; the Snapshot between them took 2")
 
@@ -238,4 +238,72 @@ func TestFSMCallInProgress(t *testing.T) {
 	require.NoError(t, f.Restore(io.NopCloser(&sink.Buffer)))
 	require.Zero(t, f.inCall.Load(), "after a restore")
 	require.Equal(t, uint64(4), f.calls.Load())
+}
+
+// An internal body with a field this release does not declare (a newer
+// release wrote it) is refused, changes nothing, and is logged with its
+// index, type and field; it does not panic. Before bodies were decoded
+// strictly, the field was dropped and the rest applied.
+func TestFSMRefusesUnknownFieldInInternalCommand(t *testing.T) {
+	var logs bytes.Buffer
+	f, err := newFSM(newKV(), slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	require.Equal(t, applyResult{}, f.Apply(entry(t, 2, setMemberBody{ID: "n0", RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"})))
+
+	for name, body := range map[string]string{
+		"set member":    `{"id":"n0","raft_addr":"127.0.0.1:9","http_addr":"n0:9","zone":"b"}`,
+		"remove member": `{"id":"n0","zone":"b"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			typ := cmdSetMember
+			if name == "remove member" {
+				typ = cmdRemoveMember
+			}
+			logs.Reset()
+			var resp any
+			require.NotPanics(t, func() { resp = f.Apply(entry(t, 5, rawCmd{typ, json.RawMessage(body)})) })
+			r, ok := resp.(applyResult)
+			require.True(t, ok, "response %T", resp)
+			require.ErrorIs(t, r.Err, ErrUnknownField)
+			require.ErrorContains(t, r.Err, `"zone"`)
+			require.Equal(t, map[string]memberMeta{"n0": {RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"}}, f.memberSnapshot(), "nothing changed")
+			require.Contains(t, logs.String(), "index=5")
+			require.Contains(t, logs.String(), "type="+typ.String())
+			require.Contains(t, logs.String(), `unknown field \"zone\"`)
+		})
+	}
+}
+
+// A domain handler that decodes with command.DecodeBody refuses an
+// unknown field the same way, and the FSM logs it.
+func TestFSMRefusesUnknownFieldInDomainCommand(t *testing.T) {
+	var logs bytes.Buffer
+	kv := newKV()
+	f, err := newFSM(kv, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	r, ok := f.Apply(entry(t, 3, rawCmd{cmdPut, json.RawMessage(`{"key":"a","value":"1","ttl":5}`)})).(applyResult)
+	require.True(t, ok)
+	require.ErrorIs(t, r.Err, ErrUnknownField)
+	require.Empty(t, kv.dump())
+	require.Contains(t, logs.String(), "type="+cmdPut.String())
+	require.Contains(t, logs.String(), `unknown field \"ttl\"`)
+}
+
+// The members section of a snapshot decodes strictly too: a restore that
+// meets a field this release does not know fails and keeps the state.
+func TestFSMRestoreRefusesUnknownFieldInMembers(t *testing.T) {
+	members := []byte(`{"n0":{"raft_addr":"127.0.0.1:1","http_addr":"n0:8443","zone":"b"}}`)
+	data := []byte("MOLTSNAP\x01\x00\x00\x00\x00\x00\x00\x00\x07")
+	data = append(data, sectionMembers, 0, 0, 0, 0, 0, 0, 0, byte(len(members)))
+	data = append(data, members...)
+	data = append(data, sectionMachine, 0, 0, 0, 0, 0, 0, 0, 2, '{', '}')
+
+	f, kv := newTestFSM(t)
+	f.Apply(entry(t, 3, putBody{Key: "a", Value: "1"}))
+	err := f.Restore(io.NopCloser(bytes.NewReader(data)))
+	require.ErrorIs(t, err, ErrBadSnapshot)
+	require.ErrorIs(t, err, ErrUnknownField)
+	require.ErrorContains(t, err, `"zone"`)
+	require.Equal(t, map[string]kvEntry{"a": {Value: "1", Version: 3}}, kv.dump())
+	require.Equal(t, uint64(3), f.applied.Load())
 }

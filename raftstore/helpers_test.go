@@ -141,7 +141,7 @@ func putAny(t testing.TB, nodes []*node, key, value string) uint64 {
 	t.Helper()
 	var v any
 	retryOnLeaderChange(t, nodes, func(l *node) (err error) {
-		v, err = l.s.Apply(ctx(t), cmdPut, putBody{Key: key, Value: value})
+		v, err = l.s.Apply(ctx(t), putBody{Key: key, Value: value})
 		return err
 	})
 	return v.(uint64)
@@ -248,7 +248,7 @@ func without(nodes []*node, gone *node) []*node {
 // put applies a put through s and returns the new version.
 func put(t testing.TB, s *Store, key, value string) uint64 {
 	t.Helper()
-	v, err := s.Apply(ctx(t), cmdPut, putBody{Key: key, Value: value})
+	v, err := s.Apply(ctx(t), putBody{Key: key, Value: value})
 	require.NoError(t, err)
 	return v.(uint64)
 }

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // The test Machine: a versioned key/value map. A write may carry the version
@@ -36,6 +38,24 @@ type delBody struct {
 	Key string `json:"key"`
 }
 
+// noteBody is the body of cmdNote.
+type noteBody struct{}
+
+func (putBody) Type() CommandType  { return cmdPut }
+func (delBody) Type() CommandType  { return cmdDel }
+func (noteBody) Type() CommandType { return cmdNote }
+
+// rawCmd frames any body under any type: what tests of the framing and
+// of refusals need, and what a caller of Store.Apply cannot write by
+// mistake (it has to build a rawCmd).
+type rawCmd struct {
+	t    CommandType
+	body any
+}
+
+func (c rawCmd) Type() CommandType            { return c.t }
+func (c rawCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.body) }
+
 type kvEntry struct {
 	Value   string `json:"value"`
 	Version uint64 `json:"version"` // log index of the last write
@@ -56,7 +76,7 @@ func (m *kvMachine) Handlers() map[CommandType]ApplyFunc {
 
 func (m *kvMachine) put(index uint64, body []byte) (any, error) {
 	var b putBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := command.DecodeBody(body, &b); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -71,7 +91,7 @@ func (m *kvMachine) put(index uint64, body []byte) (any, error) {
 
 func (m *kvMachine) del(_ uint64, body []byte) (any, error) {
 	var b delBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := command.DecodeBody(body, &b); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

@@ -1,11 +1,13 @@
 package raftstore
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"net/netip"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Member is one Raft member as this replica sees it.
@@ -41,11 +43,13 @@ type removeMemberBody struct {
 
 // applySetMember is the internal handler of cmdSetMember. Internal bodies are
 // written by this package only, so one that does not parse means the log is
-// corrupt: panic, like an undecodable entry.
+// corrupt: panic, like an undecodable entry. A field this release does not
+// know (a newer release wrote it) is refused instead, as domain commands'
+// are (decodeMemberBody).
 func (f *fsm) applySetMember(index uint64, body []byte) (any, error) {
 	var b setMemberBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		panic(fmt.Sprintf("raftstore: entry %d: bad set-member body: %v", index, err))
+	if err := decodeMemberBody(index, body, &b); err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	f.members[b.ID] = memberMeta{RaftAddr: b.RaftAddr, HTTPAddr: b.HTTPAddr}
@@ -56,13 +60,23 @@ func (f *fsm) applySetMember(index uint64, body []byte) (any, error) {
 // applyRemoveMember is the internal handler of cmdRemoveMember.
 func (f *fsm) applyRemoveMember(index uint64, body []byte) (any, error) {
 	var b removeMemberBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		panic(fmt.Sprintf("raftstore: entry %d: bad remove-member body: %v", index, err))
+	if err := decodeMemberBody(index, body, &b); err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	delete(f.members, b.ID)
 	f.mu.Unlock()
 	return nil, nil
+}
+
+// decodeMemberBody decodes an internal body strictly: an unknown field is
+// returned, to be refused; any other error panics (the log is corrupt).
+func decodeMemberBody(index uint64, body []byte, v Command) error {
+	err := command.DecodeBody(body, v)
+	if err != nil && !errors.Is(err, ErrUnknownField) {
+		panic(fmt.Sprintf("raftstore: entry %d: bad %s body: %v", index, v.Type(), err))
+	}
+	return err
 }
 
 // member returns the metadata of one node ID.

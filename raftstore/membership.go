@@ -84,11 +84,7 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 		if !hasMeta {
 			return nil
 		}
-		b, err := Encode(cmdRemoveMember, removeMemberBody{ID: id})
-		if err != nil {
-			return err
-		}
-		_, err = s.applyEncoded(ctx, cmdRemoveMember, b)
+		_, err := s.propose(ctx, removeMemberBody{ID: id})
 		return err
 	}
 	if id == s.cfg.NodeID {
@@ -147,11 +143,7 @@ func (s *Store) ensureMember(ctx context.Context, id string, want memberMeta) er
 	if cur, ok := s.fsm.member(id); ok && cur == want {
 		return nil
 	}
-	b, err := Encode(cmdSetMember, setMemberBody{ID: id, RaftAddr: want.RaftAddr, HTTPAddr: want.HTTPAddr})
-	if err != nil {
-		return err
-	}
-	_, err = s.applyEncoded(ctx, cmdSetMember, b)
+	_, err := s.propose(ctx, setMemberBody{ID: id, RaftAddr: want.RaftAddr, HTTPAddr: want.HTTPAddr})
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Snapshot format, version 1 (all integers big-endian):
@@ -102,7 +104,7 @@ func readSnapshot(r io.Reader) (snapshotData, error) {
 		switch kind {
 		case sectionMembers:
 			s.members = map[string]memberMeta{}
-			if err := json.Unmarshal(data, &s.members); err != nil {
+			if err := command.DecodeBody(data, &s.members); err != nil {
 				return s, fmt.Errorf("%w: members: %w", ErrBadSnapshot, err)
 			}
 			sawMembers = true

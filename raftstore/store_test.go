@@ -23,7 +23,7 @@ func TestSingleMemberBootstrapAndApply(t *testing.T) {
 	require.Equal(t, map[string]kvEntry{"a": {"1", v1}, "b": {"2", v2}}, n.kv.dump())
 	require.GreaterOrEqual(t, s.AppliedIndex(), v2)
 
-	_, err := s.Apply(ctx(t), cmdDel, delBody{Key: "a"})
+	_, err := s.Apply(ctx(t), delBody{Key: "a"})
 	require.NoError(t, err)
 	_, ok := n.kv.get("a")
 	require.False(t, ok)
@@ -67,13 +67,13 @@ func TestApplyDomainRefusal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := n.kv.dump()
-			_, err := n.s.Apply(ctx(t), cmdPut, putBody{Key: "k", Value: "v2", ExpectedVersion: tt.expected})
+			_, err := n.s.Apply(ctx(t), putBody{Key: "k", Value: "v2", ExpectedVersion: tt.expected})
 			require.ErrorIs(t, err, tt.wantErr)
 			require.Equal(t, before, n.kv.dump(), "a refused command changes nothing")
 		})
 	}
 	t.Run("current version accepted", func(t *testing.T) {
-		got, err := n.s.Apply(ctx(t), cmdPut, putBody{Key: "k", Value: "v2", ExpectedVersion: ptr(v)})
+		got, err := n.s.Apply(ctx(t), putBody{Key: "k", Value: "v2", ExpectedVersion: ptr(v)})
 		require.NoError(t, err)
 		e, _ := n.kv.get("k")
 		require.Equal(t, kvEntry{Value: "v2", Version: got.(uint64)}, e)
@@ -89,14 +89,14 @@ func TestApplyRefusesUnregisteredTypes(t *testing.T) {
 		"internal":             cmdSetMember,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := n.s.Apply(ctx(t), typ, struct{}{})
+			_, err := n.s.Apply(ctx(t), rawCmd{typ, struct{}{}})
 			require.ErrorIs(t, err, ErrUnknownCommand)
 		})
 	}
 	require.Equal(t, before, n.s.AppliedIndex(), "nothing was written to the log")
 
 	// A registered flagged type is an ordinary command.
-	_, err := n.s.Apply(ctx(t), cmdNote, struct{}{})
+	_, err := n.s.Apply(ctx(t), noteBody{})
 	require.NoError(t, err)
 }
 
@@ -105,7 +105,7 @@ func TestApplyHonoursContext(t *testing.T) {
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
 	before := n.s.AppliedIndex()
-	_, err := n.s.Apply(c, cmdPut, putBody{Key: "k"})
+	_, err := n.s.Apply(c, putBody{Key: "k"})
 	require.ErrorIs(t, err, ErrTimeout)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, before, n.s.AppliedIndex(), "a command whose caller gave up is not appended")
@@ -120,7 +120,7 @@ func TestClosedStore(t *testing.T) {
 	require.NoError(t, n.s.Close(), "Close is idempotent")
 	require.NoError(t, n.s.Kill(), "Kill after Close is a no-op")
 
-	_, err := n.s.Apply(ctx(t), cmdPut, putBody{Key: "k"})
+	_, err := n.s.Apply(ctx(t), putBody{Key: "k"})
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, n.s.Barrier(ctx(t)), ErrClosed)
 	require.ErrorIs(t, n.s.Join(ctx(t), "x", "127.0.0.1:1", ""), ErrClosed)

@@ -122,14 +122,24 @@ type AppendAuditCmd struct {
 	Retention AuditRetention
 }
 
-// AuditedCmd (CmdAudited) is a command a request proposes, of type Type
-// and encoded as Command (its persisted form), with the request's record:
-// the record is appended if, and only if, the command applies.
+// AuditedCmd (CmdAudited) is a command a request proposes, of type
+// CommandType and encoded as Command (its persisted form), with the
+// request's record: the record is appended if, and only if, the command
+// applies. Build one with NewAudited, which takes both from the command.
 type AuditedCmd struct {
-	Record    AuditRecord
-	Retention AuditRetention
-	Type      command.Type
-	Command   json.RawMessage
+	Record      AuditRecord
+	Retention   AuditRetention
+	CommandType command.Type
+	Command     json.RawMessage
+}
+
+// NewAudited wraps cmd, with the request's record, in an AuditedCmd.
+func NewAudited(rec AuditRecord, ret AuditRetention, cmd Command) (AuditedCmd, error) {
+	body, err := json.Marshal(cmd)
+	if err != nil {
+		return AuditedCmd{}, fmt.Errorf("coordinator: encode command %s: %w", cmd.Type(), err)
+	}
+	return AuditedCmd{Record: rec, Retention: ret, CommandType: cmd.Type(), Command: body}, nil
 }
 
 func (s *state) appendAudit(index uint64, c AppendAuditCmd) (any, error) {
@@ -144,12 +154,12 @@ func (s *state) appendAudit(index uint64, c AppendAuditCmd) (any, error) {
 func audited(decoders map[command.Type]decoder) decoder {
 	return func(index uint64, body []byte) applyStep {
 		var c AuditedCmd
-		if err := c.UnmarshalJSON(body); err != nil {
-			panic(fmt.Sprintf("coordinator: undecodable command at index %d: %v", index, err))
+		if err := decodeBody(index, CmdAudited, body, &c); err != nil {
+			return refuse(err)
 		}
-		dec, ok := decoders[c.Type]
-		if !ok || c.Type == CmdAudited || c.Type == CmdAppendAudit {
-			panic(fmt.Sprintf("coordinator: audited command at index %d carries command type %s, which this release does not apply there", index, c.Type))
+		dec, ok := decoders[c.CommandType]
+		if !ok || c.CommandType == CmdAudited || c.CommandType == CmdAppendAudit {
+			panic(fmt.Sprintf("coordinator: audited command at index %d carries command type %s, which this release does not apply there", index, c.CommandType))
 		}
 		step := dec(index, c.Command)
 		return func(s *state) (any, error) {

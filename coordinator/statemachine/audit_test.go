@@ -15,22 +15,22 @@ import (
 // keepAudit is the retention the tests' audit commands carry.
 var keepAudit = AuditRetention{MaxEntries: 10000}
 
-// wrapAudit is cmd of type typ carried with rec, as the leader proposes a
-// request's command.
-func wrapAudit(rec AuditRecord, typ raftstore.CommandType, cmd any) AuditedCmd {
-	b, err := json.Marshal(cmd)
+// wrapAudit is cmd carried with rec, as the leader proposes a request's
+// command.
+func wrapAudit(rec AuditRecord, cmd Command) AuditedCmd {
+	c, err := NewAudited(rec, keepAudit, cmd)
 	if err != nil {
 		panic(err)
 	}
-	return AuditedCmd{Record: rec, Retention: keepAudit, Type: typ, Command: b}
+	return c
 }
 
 // applyAt applies one command at index through the machine's registry.
-func applyAt(t *testing.T, f *Machine, index uint64, typ raftstore.CommandType, cmd any) error {
+func applyAt(t *testing.T, f *Machine, index uint64, cmd Command) error {
 	t.Helper()
-	b, err := raftstore.Encode(typ, cmd)
+	b, err := raftstore.Encode(cmd)
 	require.NoError(t, err)
-	_, err = f.Handlers()[typ](index, b[1:])
+	_, err = f.Handlers()[cmd.Type()](index, b[1:])
 	return err
 }
 
@@ -52,7 +52,7 @@ func TestAuditRetentionPerClass(t *testing.T) {
 	index := uint64(0)
 	add := func(kind string) {
 		index++
-		require.NoError(t, applyAt(t, f, index, CmdAppendAudit, AppendAuditCmd{Retention: ret,
+		require.NoError(t, applyAt(t, f, index, AppendAuditCmd{Retention: ret,
 			Record: AuditRecord{Time: t0.Add(time.Duration(index) * time.Second), Principal: fmt.Sprintf("%s-%d", kind, index), Kind: kind}}))
 	}
 	for range 2 {
@@ -103,7 +103,7 @@ func TestAuditRetentionByAge(t *testing.T) {
 	run := func() *Machine {
 		f := New()
 		for i, at := range []time.Time{t0, t0.Add(time.Hour), t0.Add(20 * time.Hour), t0.Add(25 * time.Hour), t0.Add(26 * time.Hour)} {
-			require.NoError(t, applyAt(t, f, uint64(i+1), CmdAppendAudit, AppendAuditCmd{Retention: ret, Record: AuditRecord{Time: at, Principal: "p", Kind: "operator"}}))
+			require.NoError(t, applyAt(t, f, uint64(i+1), AppendAuditCmd{Retention: ret, Record: AuditRecord{Time: at, Principal: "p", Kind: "operator"}}))
 		}
 		return f
 	}
@@ -132,7 +132,7 @@ func TestAuditQuery(t *testing.T) {
 	}
 	for i, r := range recs {
 		r.Time = t0.Add(time.Duration(i) * time.Minute)
-		require.NoError(t, applyAt(t, f, uint64(10+i), CmdAppendAudit, AppendAuditCmd{Retention: keepAudit, Record: r}))
+		require.NoError(t, applyAt(t, f, uint64(10+i), AppendAuditCmd{Retention: keepAudit, Record: r}))
 	}
 	for _, tc := range []struct {
 		name string
@@ -208,12 +208,12 @@ func TestAuditTrailBeforeTheLog(t *testing.T) {
 func TestAuditedRefusesNestingAndUnknownTypes(t *testing.T) {
 	rec := AuditRecord{Principal: "p", Kind: "operator"}
 	for _, c := range []AuditedCmd{
-		wrapAudit(rec, CmdAppendAudit, AppendAuditCmd{Record: rec}),
-		wrapAudit(rec, CmdAudited, wrapAudit(rec, CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.34.4"}})),
-		wrapAudit(rec, 99, struct{}{}),
-		{Record: rec, Type: CmdPutRelease, Command: json.RawMessage(`{"release":"not one"}`)},
+		wrapAudit(rec, AppendAuditCmd{Record: rec}),
+		wrapAudit(rec, wrapAudit(rec, PutReleaseCmd{Release: api.Release{Version: "1.34.4"}})),
+		{Record: rec, CommandType: 99, Command: json.RawMessage(`{}`)},
+		{Record: rec, CommandType: CmdPutRelease, Command: json.RawMessage(`{"release":"not one"}`)},
 	} {
-		require.Panics(t, func() { _ = applyAt(t, New(), 1, CmdAudited, c) }, "inner type %s", c.Type)
+		require.Panics(t, func() { _ = applyAt(t, New(), 1, c) }, "inner type %s", c.CommandType)
 	}
 }
 

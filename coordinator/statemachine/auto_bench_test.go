@@ -20,11 +20,11 @@ func benchFleetMachine(b *testing.B) (*yearSim, time.Time) {
 	s := &yearSim{t: &testing.T{}, m: New(), now: now.Add(-24 * time.Hour), clusters: map[string]*yearCluster{}}
 	v := phases.MustParseVersion
 	for _, r := range []string{"1.32.9", "1.33.4", "1.33.5", "1.34.2", "1.35.2"} {
-		if _, err := s.apply(CmdPutRelease, PutReleaseCmd{Release: yearRelease(r, now.AddDate(2, 0, 0)), Now: s.now}); err != nil {
+		if _, err := s.apply(PutReleaseCmd{Release: yearRelease(r, now.AddDate(2, 0, 0)), Now: s.now}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := s.apply(CmdPutChannel, PutChannelCmd{Channel: "regular", DefaultVersion: v("1.35.2"), AutoUpgradeTarget: v("1.35.2"), Now: s.now}); err != nil {
+	if _, err := s.apply(PutChannelCmd{Channel: "regular", DefaultVersion: v("1.35.2"), AutoUpgradeTarget: v("1.35.2"), Now: s.now}); err != nil {
 		b.Fatal(err)
 	}
 	versions := []string{"1.32.9", "1.33.4", "1.33.5", "1.34.2"}
@@ -35,7 +35,7 @@ func benchFleetMachine(b *testing.B) (*yearSim, time.Time) {
 		if i%10 == 0 {
 			spec.Kind, spec.AdminCluster = phases.KindAdmin, ""
 		}
-		if _, err := s.apply(CmdPutCluster, PutClusterCmd{Spec: spec, Now: s.now}); err != nil {
+		if _, err := s.apply(PutClusterCmd{Spec: spec, Now: s.now}); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Date(2027, 1, 1, i%24, 0, 0, 0, time.UTC)
@@ -48,7 +48,7 @@ func benchFleetMachine(b *testing.B) (*yearSim, time.Time) {
 			}
 			p.Exclusions = append(p.Exclusions, maintenance.Exclusion{Name: fmt.Sprintf("e%d", j), Start: at, End: at.Add(4 * 24 * time.Hour), Scope: scope})
 		}
-		if _, err := s.apply(CmdSetPolicy, SetPolicyCmd{Cluster: name, Policy: p, Now: s.now}); err != nil {
+		if _, err := s.apply(SetPolicyCmd{Cluster: name, Policy: p, Now: s.now}); err != nil {
 			b.Fatalf("policy of %s: %v", name, err)
 		}
 	}

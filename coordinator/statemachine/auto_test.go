@@ -19,14 +19,14 @@ func TestAutoStartRechecksThePolicy(t *testing.T) {
 	mon := sat.Add(2 * 24 * time.Hour)
 	s := &yearSim{t: t, m: New(), now: sat.Add(-30 * 24 * time.Hour), clusters: map[string]*yearCluster{}}
 	v := phases.MustParseVersion
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.33.4", mon.Add(-time.Hour)), Now: s.now})
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.34.2", time.Time{}), Now: s.now})
-	s.must(CmdPutChannel, PutChannelCmd{Channel: "regular", AutoUpgradeTarget: v("1.34.2"), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.33.4", mon.Add(-time.Hour)), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.34.2", time.Time{}), Now: s.now})
+	s.must(PutChannelCmd{Channel: "regular", AutoUpgradeTarget: v("1.34.2"), Now: s.now})
 	s.register(&yearCluster{name: "shop", kind: phases.KindStandalone, channel: "regular", version: "1.33.4", workers: 1,
 		win: &winSpec{weekday: time.Saturday, hours: 24}})
 
 	start := func(at time.Time, eos bool) error {
-		_, err := s.apply(CmdAutoStart, AutoStartCmd{Cluster: "shop", To: v("1.34.2"), Kind: maintenance.KindMinor, EndOfSupport: eos, Reason: "r",
+		_, err := s.apply(AutoStartCmd{Cluster: "shop", To: v("1.34.2"), Kind: maintenance.KindMinor, EndOfSupport: eos, Reason: "r",
 			Preflight: &PreflightRun{ID: "shop-1", Cluster: "shop", Target: v("1.34.2"), CreatedAt: at, Deadline: at.Add(time.Minute)}, Now: at})
 		return err
 	}
@@ -77,9 +77,9 @@ func TestAutoStartEndOfSupportAnyChannel(t *testing.T) {
 	eos := time.Date(2027, 5, 1, 0, 0, 0, 0, time.UTC)
 	s := &yearSim{t: t, m: New(), now: eos.Add(-30 * 24 * time.Hour), clusters: map[string]*yearCluster{}}
 	v := phases.MustParseVersion
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.31.12", eos), Now: s.now})
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.32.9", time.Time{}), Now: s.now})
-	s.must(CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.31.12"), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.31.12", eos), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.32.9", time.Time{}), Now: s.now})
+	s.must(PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.31.12"), Now: s.now})
 	for _, c := range []*yearCluster{
 		{name: "manual", kind: phases.KindStandalone, channel: "none", version: "1.31.12", workers: 1},
 		{name: "stuck", kind: phases.KindStandalone, channel: "stable", version: "1.31.12", workers: 1},
@@ -87,7 +87,7 @@ func TestAutoStartEndOfSupportAnyChannel(t *testing.T) {
 		s.register(c)
 	}
 	start := func(name string, at time.Time, forced bool) error {
-		_, err := s.apply(CmdAutoStart, AutoStartCmd{Cluster: name, To: v("1.32.9"), Kind: maintenance.KindMinor, EndOfSupport: forced, Reason: "r",
+		_, err := s.apply(AutoStartCmd{Cluster: name, To: v("1.32.9"), Kind: maintenance.KindMinor, EndOfSupport: forced, Reason: "r",
 			Preflight: &PreflightRun{ID: name + "-1", Cluster: name, Target: v("1.32.9"), CreatedAt: at, Deadline: at.Add(time.Minute)}, Now: at})
 		return err
 	}

@@ -115,18 +115,18 @@ type yearSim struct {
 	nodeStarts int
 }
 
-func (s *yearSim) apply(typ raftstore.CommandType, cmd any) (any, error) {
+func (s *yearSim) apply(cmd Command) (any, error) {
 	s.t.Helper()
-	b, err := raftstore.Encode(typ, cmd)
+	b, err := raftstore.Encode(cmd)
 	require.NoError(s.t, err)
 	s.idx++
-	return s.m.Handlers()[typ](s.idx, b[1:])
+	return s.m.Handlers()[cmd.Type()](s.idx, b[1:])
 }
 
-func (s *yearSim) must(typ raftstore.CommandType, cmd any) any {
+func (s *yearSim) must(cmd Command) any {
 	s.t.Helper()
-	v, err := s.apply(typ, cmd)
-	require.NoError(s.t, err, "%s at %s", typ, s.now)
+	v, err := s.apply(cmd)
+	require.NoError(s.t, err, "%s at %s", cmd.Type(), s.now)
 	return v
 }
 
@@ -153,7 +153,7 @@ func (s *yearSim) register(c *yearCluster) {
 		c.heldUntil = s.now.Add(24 * time.Hour)
 		cmd.HoldUntil = c.heldUntil
 	}
-	s.must(CmdPutCluster, cmd)
+	s.must(cmd)
 }
 
 // policy is c's maintenance policy; nil when it has neither a window nor
@@ -171,7 +171,7 @@ func (c *yearCluster) policy() *maintenance.Policy {
 
 func (s *yearSim) setPolicy(c *yearCluster) {
 	if p := c.policy(); p != nil {
-		s.must(CmdSetPolicy, SetPolicyCmd{Cluster: c.name, Policy: *p, Now: s.now})
+		s.must(SetPolicyCmd{Cluster: c.name, Policy: *p, Now: s.now})
 		c.heldUntil = time.Time{}
 	}
 }
@@ -199,7 +199,7 @@ func (s *yearSim) allowed(c *yearCluster, kind maintenance.ChangeKind, target ph
 func (s *yearSim) pass(limits schedule.Limits) (time.Time, bool) {
 	p := schedule.Evaluate(s.m.SchedulerFleet(limits), s.now)
 	for _, d := range p.Records() {
-		s.must(CmdAutoRecord, AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: s.now})
+		s.must(AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: s.now})
 		if d.Record.Outcome == schedule.OutcomeRefused {
 			s.refusals[d.Cluster] = append(s.refusals[d.Cluster], d.Record.FinishedAt)
 		}
@@ -210,8 +210,8 @@ func (s *yearSim) pass(limits schedule.Limits) (time.Time, bool) {
 		run := &PreflightRun{ID: fmt.Sprintf("%s-%d", d.Cluster, r.PreflightSeq+1), Cluster: d.Cluster, Target: d.To, CreatedAt: s.now, Deadline: s.now.Add(2 * time.Minute)}
 		cmd := AutoStartCmd{Cluster: d.Cluster, To: d.To, Kind: d.Kind, EndOfSupport: d.EndOfSupport, Reason: d.Reason, Seq: r.Seq, Limits: limits,
 			Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: phases.CurrentStepLayout}, Preflight: run, Now: s.now}
-		s.must(CmdAutoStart, cmd)
-		_, err = s.apply(CmdAutoStart, cmd)
+		s.must(cmd)
+		_, err = s.apply(cmd)
 		require.ErrorIs(s.t, err, phases.ErrStale, "the same decision twice starts one upgrade")
 		c := s.clusters[d.Cluster]
 		if !d.EndOfSupport {
@@ -240,7 +240,7 @@ func (s *yearSim) progress() bool {
 				s.refuse[c.name]--
 				rep = preflight.Report{Verdict: preflight.Failed, Failed: []string{preflight.IDNodesReady}}
 			}
-			s.must(CmdPreflightFinish, PreflightFinishCmd{Cluster: c.name, Run: u.Preflight, Report: rep, Now: s.now})
+			s.must(PreflightFinishCmd{Cluster: c.name, Run: u.Preflight, Report: rep, Now: s.now})
 			busy = true
 			continue
 		}
@@ -281,15 +281,15 @@ func (s *yearSim) progress() bool {
 			}
 		}
 		if len(commits) > 0 {
-			s.must(CmdAdvance, AdvanceCmd{Cluster: c.name, Upgrade: u.ID, Actions: commits, Now: s.now})
+			s.must(AdvanceCmd{Cluster: c.name, Upgrade: u.ID, Actions: commits, Now: s.now})
 		}
 		for _, a := range work {
 			switch a.Kind {
 			case phases.ActDispatch, phases.ActRunNodeStep:
-				s.must(CmdNodeStepResult, NodeStepResultCmd{Cluster: c.name, Now: s.now,
+				s.must(NodeStepResultCmd{Cluster: c.name, Now: s.now,
 					Result: phases.NodeStepResult{Upgrade: u.ID, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: true}})
 			case phases.ActRunStep:
-				s.must(CmdStepResult, StepResultCmd{Cluster: c.name, Now: s.now, Result: phases.StepResult{Upgrade: u.ID, Step: a.Step, Attempt: a.Attempt, OK: true}})
+				s.must(StepResultCmd{Cluster: c.name, Now: s.now, Result: phases.StepResult{Upgrade: u.ID, Step: a.Step, Attempt: a.Attempt, OK: true}})
 			}
 		}
 		if len(commits) > 0 || len(work) > 0 || !d.NextWake.IsZero() {
@@ -318,14 +318,14 @@ func TestSimulatedYear(t *testing.T) {
 	s := &yearSim{t: t, m: New(), now: jan1, clusters: map[string]*yearCluster{}, refuse: map[string]int{"flaky": 4}, refusals: map[string][]time.Time{}}
 	v := phases.MustParseVersion
 	channel := func(name, def, target string) {
-		s.must(CmdPutChannel, PutChannelCmd{Channel: name, DefaultVersion: v(def), AutoUpgradeTarget: v(target), Now: s.now})
+		s.must(PutChannelCmd{Channel: name, DefaultVersion: v(def), AutoUpgradeTarget: v(target), Now: s.now})
 	}
 
 	// The catalog and the fleet on January 1st.
 	eos := map[string]time.Time{"1.30": at(2, 15, 0), "1.31": at(5, 1, 0), "1.32": at(8, 1, 0), "1.33": time.Date(2028, 1, 15, 0, 0, 0, 0, time.UTC),
 		"1.34": time.Date(2028, 4, 1, 0, 0, 0, 0, time.UTC), "1.35": time.Date(2028, 8, 1, 0, 0, 0, 0, time.UTC)}
 	release := func(ver string) {
-		s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease(ver, eos[v(ver).MinorString()]), Now: s.now})
+		s.must(PutReleaseCmd{Release: yearRelease(ver, eos[v(ver).MinorString()]), Now: s.now})
 	}
 	for _, r := range []string{"1.30.14", "1.31.12", "1.32.9", "1.33.4"} {
 		release(r)

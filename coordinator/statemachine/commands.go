@@ -45,6 +45,68 @@ const (
 	CmdPutChannel      command.Type = 41 // auto.go
 )
 
+// Command is every command of this machine: a value that knows its number
+// (Type, one method per command below, returning the constant above) and
+// encodes as its persisted form (persistedCommand). The coordinator
+// proposes a Command, and nothing else: the unexported method seals the
+// interface to this package's command types, so a body proposed under
+// another command's number, or a value that is not a command, does not
+// compile. For instance, the old form
+//
+//	c.apply(ctx, statemachine.CmdPutCluster, statemachine.PutReleaseCmd{...})
+//
+// now fails with
+//
+//	too many arguments in call to c.apply
+//		have (context.Context, command.Type, statemachine.PutReleaseCmd)
+//		want (context.Context, statemachine.Command)
+//
+// and a value that is not a command, c.apply(ctx, api.Release{...}), with
+//
+//	cannot use api.Release{…} (value of struct type "github.com/moltproject/molt/api".Release)
+//	as statemachine.Command value in argument to c.apply:
+//	"github.com/moltproject/molt/api".Release does not implement
+//	statemachine.Command (missing method MarshalJSON)
+//
+// (go build, Go 1.26). A type of another package that declared every
+// method it sees would still miss the unexported persistedV1.
+type Command interface {
+	command.Command
+	persistedCommand
+}
+
+// The number of every command, as the log frames it (command.Encode).
+// Each returns its constant whatever the receiver, so the zero value
+// names the number too (the registry, fsm.go, relies on it).
+
+func (PutReleaseCmd) Type() command.Type      { return CmdPutRelease }
+func (PutClusterCmd) Type() command.Type      { return CmdPutCluster }
+func (DeleteClusterCmd) Type() command.Type   { return CmdDeleteCluster }
+func (StartUpgradeCmd) Type() command.Type    { return CmdStartUpgrade }
+func (AdvanceCmd) Type() command.Type         { return CmdAdvance }
+func (NodeStepResultCmd) Type() command.Type  { return CmdNodeStepResult }
+func (StepResultCmd) Type() command.Type      { return CmdStepResult }
+func (PoolCommandCmd) Type() command.Type     { return CmdPoolCommand }
+func (RetryNodeCmd) Type() command.Type       { return CmdRetryNode }
+func (AgentRegisterCmd) Type() command.Type   { return CmdAgentRegister }
+func (AgentHealthCmd) Type() command.Type     { return CmdAgentHealth }
+func (SetProtectionCmd) Type() command.Type   { return CmdSetProtection }
+func (SetPolicyCmd) Type() command.Type       { return CmdSetPolicy }
+func (PreflightStartCmd) Type() command.Type  { return CmdPreflightStart }
+func (PreflightResultCmd) Type() command.Type { return CmdPreflightResult }
+func (PreflightFinishCmd) Type() command.Type { return CmdPreflightFinish }
+func (PutTokenCmd) Type() command.Type        { return CmdPutToken }
+func (DeleteTokenCmd) Type() command.Type     { return CmdDeleteToken }
+func (EnrollAgentCmd) Type() command.Type     { return CmdEnrollAgent }
+func (RenewAgentCertCmd) Type() command.Type  { return CmdRenewAgentCert }
+func (AppendAuditCmd) Type() command.Type     { return CmdAppendAudit }
+func (RewrapSecretsCmd) Type() command.Type   { return CmdRewrapSecrets }
+func (PoolWorkResultCmd) Type() command.Type  { return CmdPoolWorkResult }
+func (AuditedCmd) Type() command.Type         { return CmdAudited }
+func (AutoStartCmd) Type() command.Type       { return CmdAutoStart }
+func (AutoRecordCmd) Type() command.Type      { return CmdAutoRecord }
+func (PutChannelCmd) Type() command.Type      { return CmdPutChannel }
+
 // Every command carries Now: the leader's clock when it decided. Apply
 // functions never read a clock, so every replica applies the same bytes to
 // the same result.

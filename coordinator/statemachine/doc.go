@@ -16,6 +16,14 @@
 // the conversions keep old logs applying to the same state (persisted.go
 // has the rules; golden_test.go and persisted_v1_test.go hold to them).
 //
+// Every command is a Command: it knows its number (Type, returning the
+// literal of commands.go), so the coordinator proposes the command alone
+// and cannot pair a body with another command's number. Entries and
+// snapshots decode strictly: a field the persisted form does not declare
+// refuses the command (an error value wrapping raftstore's
+// ErrUnknownField, the state unchanged) or the snapshot, and is never
+// dropped (strict_test.go).
+//
 // It is pure: no I/O, no logging, no clock (every command carries the
 // leader's Now), no Kubernetes and no Raft store — internal/purity's test
 // holds it to that. Machine implements raftstore.Machine through the types

@@ -41,7 +41,9 @@ func (f *Machine) SetOnChange(fn func()) { f.onChange = fn }
 
 // Handlers is the command registry: command number (commands.go) → apply
 // function. CmdAudited applies any other command of the registry but
-// CmdAppendAudit inside it (audit.go).
+// CmdAppendAudit inside it (audit.go). Bodies decode strictly: a field
+// the command's V1 type does not declare refuses the entry
+// (command.ErrUnknownField), changing nothing.
 func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 	decs := decoders()
 	out := make(map[command.Type]command.ApplyFunc, len(decs))
@@ -51,35 +53,43 @@ func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 	return out
 }
 
-// decoders is the registry's decoder of every command number.
+// decoders is the registry's decoder of every command number. Each
+// decoder is filed under the number its command type returns (Type), so
+// a decoder cannot be registered under another command's number.
 func decoders() map[command.Type]decoder {
-	decs := map[command.Type]decoder{
-		CmdPutRelease:      typed((*state).putRelease),
-		CmdPutCluster:      typed((*state).putCluster),
-		CmdDeleteCluster:   typed((*state).deleteCluster),
-		CmdStartUpgrade:    typed((*state).startUpgrade),
-		CmdAdvance:         typed((*state).advance),
-		CmdNodeStepResult:  typed((*state).nodeStepResult),
-		CmdStepResult:      typed((*state).stepResult),
-		CmdPoolCommand:     typed((*state).poolCommand),
-		CmdRetryNode:       typed((*state).retryNode),
-		CmdAgentRegister:   typed((*state).agentRegister),
-		CmdAgentHealth:     typed((*state).agentHealth),
-		CmdSetProtection:   typed((*state).setProtection),
-		CmdSetPolicy:       typed((*state).setPolicy),
-		CmdPreflightStart:  typed((*state).preflightStart),
-		CmdPreflightResult: typed((*state).preflightResult),
-		CmdPreflightFinish: typed((*state).preflightFinish),
-		CmdPutToken:        typed((*state).putToken),
-		CmdDeleteToken:     typed((*state).deleteToken),
-		CmdEnrollAgent:     typed((*state).enrollAgent),
-		CmdRenewAgentCert:  typed((*state).renewAgentCert),
-		CmdAppendAudit:     typedAt((*state).appendAudit),
-		CmdRewrapSecrets:   typed((*state).rewrapSecrets),
-		CmdPoolWorkResult:  typed((*state).poolWorkResult),
-		CmdAutoStart:       typed((*state).autoStart),
-		CmdAutoRecord:      typed((*state).autoRecord),
-		CmdPutChannel:      typed((*state).putChannel),
+	decs := map[command.Type]decoder{}
+	for _, r := range []registration{
+		typed((*state).putRelease),
+		typed((*state).putCluster),
+		typed((*state).deleteCluster),
+		typed((*state).startUpgrade),
+		typed((*state).advance),
+		typed((*state).nodeStepResult),
+		typed((*state).stepResult),
+		typed((*state).poolCommand),
+		typed((*state).retryNode),
+		typed((*state).agentRegister),
+		typed((*state).agentHealth),
+		typed((*state).setProtection),
+		typed((*state).setPolicy),
+		typed((*state).preflightStart),
+		typed((*state).preflightResult),
+		typed((*state).preflightFinish),
+		typed((*state).putToken),
+		typed((*state).deleteToken),
+		typed((*state).enrollAgent),
+		typed((*state).renewAgentCert),
+		typedAt((*state).appendAudit),
+		typed((*state).rewrapSecrets),
+		typed((*state).poolWorkResult),
+		typed((*state).autoStart),
+		typed((*state).autoRecord),
+		typed((*state).putChannel),
+	} {
+		if _, dup := decs[r.t]; dup {
+			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))
+		}
+		decs[r.t] = r.dec
 	}
 	decs[CmdAudited] = audited(decs)
 	return decs
@@ -97,32 +107,66 @@ func Auditable(t command.Type) bool {
 type applyStep func(*state) (any, error)
 
 // decoder decodes a command's body into its applyStep. Undecodable bytes
-// mean the replicas diverged: it panics, as raftstore expects.
+// mean the replicas diverged: it panics, as raftstore expects. A body
+// with a field its V1 type does not declare decodes into a step that
+// refuses the command (decodeBody).
 type decoder func(index uint64, body []byte) applyStep
 
-// typed adapts a typed state method to a decoder. The constraints hold
-// every registered command to the persisted format: it encodes and
-// decodes through its V1 form (persisted_v1_commands.go), never through
-// the types it carries.
-func typed[C persistedCommand, D interface {
+// registration is a decoder and the command number it is filed under.
+type registration struct {
+	t   command.Type
+	dec decoder
+}
+
+// typed adapts a typed state method to a decoder, filed under its
+// command's number. The constraints hold every registered command to
+// the persisted format: it encodes and decodes through its V1 form
+// (persisted_v1_commands.go), never through the types it carries.
+func typed[C Command, D interface {
 	*C
 	json.Unmarshaler
-}](fn func(*state, C) (any, error)) decoder {
+}](fn func(*state, C) (any, error)) registration {
 	return typedAt[C, D](func(s *state, _ uint64, c C) (any, error) { return fn(s, c) })
 }
 
 // typedAt is typed for a method that needs the entry's Raft index.
-func typedAt[C persistedCommand, D interface {
+func typedAt[C Command, D interface {
 	*C
 	json.Unmarshaler
-}](fn func(*state, uint64, C) (any, error)) decoder {
-	return func(index uint64, body []byte) applyStep {
+}](fn func(*state, uint64, C) (any, error)) registration {
+	var zero C
+	t := zero.Type()
+	return registration{t: t, dec: func(index uint64, body []byte) applyStep {
 		var c C
-		if err := D(&c).UnmarshalJSON(body); err != nil {
-			panic(fmt.Sprintf("coordinator: undecodable command at index %d: %v", index, err))
+		if err := decodeBody(index, t, body, D(&c)); err != nil {
+			return refuse(err)
 		}
 		return func(s *state) (any, error) { return fn(s, index, c) }
+	}}
+}
+
+// decodeBody decodes the body of a command of type t into c. It returns
+// only the refusal of a field c's V1 type does not declare
+// (command.ErrUnknownField): written by a newer release, or by hand, the
+// entry is refused alike on every replica of this release rather than
+// applied without the field. Any other error means the replicas
+// diverged: it panics.
+func decodeBody(index uint64, t command.Type, body []byte, c json.Unmarshaler) error {
+	err := c.UnmarshalJSON(body)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, command.ErrUnknownField):
+		return fmt.Errorf("command %s at index %d: %w", t, index, err)
+	default:
+		panic(fmt.Sprintf("coordinator: undecodable command %s at index %d: %v", t, index, err))
 	}
+}
+
+// refuse is the step of a command refused before it was decoded: it
+// changes nothing.
+func refuse(err error) applyStep {
+	return func(*state) (any, error) { return nil, err }
 }
 
 // locked makes a decoder an apply function: decode, then apply under the

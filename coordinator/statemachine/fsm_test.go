@@ -24,7 +24,7 @@ func TestApplyCommands(t *testing.T) {
 	// before its nth (from 0) command of type typ.
 	before := func(typ raftstore.CommandType, nth int) int {
 		for i, e := range entries {
-			if e.typ == typ {
+			if e.cmd.Type() == typ {
 				if nth == 0 {
 					return i
 				}
@@ -77,164 +77,163 @@ func TestApplyCommands(t *testing.T) {
 	tests := []struct {
 		name  string
 		at    int // golden log prefix the state is built from
-		typ   raftstore.CommandType
-		cmd   any
+		cmd   Command
 		want  error                    // refusal sentinel; nil: applied
 		check func(*testing.T, *state) // after an applied command
 	}{
-		{"put release", registered, CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "v1.35.0"}, Now: now}, nil,
+		{"put release", registered, PutReleaseCmd{Release: api.Release{Version: "v1.35.0"}, Now: now}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, "1.35.0", st.Releases["1.35.0"].Version, "stored under its canonical version")
 			}},
-		{"put release with a bad version", registered, CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}, ErrInvalid, nil},
-		{"put user cluster of an unknown admin", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: phases.ClusterSpec{Name: "u1", Kind: phases.KindUser, AdminCluster: "nope", Version: v("1.33.6"),
+		{"put release with a bad version", registered, PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}, ErrInvalid, nil},
+		{"put user cluster of an unknown admin", registered, PutClusterCmd{Now: now, Spec: phases.ClusterSpec{Name: "u1", Kind: phases.KindUser, AdminCluster: "nope", Version: v("1.33.6"),
 			Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "u1-cp"}}}}}}, ErrInvalid, nil},
-		{"re-register moving the version", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.34.4")}, ErrInvalid, nil},
-		{"re-register during an upgrade", cpRunning, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, ErrUpgradeInProgress, nil},
-		{"re-register keeps agents", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, nil,
+		{"re-register moving the version", registered, PutClusterCmd{Now: now, Spec: respec(entries, "1.34.4")}, ErrInvalid, nil},
+		{"re-register during an upgrade", cpRunning, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, ErrUpgradeInProgress, nil},
+		{"re-register keeps agents", registered, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6")}, nil,
 			func(t *testing.T, st *state) { require.Len(t, st.Clusters["lab"].Agents, 3) }},
-		{"delete an unknown cluster", registered, CmdDeleteCluster, DeleteClusterCmd{Name: "nope", Now: now}, ErrNotFound, nil},
-		{"delete during an upgrade", cpRunning, CmdDeleteCluster, DeleteClusterCmd{Name: "lab", Now: now}, ErrUpgradeInProgress, nil},
-		{"protections only with the start they came with", autoCP, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.5-2", Now: now,
+		{"delete an unknown cluster", registered, DeleteClusterCmd{Name: "nope", Now: now}, ErrNotFound, nil},
+		{"delete during an upgrade", cpRunning, DeleteClusterCmd{Name: "lab", Now: now}, ErrUpgradeInProgress, nil},
+		{"protections only with the start they came with", autoCP, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.5-2", Now: now,
 			Actions:     []phases.Action{{ID: "lab-1.34.5-2/start/pool/cp", Kind: phases.ActStartStep, Upgrade: "lab-1.34.5-2", Step: "pool/cp"}},
 			Protections: map[string]time.Time{"cp-1": now}}, nil,
 			func(t *testing.T, st *state) {
 				n, _ := st.Clusters["lab"].Upgrade.Node("cp-1")
 				require.NotEqual(t, now, n.ProtectedUntil, "a start refused as stale recorded its protections")
 			}},
-		{"delete", finished, CmdDeleteCluster, DeleteClusterCmd{Name: "lab", Now: now}, nil,
+		{"delete", finished, DeleteClusterCmd{Name: "lab", Now: now}, nil,
 			func(t *testing.T, st *state) { require.Empty(t, st.Clusters) }},
-		{"upgrade an unknown cluster", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "nope", To: v("1.34.4"), Now: now}, ErrNotFound, nil},
-		{"upgrade to a version not in the catalog", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.5"), Now: now}, ErrUnknownVersion, nil},
-		{"upgrade while one runs", cpRunning, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, ErrUpgradeInProgress, nil},
-		{"start an upgrade", registered, CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, nil,
+		{"upgrade an unknown cluster", registered, StartUpgradeCmd{Cluster: "nope", To: v("1.34.4"), Now: now}, ErrNotFound, nil},
+		{"upgrade to a version not in the catalog", registered, StartUpgradeCmd{Cluster: "lab", To: v("1.34.5"), Now: now}, ErrUnknownVersion, nil},
+		{"upgrade while one runs", cpRunning, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, ErrUpgradeInProgress, nil},
+		{"start an upgrade", registered, StartUpgradeCmd{Cluster: "lab", To: v("1.34.4"), Now: now}, nil,
 			func(t *testing.T, st *state) {
 				r := st.Clusters["lab"]
 				require.Equal(t, up, r.Upgrade.ID)
 				require.Equal(t, "1.34.4", r.Spec.Version.String(), "spec moves to the target")
 				require.Equal(t, "1.33.6", r.StatusVersion.String(), "status moves when it finishes")
 			}},
-		{"advance another upgrade", cpRunning, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Now: now}, phases.ErrStale, nil},
-		{"advance with only stale actions", cpRunning, CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: up, Now: now, Actions: []phases.Action{
+		{"advance another upgrade", cpRunning, AdvanceCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Now: now}, phases.ErrStale, nil},
+		{"advance with only stale actions", cpRunning, AdvanceCmd{Cluster: "lab", Upgrade: up, Now: now, Actions: []phases.Action{
 			{ID: up + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: up, Step: "pool/cp"}}}, nil,
 			nil}, // applied, but its one action is stale: nothing changes
-		{"node result for an old cursor", w1Retried, CmdNodeStepResult, nodeResult("worker-1", 0, 1), phases.ErrStale, nil},
-		{"node result for an old attempt", w1Retried, CmdNodeStepResult, nodeResult("worker-1", 1, 0), phases.ErrStale, nil},
-		{"node result of an unknown cluster", cpRunning, CmdNodeStepResult, NodeStepResultCmd{Cluster: "nope", Result: nodeResult("cp-1", 0, 0).Result}, ErrNotFound, nil},
-		{"node result after the upgrade", finished, CmdNodeStepResult, nodeResult("cp-1", 8, 0), phases.ErrStale, nil},
-		{"node result", cpRunning, CmdNodeStepResult, nodeResult("cp-1", 0, 0), nil,
+		{"node result for an old cursor", w1Retried, nodeResult("worker-1", 0, 1), phases.ErrStale, nil},
+		{"node result for an old attempt", w1Retried, nodeResult("worker-1", 1, 0), phases.ErrStale, nil},
+		{"node result of an unknown cluster", cpRunning, NodeStepResultCmd{Cluster: "nope", Result: nodeResult("cp-1", 0, 0).Result}, ErrNotFound, nil},
+		{"node result after the upgrade", finished, nodeResult("cp-1", 8, 0), phases.ErrStale, nil},
+		{"node result", cpRunning, nodeResult("cp-1", 0, 0), nil,
 			func(t *testing.T, st *state) { require.Equal(t, 1, node(st, "cp-1").Cursor) }},
-		{"step result for an old attempt", before(CmdStepResult, 3), CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+		{"step result for an old attempt", before(CmdStepResult, 3), StepResultCmd{Cluster: "lab", Now: now,
 			Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 0, OK: true}}, phases.ErrStale, nil},
-		{"step result of a step not running", cpRunning, CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+		{"step result of a step not running", cpRunning, StepResultCmd{Cluster: "lab", Now: now,
 			Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true}}, phases.ErrStale, nil},
-		{"addons applied", before(CmdStepResult, 0), CmdStepResult, StepResultCmd{Cluster: "lab", Now: now,
+		{"addons applied", before(CmdStepResult, 0), StepResultCmd{Cluster: "lab", Now: now,
 			Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true}}, nil,
 			func(t *testing.T, st *state) { require.Equal(t, "1.34.4", st.Clusters["lab"].AddonsVersion.String()) }},
-		{"pool command without an upgrade", registered, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, ErrNoUpgrade, nil},
-		{"pool command on an unknown pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "nope", Command: PoolCancel, Now: now}, ErrNotFound, nil},
-		{"unknown pool command", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: "explode", Now: now}, ErrInvalid, nil},
-		{"resume a pool not cancelled", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now}, ErrCommandNotAllowed, nil},
-		{"complete a bare-metal pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolComplete, Now: now}, ErrCommandNotAllowed, nil},
-		{"cancel a pool", cpRunning, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, nil,
+		{"pool command without an upgrade", registered, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, ErrNoUpgrade, nil},
+		{"pool command on an unknown pool", cpRunning, PoolCommandCmd{Cluster: "lab", Pool: "nope", Command: PoolCancel, Now: now}, ErrNotFound, nil},
+		{"unknown pool command", cpRunning, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: "explode", Now: now}, ErrInvalid, nil},
+		{"resume a pool not cancelled", cpRunning, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now}, ErrCommandNotAllowed, nil},
+		{"complete a bare-metal pool", cpRunning, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolComplete, Now: now}, ErrCommandNotAllowed, nil},
+		{"cancel a pool", cpRunning, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}, nil,
 			func(t *testing.T, st *state) {
 				p, _ := st.Clusters["lab"].Upgrade.Pool("workers")
 				require.True(t, p.Cancelled)
 				require.Equal(t, "pool-cancel", st.Audit[len(st.Audit)-1].Action)
 			}},
-		{"retry a node that did not fail", w1Retried, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrCommandNotAllowed, nil},
-		{"retry without an upgrade", finished, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrNoUpgrade, nil},
-		{"retry a failed node", w1Failed, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, nil,
+		{"retry a node that did not fail", w1Retried, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrCommandNotAllowed, nil},
+		{"retry without an upgrade", finished, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, ErrNoUpgrade, nil},
+		{"retry a failed node", w1Failed, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now}, nil,
 			func(t *testing.T, st *state) {
 				n := node(st, "worker-1")
 				require.Equal(t, phases.StateRunning, n.State)
 				require.Equal(t, 1, n.Attempt)
 				require.Equal(t, 1, n.Cursor, "again at the step it failed on")
 			}},
-		{"register an agent of an unknown node", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: "nope", Now: now}, ErrNotFound, nil},
-		{"register an agent of an unknown cluster", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "nope", Node: "cp-1", Now: now}, ErrNotFound, nil},
-		{"register an agent again", registered, CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: "cp-1", Address: "cp-1:8443", Now: now}, nil,
+		{"register an agent of an unknown node", registered, AgentRegisterCmd{Cluster: "lab", Node: "nope", Now: now}, ErrNotFound, nil},
+		{"register an agent of an unknown cluster", registered, AgentRegisterCmd{Cluster: "nope", Node: "cp-1", Now: now}, ErrNotFound, nil},
+		{"register an agent again", registered, AgentRegisterCmd{Cluster: "lab", Node: "cp-1", Address: "cp-1:8443", Now: now}, nil,
 			func(t *testing.T, st *state) {
 				a := st.Clusters["lab"].Agents["cp-1"]
 				require.Equal(t, "cp-1:8443", a.Address)
 				require.Equal(t, now, a.RegisteredAt)
 				require.Equal(t, "v1.33.6", a.Kubelet, "component versions stay until the next health change")
 			}},
-		{"health of an unregistered agent", before(CmdAgentRegister, 0), CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Now: now}, ErrNotFound, nil},
-		{"an agent missing keeps its versions", registered, CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Missing: true, Kubelet: "ignored", Now: now}, nil,
+		{"health of an unregistered agent", before(CmdAgentRegister, 0), AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Now: now}, ErrNotFound, nil},
+		{"an agent missing keeps its versions", registered, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Missing: true, Kubelet: "ignored", Now: now}, nil,
 			func(t *testing.T, st *state) {
 				a := st.Clusters["lab"].Agents["cp-1"]
 				require.True(t, a.Missing)
 				require.Equal(t, "v1.33.6", a.Kubelet)
 			}},
-		{"protect an unknown node", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "nope", Until: now}, phases.ErrStale, nil},
-		{"protect in another upgrade", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Node: "cp-1", Until: now}, phases.ErrStale, nil},
-		{"protect a node", cpRunning, CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: now}, nil,
+		{"protect an unknown node", cpRunning, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "nope", Until: now}, phases.ErrStale, nil},
+		{"protect in another upgrade", cpRunning, SetProtectionCmd{Cluster: "lab", Upgrade: "lab-1.34.4-9", Node: "cp-1", Until: now}, phases.ErrStale, nil},
+		{"protect a node", cpRunning, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: now}, nil,
 			func(t *testing.T, st *state) { require.Equal(t, now, node(st, "worker-2").ProtectedUntil) }},
-		{"policy of an unknown cluster", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "nope", Now: now}, ErrNotFound, nil},
-		{"policy with an unnamed exclusion", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Now: now, Policy: maintenance.Policy{
+		{"policy of an unknown cluster", registered, SetPolicyCmd{Cluster: "nope", Now: now}, ErrNotFound, nil},
+		{"policy with an unnamed exclusion", registered, SetPolicyCmd{Cluster: "lab", Now: now, Policy: maintenance.Policy{
 			Exclusions: []maintenance.Exclusion{{Start: now, End: now.Add(time.Hour)}}}}, ErrPolicyInvalid, nil},
-		{"clear the policy", registered, CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Now: now}, nil,
+		{"clear the policy", registered, SetPolicyCmd{Cluster: "lab", Now: now}, nil,
 			func(t *testing.T, st *state) { require.Nil(t, st.Clusters["lab"].Policy.Window) }},
-		{"preflight run that exists", preflight1, CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", CreatedAt: now}}, phases.ErrStale, nil},
-		{"preflight of an unknown cluster", registered, CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "nope-1", Cluster: "nope", CreatedAt: now}}, ErrNotFound, nil},
-		{"preflight result of another node's operation", preflight1, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+		{"preflight run that exists", preflight1, PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", CreatedAt: now}}, phases.ErrStale, nil},
+		{"preflight of an unknown cluster", registered, PreflightStartCmd{Run: PreflightRun{ID: "nope-1", Cluster: "nope", CreatedAt: now}}, ErrNotFound, nil},
+		{"preflight result of another node's operation", preflight1, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
 			Result: api.OperationResult{ID: "preflight-lab-1-worker-1-peers", State: api.OpSucceeded}}, ErrNotFound, nil},
-		{"preflight result after the report", finished, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+		{"preflight result after the report", finished, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
 			Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", State: api.OpFailed}}, phases.ErrStale, nil},
-		{"preflight result", preflight1, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+		{"preflight result", preflight1, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
 			Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", State: api.OpFailed}}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, api.OpFailed, st.Clusters["lab"].Preflights[0].Results["preflight-lab-1-cp-1-peers"].State)
 			}},
-		{"put an API token", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "viewer"}, Now: now}, nil,
+		{"put an API token", tokens, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "viewer"}, Now: now}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, "viewer", st.Tokens["vw0001"].Role)
 				require.Equal(t, now, st.Tokens["vw0001"].Created)
 			}},
-		{"put a token with an unknown role", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "root"}, Now: now}, ErrInvalid, nil},
-		{"put a token twice", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "admin"}, Now: now}, ErrConflict, nil},
-		{"put a bootstrap token of a cluster not registered yet", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "later", Uses: 1, Expires: now.Add(time.Hour)}, Now: now}, nil,
+		{"put a token with an unknown role", tokens, PutTokenCmd{Token: TokenRecord{ID: "vw0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "root"}, Now: now}, ErrInvalid, nil},
+		{"put a token twice", tokens, PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "aa", Role: "admin"}, Now: now}, ErrConflict, nil},
+		{"put a bootstrap token of a cluster not registered yet", tokens, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "later", Uses: 1, Expires: now.Add(time.Hour)}, Now: now}, nil,
 			func(t *testing.T, st *state) { require.Equal(t, "later", st.Tokens["bt0009"].Cluster) }},
-		{"put a bootstrap token without a cluster", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Uses: 1, Expires: now.Add(time.Hour)}, Now: now}, ErrInvalid, nil},
-		{"put a bootstrap token that never expires", tokens, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "lab", Uses: 1}, Now: now}, ErrInvalid, nil},
-		{"enroll with an expired token", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now.AddDate(0, 1, 0)}, ErrUnauthenticated, nil},
-		{"enroll a node the cluster lacks", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-9", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrForbidden, nil},
-		{"enroll with an API token", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "op0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now}, ErrUnauthenticated, nil},
-		{"enroll spends a use", enrolled - 1, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, nil,
+		{"put a bootstrap token without a cluster", tokens, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Uses: 1, Expires: now.Add(time.Hour)}, Now: now}, ErrInvalid, nil},
+		{"put a bootstrap token that never expires", tokens, PutTokenCmd{Token: TokenRecord{ID: "bt0009", Kind: TokenKindBootstrap, SecretHash: "aa", Cluster: "lab", Uses: 1}, Now: now}, ErrInvalid, nil},
+		{"enroll with an expired token", enrolled - 1, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now.AddDate(0, 1, 0)}, ErrUnauthenticated, nil},
+		{"enroll a node the cluster lacks", enrolled - 1, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-9", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrForbidden, nil},
+		{"enroll with an API token", enrolled - 1, EnrollAgentCmd{TokenID: "op0001", Cluster: "lab", Node: "worker-1", Serial: "01", Now: now}, ErrUnauthenticated, nil},
+		{"enroll spends a use", enrolled - 1, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, 1, st.Tokens["bt0001"].Used)
 				require.Equal(t, []string{"01"}, st.Clusters["lab"].AgentCerts["cp-1"])
 			}},
-		{"a used-up token enrolls no more", enrolled, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrUnauthenticated, nil},
-		{"renew keeps the two newest certificates", renewed, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}, nil,
+		{"a used-up token enrolls no more", enrolled, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "cp-1", Serial: "01", Now: now.AddDate(0, 0, -1)}, ErrUnauthenticated, nil},
+		{"renew keeps the two newest certificates", renewed, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, []string{"0d", "10"}, st.Clusters["lab"].AgentCerts["worker-1"])
 			}},
-		{"delete a token", enrolled, CmdDeleteToken, DeleteTokenCmd{ID: "op0001", Now: now}, nil,
+		{"delete a token", enrolled, DeleteTokenCmd{ID: "op0001", Now: now}, nil,
 			func(t *testing.T, st *state) { require.NotContains(t, st.Tokens, "op0001") }},
-		{"preflight report twice", finished, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now}, phases.ErrStale, nil},
-		{"preflight report", preflight1, CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now, Report: preflight.Report{Verdict: preflight.Failed}}, nil,
+		{"preflight report twice", finished, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now}, phases.ErrStale, nil},
+		{"preflight report", preflight1, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now, Report: preflight.Report{Verdict: preflight.Failed}}, nil,
 			func(t *testing.T, st *state) {
 				run := st.Clusters["lab"].Preflights[0]
 				require.Equal(t, "done", run.State)
 				require.Equal(t, preflight.Failed, run.Report.Verdict)
 				require.Equal(t, now, run.FinishedAt)
 			}},
-		{"a sealed kubeconfig replaces a plain one", registered, CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6"), KubeconfigSealed: "molt-sealed:v1:k:new"}, nil,
+		{"a sealed kubeconfig replaces a plain one", registered, PutClusterCmd{Now: now, Spec: respec(entries, "1.33.6"), KubeconfigSealed: "molt-sealed:v1:k:new"}, nil,
 			func(t *testing.T, st *state) {
 				r := st.Clusters["lab"]
 				require.Equal(t, "molt-sealed:v1:k:new", r.KubeconfigSealed)
 				require.Empty(t, r.Kubeconfig, "no plain text left in the state")
 			}},
-		{"rewrap seals a plain kubeconfig", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
+		{"rewrap seals a plain kubeconfig", registered, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
 			{Cluster: "lab", Old: SecretDigest("apiVersion: v1\nkind: Config\n"), Sealed: "molt-sealed:v1:k:lab"}}}, nil,
 			func(t *testing.T, st *state) {
 				r := st.Clusters["lab"]
 				require.Equal(t, "molt-sealed:v1:k:lab", r.KubeconfigSealed)
 				require.Empty(t, r.Kubeconfig)
 			}},
-		{"green created joins the pool", before(CmdPoolWorkResult, 0), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+		{"green created joins the pool", before(CmdPoolWorkResult, 0), PoolWorkResultCmd{Cluster: "cloud", Now: now,
 			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkCreateGreen, Phase: phases.PhaseCreatingGreen, OK: true,
 				Green: []phases.GreenGroup{{Zone: "zone-a", Name: "bg-a-g2", Nodes: []string{"bg-a-g2-n1"}}}}}, nil,
 			func(t *testing.T, st *state) {
@@ -244,29 +243,29 @@ func TestApplyCommands(t *testing.T) {
 				track, _ := r.Upgrade.Pool("bg")
 				require.Equal(t, phases.PhaseCordoningBlue, track.BlueGreen.Phase)
 			}},
-		{"pool work result of another phase", before(CmdPoolWorkResult, 0), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+		{"pool work result of another phase", before(CmdPoolWorkResult, 0), PoolWorkResultCmd{Cluster: "cloud", Now: now,
 			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkDeleteBlue, Phase: phases.PhaseDeletingBlue, OK: true}}, phases.ErrStale, nil},
-		{"blue deleted leaves the pool to green", before(CmdPoolWorkResult, 3), CmdPoolWorkResult, PoolWorkResultCmd{Cluster: "cloud", Now: now,
+		{"blue deleted leaves the pool to green", before(CmdPoolWorkResult, 3), PoolWorkResultCmd{Cluster: "cloud", Now: now,
 			Result: phases.PoolWorkResult{Upgrade: "cloud-1.34.4-1", Pool: "bg", Work: phases.WorkDeleteBlue, Phase: phases.PhaseDeletingBlue, OK: true}}, nil,
 			func(t *testing.T, st *state) {
 				p, _ := st.Clusters["cloud"].Spec.Pool("bg")
 				require.Equal(t, []phases.Node{{Name: "bg-a-g1-n1", Zone: "zone-a"}}, p.Nodes)
 				require.Equal(t, []phases.InstanceGroup{{Zone: "zone-a", Name: "bg-a-g1"}}, p.Groups)
 			}},
-		{"a replaced node leaves the pool to its replacement", surgeDeleted, CmdNodeStepResult, NodeStepResultCmd{Cluster: "cloud", Now: now,
+		{"a replaced node leaves the pool to its replacement", surgeDeleted, NodeStepResultCmd{Cluster: "cloud", Now: now,
 			Result: phases.NodeStepResult{Upgrade: "cloud-1.34.4-1", Node: "surge-a-1", Cursor: 4, OK: true}}, nil,
 			func(t *testing.T, st *state) {
 				p, _ := st.Clusters["cloud"].Spec.Pool("surge")
 				require.Len(t, p.Nodes, 1)
 				require.Equal(t, phases.ReplacementName("surge-a", "cloud-1.34.4-1", "surge-a-1"), p.Nodes[0].Name)
 			}},
-		{"put a channel", registered, CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.34.4"), Now: now}, nil,
+		{"put a channel", registered, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: v("1.34.4"), Now: now}, nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, &ChannelRecord{Name: "stable", AutoUpgradeTarget: v("1.34.4"), UpdatedAt: now}, st.Channels["stable"])
 			}},
-		{"put an unknown channel", registered, CmdPutChannel, PutChannelCmd{Channel: "edge", Now: now}, ErrInvalid, nil},
-		{"put a channel past the catalog", registered, CmdPutChannel, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
-		{"start an automatic upgrade", autoRegistered, CmdAutoStart, autoStart(0, nil), nil,
+		{"put an unknown channel", registered, PutChannelCmd{Channel: "edge", Now: now}, ErrInvalid, nil},
+		{"put a channel past the catalog", registered, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
+		{"start an automatic upgrade", autoRegistered, autoStart(0, nil), nil,
 			func(t *testing.T, st *state) {
 				r := st.Clusters["auto"]
 				require.Equal(t, phases.UpgradePreflight, r.Upgrade.State)
@@ -274,15 +273,15 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, &schedule.Attempt{Upgrade: "auto-1.34.5-1", From: v("1.34.4"), To: v("1.34.5"), Kind: maintenance.KindPatch,
 					Reason: "why", StartedAt: now}, r.Auto.Last)
 			}},
-		{"a second leader's same start", autoStarted, CmdAutoStart, autoStart(0, nil), phases.ErrStale, nil},
-		{"a start decided on an older seq", autoRegistered, CmdAutoStart, autoStart(1, nil), phases.ErrStale, nil},
-		{"a start of the wrong kind", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.Kind = maintenance.KindMinor }), phases.ErrStale, nil},
-		{"a start past the channel's target", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.To = v("1.35.0") }), phases.ErrStale, nil},
-		{"an end of support not reached", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.EndOfSupport = true }), phases.ErrStale, nil},
-		{"a start over the fleet's limit", autoRegistered, CmdAutoStart, autoStart(0, func(c *AutoStartCmd) { c.Limits.Fleet = 2 }), phases.ErrStale, nil},
-		{"record an attempt still in preflight", autoStarted, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, phases.ErrStale, nil},
-		{"record another outcome", autoRefused, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeDone, Now: now}, phases.ErrStale, nil},
-		{"record a refused attempt", autoRefused, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, nil,
+		{"a second leader's same start", autoStarted, autoStart(0, nil), phases.ErrStale, nil},
+		{"a start decided on an older seq", autoRegistered, autoStart(1, nil), phases.ErrStale, nil},
+		{"a start of the wrong kind", autoRegistered, autoStart(0, func(c *AutoStartCmd) { c.Kind = maintenance.KindMinor }), phases.ErrStale, nil},
+		{"a start past the channel's target", autoRegistered, autoStart(0, func(c *AutoStartCmd) { c.To = v("1.35.0") }), phases.ErrStale, nil},
+		{"an end of support not reached", autoRegistered, autoStart(0, func(c *AutoStartCmd) { c.EndOfSupport = true }), phases.ErrStale, nil},
+		{"a start over the fleet's limit", autoRegistered, autoStart(0, func(c *AutoStartCmd) { c.Limits.Fleet = 2 }), phases.ErrStale, nil},
+		{"record an attempt still in preflight", autoStarted, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, phases.ErrStale, nil},
+		{"record another outcome", autoRefused, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeDone, Now: now}, phases.ErrStale, nil},
+		{"record a refused attempt", autoRefused, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now}, nil,
 			func(t *testing.T, st *state) {
 				a := st.Clusters["auto"].Auto
 				require.Equal(t, 1, a.Failures)
@@ -290,10 +289,10 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, "preflight failed: nodes-ready", a.Last.Detail)
 				require.Equal(t, a.Last.FinishedAt.Add(schedule.BackoffBase), a.NextAttempt)
 			}},
-		{"rewrap of a changed kubeconfig is stale", registered, CmdRewrapSecrets, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
+		{"rewrap of a changed kubeconfig is stale", registered, RewrapSecretsCmd{Now: now, Kubeconfigs: []KubeconfigRewrap{
 			{Cluster: "lab", Old: SecretDigest("an older kubeconfig"), Sealed: "molt-sealed:v1:k:lab"},
 			{Cluster: "nope", Old: SecretDigest(""), Sealed: "molt-sealed:v1:k:nope"}}}, nil, nil},
-		{"an audit record moves the old trail into the log", trail, CmdAppendAudit, AppendAuditCmd{Retention: keepAudit,
+		{"an audit record moves the old trail into the log", trail, AppendAuditCmd{Retention: keepAudit,
 			Record: AuditRecord{Time: now, Principal: "token:vw0001", Kind: "operator", Role: "viewer", Method: "DELETE", Path: "/v1/clusters/lab", Status: 403}}, nil,
 			func(t *testing.T, st *state) {
 				require.Empty(t, st.Audit, "the trail moved")
@@ -306,8 +305,8 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, "token:vw0001", last.Principal)
 				require.Equal(t, uint64(6), st.AuditSeq)
 			}},
-		{"an audited write applies with its record", logged, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
-			CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.35.0"}, Now: now}), nil,
+		{"an audited write applies with its record", logged, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
+			PutReleaseCmd{Release: api.Release{Version: "1.35.0"}, Now: now}), nil,
 			func(t *testing.T, st *state) {
 				require.Contains(t, st.Releases, "1.35.0")
 				last := st.AuditLog[len(st.AuditLog)-1]
@@ -315,10 +314,10 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, uint64(logged+1), last.Index, "the write's own entry")
 				require.Equal(t, "token:ad0001", last.Principal)
 			}},
-		{"an audited write refused leaves no record", logged, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
-			CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}), ErrInvalid, nil},
-		{"an audited pool command adds no trail entry of its own", cpRunning, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator", Status: 200},
-			CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}), nil,
+		{"an audited write refused leaves no record", logged, wrapAudit(AuditRecord{Time: now, Principal: "token:ad0001", Kind: "operator", Role: "admin", Status: 200},
+			PutReleaseCmd{Release: api.Release{Version: "1.x"}, Now: now}), ErrInvalid, nil},
+		{"an audited pool command adds no trail entry of its own", cpRunning, wrapAudit(AuditRecord{Time: now, Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator", Status: 200},
+			PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now}), nil,
 			func(t *testing.T, st *state) {
 				p, _ := st.Clusters["lab"].Upgrade.Pool("workers")
 				require.True(t, p.Cancelled)
@@ -328,8 +327,8 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, "token:op0001 (ci)", st.AuditLog[1].Principal)
 				require.Empty(t, st.AuditLog[1].Action, "no pool-cancel entry beside the record")
 			}},
-		{"an agent's record is of the agents' class", renewed, CmdAudited, wrapAudit(AuditRecord{Time: now, Principal: "agent:lab/worker-1", Kind: "agent", Status: 200},
-			CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}), nil,
+		{"an agent's record is of the agents' class", renewed, wrapAudit(AuditRecord{Time: now, Principal: "agent:lab/worker-1", Kind: "agent", Status: 200},
+			RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0d", Serial: "10", Now: now}), nil,
 			func(t *testing.T, st *state) {
 				require.Equal(t, []string{"0d", "10"}, st.Clusters["lab"].AgentCerts["worker-1"])
 				require.Len(t, st.AgentAuditLog, 1)
@@ -339,14 +338,14 @@ func TestApplyCommands(t *testing.T) {
 	}
 	covered := map[raftstore.CommandType]bool{}
 	for _, tc := range tests {
-		covered[tc.typ] = true
+		covered[tc.cmd.Type()] = true
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := replay(t, encodeEntries(t, entries[:tc.at], 1))
 			was, err := f.Snapshot()
 			require.NoError(t, err)
-			b, err := raftstore.Encode(tc.typ, tc.cmd)
+			b, err := raftstore.Encode(tc.cmd)
 			require.NoError(t, err)
-			_, err = f.Handlers()[tc.typ](uint64(tc.at+1), b[1:])
+			_, err = f.Handlers()[tc.cmd.Type()](uint64(tc.at+1), b[1:])
 			after, snapErr := f.Snapshot()
 			require.NoError(t, snapErr)
 			if tc.want != nil || tc.check == nil {
@@ -397,7 +396,7 @@ func TestReregisterAfterACancelledUpgradeRestatesEitherVersion(t *testing.T) {
 			require.Equal(t, "1.34.4", r.Spec.Version.String(), "the spec holds the upgrade's target")
 			require.Equal(t, "1.33.6", r.StatusVersion.String())
 			r.Upgrade.State = phases.UpgradeCancelled
-			b, err := raftstore.Encode(CmdPutCluster, PutClusterCmd{Now: now, Spec: respec(entries, tc.version)})
+			b, err := raftstore.Encode(PutClusterCmd{Now: now, Spec: respec(entries, tc.version)})
 			require.NoError(t, err)
 			_, err = f.Handlers()[CmdPutCluster](uint64(cpRunning+1), b[1:])
 			if tc.want != nil {

@@ -65,8 +65,7 @@ const goldenLogHeader = `# molt coordinator golden log (see golden_test.go); do 
 // goldenEntry is one command of the golden log and how it must come out:
 // refused is nil for an applied command, or the sentinel of its refusal.
 type goldenEntry struct {
-	typ     raftstore.CommandType
-	cmd     any
+	cmd     Command
 	refused error
 }
 
@@ -81,9 +80,9 @@ func goldenEntries() []goldenEntry {
 	t := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	now := func() time.Time { t = t.Add(time.Minute); return t }
 	var out []goldenEntry
-	add := func(typ raftstore.CommandType, cmd any) { out = append(out, goldenEntry{typ: typ, cmd: cmd}) }
-	refuse := func(err error, typ raftstore.CommandType, cmd any) {
-		out = append(out, goldenEntry{typ: typ, cmd: cmd, refused: err})
+	add := func(cmd Command) { out = append(out, goldenEntry{cmd: cmd}) }
+	refuse := func(err error, cmd Command) {
+		out = append(out, goldenEntry{cmd: cmd, refused: err})
 	}
 
 	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -106,19 +105,19 @@ func goldenEntries() []goldenEntry {
 	nodes := []string{"cp-1", "worker-1", "worker-2"}
 
 	// Catalog, clusters, agents, policy.
-	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.33.6"), Now: now()})
-	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.34.4"), Now: now()})
-	add(CmdPutCluster, PutClusterCmd{Spec: spec("lab"), Kubeconfig: "apiVersion: v1\nkind: Config\n", Now: now()})
-	add(CmdPutCluster, PutClusterCmd{Spec: spec("scratch"), Now: now()})
-	add(CmdDeleteCluster, DeleteClusterCmd{Name: "scratch", Now: now()})
+	add(PutReleaseCmd{Release: rel("1.33.6"), Now: now()})
+	add(PutReleaseCmd{Release: rel("1.34.4"), Now: now()})
+	add(PutClusterCmd{Spec: spec("lab"), Kubeconfig: "apiVersion: v1\nkind: Config\n", Now: now()})
+	add(PutClusterCmd{Spec: spec("scratch"), Now: now()})
+	add(DeleteClusterCmd{Name: "scratch", Now: now()})
 	for _, n := range nodes {
-		add(CmdAgentRegister, AgentRegisterCmd{Cluster: "lab", Node: n, Address: n + ":7443", Now: now()})
+		add(AgentRegisterCmd{Cluster: "lab", Node: n, Address: n + ":7443", Now: now()})
 	}
 	for _, n := range nodes {
-		add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: n, Healthy: true, Kubelet: "v1.33.6", Containerd: "1.7.0", Now: now()})
+		add(AgentHealthCmd{Cluster: "lab", Node: n, Healthy: true, Kubelet: "v1.33.6", Containerd: "1.7.0", Now: now()})
 	}
-	refuse(ErrNotFound, CmdAgentHealth, AgentHealthCmd{Cluster: "scratch", Node: "cp-1", Healthy: true, Now: now()})
-	add(CmdSetPolicy, SetPolicyCmd{Cluster: "lab", Policy: maintenance.Policy{Window: &maintenance.Window{
+	refuse(ErrNotFound, AgentHealthCmd{Cluster: "scratch", Node: "cp-1", Healthy: true, Now: now()})
+	add(SetPolicyCmd{Cluster: "lab", Policy: maintenance.Policy{Window: &maintenance.Window{
 		Start: time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), Recurrence: "FREQ=DAILY",
 	}}, Now: now()})
 
@@ -140,19 +139,19 @@ func goldenEntries() []goldenEntry {
 			{ID: "preflight-lab-1-" + n + "-peers", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: peers}},
 		}
 	}
-	add(CmdPreflightStart, PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
+	add(PreflightStartCmd{Run: PreflightRun{ID: "lab-1", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
 		CreatedAt: pfStart, Deadline: pfStart.Add(preflightTimeout), Operations: ops}})
 	for _, n := range nodes {
 		for _, op := range ops[n] {
 			fin := now()
-			add(CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: n, Result: api.OperationResult{
+			add(PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: n, Result: api.OperationResult{
 				ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "ok", StartedAt: fin.Add(-30 * time.Second), FinishedAt: fin,
 				Details: map[string]string{"checked": "true"}}})
 		}
 	}
-	refuse(phases.ErrStale, CmdPreflightResult, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
+	refuse(phases.ErrStale, PreflightResultCmd{Cluster: "lab", Run: "lab-1", Node: "cp-1",
 		Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", Kind: api.OpProbePeers, State: api.OpSucceeded}})
-	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now(), Report: preflight.Report{Verdict: preflight.PassedWithWarnings,
+	add(PreflightFinishCmd{Cluster: "lab", Run: "lab-1", Now: now(), Report: preflight.Report{Verdict: preflight.PassedWithWarnings,
 		Results: []preflight.Result{
 			{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"},
 			{Check: preflight.IDPDBsBlockingDrain, Severity: preflight.Warning, Status: preflight.Warn, Message: "pdb web/frontend allows no disruption",
@@ -162,7 +161,7 @@ func goldenEntries() []goldenEntry {
 	// A manual upgrade to 1.34.4.
 	const up = "lab-1.34.4-1"
 	advance := func(acts ...phases.Action) {
-		add(CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: up, Actions: acts, Now: now()})
+		add(AdvanceCmd{Cluster: "lab", Upgrade: up, Actions: acts, Now: now()})
 	}
 	startStep := func(step string) phases.Action {
 		return phases.Action{ID: up + "/start/" + step, Kind: phases.ActStartStep, Upgrade: up, Step: step}
@@ -178,7 +177,7 @@ func goldenEntries() []goldenEntry {
 	}
 	nodeSteps := func(node string, from, to, attempt int) {
 		for c := from; c < to; c++ {
-			add(CmdNodeStepResult, nodeResult(node, c, attempt, true, ""))
+			add(nodeResult(node, c, attempt, true, ""))
 		}
 	}
 	// The node steps this upgrade recorded for its pools (bare metal in this
@@ -186,81 +185,81 @@ func goldenEntries() []goldenEntry {
 	// engine's step lists change; the upgrade in the state keeps its own.
 	const cpSteps, workerSteps = 8, 7
 
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
+	add(StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 1}, Now: now()})
 	advance(startStep("pool/cp"))
 	advance(startNode("cp", "cp-1", 0))
-	add(CmdNodeStepResult, nodeResult("cp-1", 0, 0, true, "cordoned"))
+	add(nodeResult("cp-1", 0, 0, true, "cordoned"))
 	drain := nodeResult("cp-1", 1, 0, true, "")
 	drain.Result.LeftBehind = []phases.LeftPod{{Namespace: "kube-system", Name: "metrics-agent-x7", Reason: "terminating"}}
-	add(CmdNodeStepResult, drain)
-	refuse(phases.ErrStale, CmdNodeStepResult, nodeResult("cp-1", 1, 0, true, "")) // the same result again
+	add(drain)
+	refuse(phases.ErrStale, nodeResult("cp-1", 1, 0, true, "")) // the same result again
 	nodeSteps("cp-1", 2, cpSteps, 0)
 	advance(completeStep("pool/cp"), startStep("pool/cp"), startStep("addons"), startStep("lifecycle")) // one stale action
-	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true, Message: "applied"}, Now: now()})
-	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "lifecycle", OK: true}, Now: now()})
-	add(CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: t.Add(20 * time.Minute)})
+	add(StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	add(StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "lifecycle", OK: true}, Now: now()})
+	add(SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2", Until: t.Add(20 * time.Minute)})
 	advance(startStep("pool/workers"), startNode("workers", "worker-1", 0))
-	add(CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now()})
-	add(CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now()})
-	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolRollback, Now: now()})
-	add(CmdNodeStepResult, nodeResult("worker-1", 0, 0, true, ""))
-	add(CmdNodeStepResult, nodeResult("worker-1", 1, 0, false, "pdb web/frontend: eviction refused until deadline"))
-	add(CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
-	refuse(phases.ErrStale, CmdNodeStepResult, nodeResult("worker-1", 1, 0, true, "")) // the superseded attempt
-	refuse(ErrCommandNotAllowed, CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	add(PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolCancel, Now: now()})
+	add(PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolResume, Now: now()})
+	refuse(ErrCommandNotAllowed, PoolCommandCmd{Cluster: "lab", Pool: "workers", Command: PoolRollback, Now: now()})
+	add(nodeResult("worker-1", 0, 0, true, ""))
+	add(nodeResult("worker-1", 1, 0, false, "pdb web/frontend: eviction refused until deadline"))
+	add(RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
+	refuse(phases.ErrStale, nodeResult("worker-1", 1, 0, true, "")) // the superseded attempt
+	refuse(ErrCommandNotAllowed, RetryNodeCmd{Cluster: "lab", Node: "worker-1", Now: now()})
 	nodeSteps("worker-1", 1, workerSteps, 1)
 	advance(phases.Action{ID: up + "/pause/MAINTENANCE_WINDOW", Kind: phases.ActPause, Upgrade: up, Reason: "MAINTENANCE_WINDOW"})
 	advance(phases.Action{ID: up + "/resume", Kind: phases.ActResume, Upgrade: up})
-	add(CmdSetProtection, SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2"})
+	add(SetProtectionCmd{Cluster: "lab", Upgrade: up, Node: "worker-2"})
 	advance(startNode("workers", "worker-2", 0))
 	nodeSteps("worker-2", 0, workerSteps, 0)
 	advance(completeStep("pool/workers"), startStep("health"))
-	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", OK: false, Message: "kube-apiserver /readyz: etcd not ready"}, Now: now()})
-	add(CmdStepResult, StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 1, OK: true, Message: "healthy"}, Now: now()})
+	add(StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", OK: false, Message: "kube-apiserver /readyz: etcd not ready"}, Now: now()})
+	add(StepResultCmd{Cluster: "lab", Result: phases.StepResult{Upgrade: up, Step: "health", Attempt: 1, OK: true, Message: "healthy"}, Now: now()})
 	advance(phases.Action{ID: up + "/finish", Kind: phases.ActFinish, Upgrade: up})
-	add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
-	add(CmdAgentHealth, AgentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
+	add(AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now()})
+	add(AgentHealthCmd{Cluster: "lab", Node: "worker-2", Missing: true, Now: now()})
 
 	// An automatic patch: the pool starts with its protections in the same
 	// entry (AdvanceCmd.Protections); a name outside the pool is ignored.
-	add(CmdPutRelease, PutReleaseCmd{Release: rel("1.34.5"), Now: now()})
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.5"), Options: phases.Options{Automatic: true, ConcurrentWorkerPools: 1}, Now: now()})
+	add(PutReleaseCmd{Release: rel("1.34.5"), Now: now()})
+	add(StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.5"), Options: phases.Options{Automatic: true, ConcurrentWorkerPools: 1}, Now: now()})
 	const auto = "lab-1.34.5-2"
-	add(CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
+	add(AdvanceCmd{Cluster: "lab", Upgrade: auto, Now: now(),
 		Actions:     []phases.Action{{ID: auto + "/start/pool/cp", Kind: phases.ActStartStep, Upgrade: auto, Step: "pool/cp"}},
 		Protections: map[string]time.Time{"cp-1": t.Add(7 * 24 * time.Hour), "worker-1": t.Add(time.Hour)}})
 
 	// Preflight as the upgrade's first step: the upgrade and its run start
 	// in one entry; the report's entry refuses it (a blocking check) or
 	// moves it to running and sets spec.version.
-	add(CmdPutCluster, PutClusterCmd{Spec: spec("edge"), Now: now()})
+	add(PutClusterCmd{Spec: spec("edge"), Now: now()})
 	edgeRun := func(id string) *PreflightRun {
 		at := now()
 		return &PreflightRun{ID: id, Cluster: "edge", Target: phases.MustParseVersion("1.34.4"), CreatedAt: at, Deadline: at.Add(preflightTimeout),
 			Operations: map[string][]api.Operation{"cp-1": {{ID: "preflight-" + id + "-cp-1-artifacts", Kind: api.OpCheckArtifacts,
 				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.34.4", SHA256: sum}}}}}}}
 	}
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-1")})
-	refuse(ErrUpgradeInProgress, CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-9")})
-	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "edge", Run: "edge-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
+	add(StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-1")})
+	refuse(ErrUpgradeInProgress, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-9")})
+	add(PreflightFinishCmd{Cluster: "edge", Run: "edge-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
 		Failed:  []string{preflight.IDAgentsReporting},
 		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Fail, Blocks: true, Message: "0 of 3 agents report"}}}})
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
-	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
+	add(StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.4"), Now: now(), Preflight: edgeRun("edge-2")})
+	add(PreflightFinishCmd{Cluster: "edge", Run: "edge-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
 		Results: []preflight.Result{{Check: preflight.IDAgentsReporting, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 agents report"}}}})
 
 	// Credentials: an operator's token, a bootstrap token that enrolls one
 	// agent and is then used up, a renewal, a revocation by removing the
 	// node from the spec, and refusals (wrong cluster, unknown token).
-	add(CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "5e", Role: "operator", Description: "ci", CreatedBy: "admin"}, Now: now()})
-	add(CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0001", Kind: TokenKindBootstrap, SecretHash: "6f", Cluster: "lab", Uses: 1, Expires: t.Add(24 * time.Hour), CreatedBy: "op0001"}, Now: now()})
-	refuse(ErrForbidden, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "edge", Node: "cp-1", Serial: "0a", Now: now()})
-	add(CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "0b", Now: now()})
-	refuse(ErrUnauthenticated, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-2", Serial: "0c", Now: now()})
-	add(CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0b", Serial: "0d", Now: now()})
-	refuse(ErrUnauthenticated, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "ff", Serial: "0e", Now: now()})
-	add(CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
-	refuse(ErrNotFound, CmdDeleteToken, DeleteTokenCmd{ID: "bt0001", Now: now()})
+	add(PutTokenCmd{Token: TokenRecord{ID: "op0001", Kind: TokenKindAPI, SecretHash: "5e", Role: "operator", Description: "ci", CreatedBy: "admin"}, Now: now()})
+	add(PutTokenCmd{Token: TokenRecord{ID: "bt0001", Kind: TokenKindBootstrap, SecretHash: "6f", Cluster: "lab", Uses: 1, Expires: t.Add(24 * time.Hour), CreatedBy: "op0001"}, Now: now()})
+	refuse(ErrForbidden, EnrollAgentCmd{TokenID: "bt0001", Cluster: "edge", Node: "cp-1", Serial: "0a", Now: now()})
+	add(EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-1", Serial: "0b", Now: now()})
+	refuse(ErrUnauthenticated, EnrollAgentCmd{TokenID: "bt0001", Cluster: "lab", Node: "worker-2", Serial: "0c", Now: now()})
+	add(RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "0b", Serial: "0d", Now: now()})
+	refuse(ErrUnauthenticated, RenewAgentCertCmd{Cluster: "lab", Node: "worker-1", Old: "ff", Serial: "0e", Now: now()})
+	add(DeleteTokenCmd{ID: "bt0001", Now: now()})
+	refuse(ErrNotFound, DeleteTokenCmd{ID: "bt0001", Now: now()})
 
 	// Secrets at rest: a kubeconfig arrives sealed; a rewrap seals it
 	// again under a new key, seals lab's plain-text kubeconfig from before
@@ -271,8 +270,8 @@ func goldenEntries() []goldenEntry {
 		vaultRewrapped = "molt-sealed:v1:k-golden2:00gSUFE618wxriOKOsxztBNriinz9gMknPSiRYmEkqdKF0oPI1vnyx767etXsqGhXL19d3E4xFDWuWa-_fgT4Q"
 		labSealed      = "molt-sealed:v1:k-golden2:JSeJToCb8EYG0U45GQ2Ugo91f62q8BeRxhoHjjW0bqvnskcWuvH5BDYQIXudCNamhlOtOqDZQe8"
 	)
-	add(CmdPutCluster, PutClusterCmd{Spec: spec("vault"), KubeconfigSealed: vaultSealed, Now: now()})
-	add(CmdRewrapSecrets, RewrapSecretsCmd{Now: now(), Kubeconfigs: []KubeconfigRewrap{
+	add(PutClusterCmd{Spec: spec("vault"), KubeconfigSealed: vaultSealed, Now: now()})
+	add(RewrapSecretsCmd{Now: now(), Kubeconfigs: []KubeconfigRewrap{
 		{Cluster: "lab", Old: "5d060abdde881925da9ff44be7c4d582b24352af5bae028ac8717373e12b4fba", Sealed: labSealed},
 		{Cluster: "vault", Old: "33190c8d5e750ab61fec913dbb10987965473ace0502af65a4f588cc74d8aa8d", Sealed: vaultRewrapped},
 		{Cluster: "edge", Old: "283bb9deef02e6843abfb538efa1eca70801bd8a701c3f98191e123496339247", Sealed: labSealed},
@@ -284,7 +283,7 @@ func goldenEntries() []goldenEntry {
 	// soak, then given in it) whose groups become green's.
 	one := 1
 	hour := time.Hour
-	add(CmdPutCluster, PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "cloud", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+	add(PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "cloud", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		Cloud: &phases.CloudSpec{Provider: phases.CloudGCE, Project: "molt-golden"},
 		Pools: []phases.Pool{
 			{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal, Nodes: []phases.Node{{Name: "cp-1", Address: "10.0.1.11"}}},
@@ -295,10 +294,10 @@ func goldenEntries() []goldenEntry {
 				Settings:    phases.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreen: &phases.BlueGreenSettings{BatchNodeCount: &one, NodePoolSoak: &hour}},
 				Nodes:       []phases.Node{{Name: "bg-a-1", Zone: "zone-a"}}},
 		}}})
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "cloud", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 2, StepLayout: 2}, Now: now()})
+	add(StartUpgradeCmd{Cluster: "cloud", To: phases.MustParseVersion("1.34.4"), Options: phases.Options{ConcurrentWorkerPools: 2, StepLayout: 2}, Now: now()})
 	const cu = "cloud-1.34.4-1"
 	cadvance := func(acts ...phases.Action) {
-		add(CmdAdvance, AdvanceCmd{Cluster: "cloud", Upgrade: cu, Actions: acts, Now: now()})
+		add(AdvanceCmd{Cluster: "cloud", Upgrade: cu, Actions: acts, Now: now()})
 	}
 	cstep := func(kind phases.ActionKind, verb, step string) phases.Action {
 		return phases.Action{ID: cu + "/" + verb + "/" + step, Kind: kind, Upgrade: cu, Step: step}
@@ -315,40 +314,40 @@ func goldenEntries() []goldenEntry {
 	cadvance(cstep(phases.ActStartStep, "start", "pool/cp"))
 	cadvance(phases.Action{ID: cu + "/cp-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "cp", Node: "cp-1"})
 	for c := range cpSteps {
-		add(CmdNodeStepResult, cnode("cp-1", c, 0, true))
+		add(cnode("cp-1", c, 0, true))
 	}
 	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/cp"), cstep(phases.ActStartStep, "start", "addons"),
 		cstep(phases.ActStartStep, "start", "pool/surge"), cstep(phases.ActStartStep, "start", "pool/bg"))
-	add(CmdStepResult, StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	add(StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
 	// Surge: create the replacement (after a wait for quota), wait for it,
 	// cordon, drain and delete the node.
 	cadvance(phases.Action{ID: cu + "/surge-a-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "surge", Node: "surge-a-1"})
 	wait := cnode("surge-a-1", 0, 0, false)
 	wait.Result.Wait, wait.Result.RetryAt = "quota: 0 of 8 instances free in zone-a", t.Add(5*time.Minute)
-	add(CmdNodeStepResult, wait)
-	add(CmdNodeStepResult, cnode("surge-a-1", 0, 0, true))
-	refuse(phases.ErrStale, CmdNodeStepResult, cnode("surge-a-1", 0, 0, true))
+	add(wait)
+	add(cnode("surge-a-1", 0, 0, true))
+	refuse(phases.ErrStale, cnode("surge-a-1", 0, 0, true))
 	for c := 1; c < 5; c++ {
-		add(CmdNodeStepResult, cnode("surge-a-1", c, 0, true))
+		add(cnode("surge-a-1", c, 0, true))
 	}
 	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/surge"))
 	// Blue/green.
-	add(CmdPoolWorkResult, cwork(phases.WorkCreateGreen, phases.PhaseCreatingGreen, []phases.GreenGroup{{Zone: "zone-a", Name: "bg-a-g1", Nodes: []string{"bg-a-g1-n1"}}}))
-	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
+	add(cwork(phases.WorkCreateGreen, phases.PhaseCreatingGreen, []phases.GreenGroup{{Zone: "zone-a", Name: "bg-a-g1", Nodes: []string{"bg-a-g1-n1"}}}))
+	refuse(ErrCommandNotAllowed, PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
 	cadvance(phases.Action{ID: cu + "/bg-a-1/start/a0", Kind: phases.ActStartNode, Upgrade: cu, Pool: "bg", Node: "bg-a-1"})
-	add(CmdNodeStepResult, cnode("bg-a-1", 0, 0, true))
+	add(cnode("bg-a-1", 0, 0, true))
 	cadvance(cphase(phases.PhaseDrainingBlue, 0))
 	cadvance(phases.Action{ID: cu + "/bg-a-1/start/a0/c1", Kind: phases.ActStartNode, Upgrade: cu, Pool: "bg", Node: "bg-a-1", Cursor: 1})
-	add(CmdNodeStepResult, cnode("bg-a-1", 1, 0, true))
+	add(cnode("bg-a-1", 1, 0, true))
 	cadvance(cphase(phases.PhaseDrainingBlue, 0))
 	cadvance(cphase(phases.PhaseSoaking, 1))
-	refuse(phases.ErrStale, CmdPoolWorkResult, cwork(phases.WorkDeleteBlue, phases.PhaseSoaking, nil))
-	add(CmdPoolWorkResult, cwork(phases.WorkReleaseGreen, phases.PhaseSoaking, nil))
-	add(CmdPoolCommand, PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
+	refuse(phases.ErrStale, cwork(phases.WorkDeleteBlue, phases.PhaseSoaking, nil))
+	add(cwork(phases.WorkReleaseGreen, phases.PhaseSoaking, nil))
+	add(PoolCommandCmd{Cluster: "cloud", Pool: "bg", Command: PoolComplete, Now: now()})
 	cadvance(cphase(phases.PhaseDeletingBlue, 0))
-	add(CmdPoolWorkResult, cwork(phases.WorkDeleteBlue, phases.PhaseDeletingBlue, nil))
+	add(cwork(phases.WorkDeleteBlue, phases.PhaseDeletingBlue, nil))
 	cadvance(cstep(phases.ActCompleteStep, "complete", "pool/bg"), cstep(phases.ActStartStep, "start", "health"))
-	add(CmdStepResult, StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "health", OK: true, Message: "healthy"}, Now: now()})
+	add(StepResultCmd{Cluster: "cloud", Result: phases.StepResult{Upgrade: cu, Step: "health", OK: true, Message: "healthy"}, Now: now()})
 	cadvance(phases.Action{ID: cu + "/finish", Kind: phases.ActFinish, Upgrade: cu})
 
 	// The audit log (audit.go), on a cluster of its own, "ledger": a
@@ -361,12 +360,12 @@ func goldenEntries() []goldenEntry {
 	keep := AuditRetention{MaxEntries: 10000}
 	operator := AuditRecord{Principal: "token:op0001 (ci)", Kind: "operator", Role: "operator"}
 	admin := AuditRecord{Principal: "token:ad0001 (bootstrap admin)", Kind: "operator", Role: "admin"}
-	audited := func(rec AuditRecord, typ raftstore.CommandType, cmd any) AuditedCmd {
-		b, err := json.Marshal(cmd)
+	audited := func(rec AuditRecord, cmd Command) AuditedCmd {
+		c, err := NewAudited(rec, keep, cmd)
 		if err != nil {
 			panic(err)
 		}
-		return AuditedCmd{Record: rec, Retention: keep, Type: typ, Command: b}
+		return c
 	}
 	request := func(rec AuditRecord, method, route, path string, status int) AuditRecord {
 		rec.Time, rec.Method, rec.Route, rec.Path, rec.Status = now(), method, route, path, status
@@ -374,12 +373,12 @@ func goldenEntries() []goldenEntry {
 	}
 	refused := request(operator, "PUT", "/v1/releases/{version}", "/v1/releases/1.33.7", 403)
 	refused.Problem, refused.Rule = "https://molt.dev/problems/forbidden", "role-admin"
-	add(CmdAppendAudit, AppendAuditCmd{Record: refused, Retention: keep})
+	add(AppendAuditCmd{Record: refused, Retention: keep})
 	putRel := request(admin, "PUT", "/v1/releases/{version}", "/v1/releases/1.33.7", 200)
-	add(CmdAudited, audited(putRel, CmdPutRelease, PutReleaseCmd{Release: rel("1.33.7"), Now: putRel.Time}))
+	add(audited(putRel, PutReleaseCmd{Release: rel("1.33.7"), Now: putRel.Time}))
 	putLedger := request(admin, "PUT", "/v1/clusters/{name}", "/v1/clusters/ledger", 200)
 	putLedger.Cluster = "ledger"
-	add(CmdAudited, audited(putLedger, CmdPutCluster, PutClusterCmd{Spec: spec("ledger"), Now: putLedger.Time}))
+	add(audited(putLedger, PutClusterCmd{Spec: spec("ledger"), Now: putLedger.Time}))
 	override := request(operator, "POST", "/v1/clusters/{name}/upgrade", "/v1/clusters/ledger/upgrade", 202)
 	override.Cluster, override.Reason, override.Detail = "ledger", "CVE-2026-1234 in kubelet", "1.33.6 → 1.33.7, automatic, emergency override"
 	ledgerRun := func(id string, at time.Time) *PreflightRun {
@@ -388,30 +387,30 @@ func goldenEntries() []goldenEntry {
 				CheckArtifacts: &api.CheckArtifacts{Artifacts: []api.Artifact{{Name: "kubelet", URL: "http://artifacts.test/kubelet-1.33.7", SHA256: sum}}}}}}}
 	}
 	emergency := phases.Options{Automatic: true, EmergencyReason: "CVE-2026-1234 in kubelet", StepLayout: 2}
-	add(CmdAudited, audited(override, CmdStartUpgrade, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
+	add(audited(override, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
 		Now: override.Time, Preflight: ledgerRun("ledger-1", override.Time)}))
 	again := override
 	again.Time = now()
-	refuse(ErrUpgradeInProgress, CmdAudited, audited(again, CmdStartUpgrade, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
+	refuse(ErrUpgradeInProgress, audited(again, StartUpgradeCmd{Cluster: "ledger", To: phases.MustParseVersion("1.33.7"), Options: emergency,
 		Now: again.Time, Preflight: ledgerRun("ledger-2", again.Time)}))
 	putToken := request(admin, "POST", "/v1/tokens", "/v1/tokens", 201)
 	putToken.Cluster, putToken.Detail = "ledger", "bootstrap token bt0002, 1 use(s), expires 2026-11-03T09:00:00Z"
-	add(CmdAudited, audited(putToken, CmdPutToken, PutTokenCmd{Token: TokenRecord{ID: "bt0002", Kind: TokenKindBootstrap, SecretHash: "7a", Cluster: "ledger",
+	add(audited(putToken, PutTokenCmd{Token: TokenRecord{ID: "bt0002", Kind: TokenKindBootstrap, SecretHash: "7a", Cluster: "ledger",
 		Uses: 1, Expires: time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC), CreatedBy: "token:ad0001 (bootstrap admin)"}, Now: putToken.Time}))
 	enroll := request(AuditRecord{Principal: "bootstrap-token:bt0002", Kind: "bootstrap"}, "POST", "/v1/agents/enroll", "/v1/agents/enroll", 200)
 	enroll.Cluster, enroll.Node, enroll.Detail = "ledger", "worker-1", "certificate serial 1a"
-	add(CmdAudited, audited(enroll, CmdEnrollAgent, EnrollAgentCmd{TokenID: "bt0002", Cluster: "ledger", Node: "worker-1", Serial: "1a", Now: enroll.Time}))
+	add(audited(enroll, EnrollAgentCmd{TokenID: "bt0002", Cluster: "ledger", Node: "worker-1", Serial: "1a", Now: enroll.Time}))
 	renewal := request(AuditRecord{Principal: "agent:ledger/worker-1", Kind: "agent"}, "POST", "/v1/agents/{cluster}/{node}/certificate", "/v1/agents/ledger/worker-1/certificate", 200)
 	renewal.Cluster, renewal.Node, renewal.Detail = "ledger", "worker-1", "certificate serial 1a → 1b"
-	add(CmdAudited, audited(renewal, CmdRenewAgentCert, RenewAgentCertCmd{Cluster: "ledger", Node: "worker-1", Old: "1a", Serial: "1b", Now: renewal.Time}))
-	add(CmdSetPolicy, SetPolicyCmd{Cluster: "ledger", Now: now()})
+	add(audited(renewal, RenewAgentCertCmd{Cluster: "ledger", Node: "worker-1", Old: "1a", Serial: "1b", Now: renewal.Time}))
+	add(SetPolicyCmd{Cluster: "ledger", Now: now()})
 	// Health gates, failure budget and rollback (phases.StepLayoutGates):
 	// the control-plane node's gates step waits on a red PromQL gate, then
 	// passes; the first worker's kubelet fails, the workers' budget (1)
 	// fails the pool, rollback auto takes the worker back and the upgrade
 	// ends failed; an operator then rolls the control plane back.
 	gates := []phases.HealthGate{{Name: "errors", Expr: "sum(rate(probe_failures_total[1m])) == 0", For: time.Minute, Prometheus: "http://prometheus.test:9090"}}
-	add(CmdPutCluster, PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "gated", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+	add(PutClusterCmd{Now: now(), Spec: phases.ClusterSpec{Name: "gated", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		HealthGates: gates,
 		Pools: []phases.Pool{
 			{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal, Nodes: []phases.Node{{Name: "g-cp-1", Address: "10.0.2.11"}}},
@@ -419,11 +418,11 @@ func goldenEntries() []goldenEntry {
 				Settings: phases.UpgradeSettings{MaxFailedNodes: &one, Rollback: phases.RollbackAuto},
 				Nodes:    []phases.Node{{Name: "g-w-1", Address: "10.0.2.21"}, {Name: "g-w-2", Address: "10.0.2.22"}}},
 		}}})
-	add(CmdStartUpgrade, StartUpgradeCmd{Cluster: "gated", To: phases.MustParseVersion("1.34.4"), Now: now(),
+	add(StartUpgradeCmd{Cluster: "gated", To: phases.MustParseVersion("1.34.4"), Now: now(),
 		Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: 3, HealthTimeout: 30 * time.Minute, GateTimeout: 10 * time.Minute}})
 	const gu = "gated-1.34.4-1"
 	gadvance := func(acts ...phases.Action) {
-		add(CmdAdvance, AdvanceCmd{Cluster: "gated", Upgrade: gu, Actions: acts, Now: now()})
+		add(AdvanceCmd{Cluster: "gated", Upgrade: gu, Actions: acts, Now: now()})
 	}
 	gstep := func(kind phases.ActionKind, verb, step string) phases.Action {
 		return phases.Action{ID: gu + "/" + verb + "/" + step, Kind: kind, Upgrade: gu, Step: step}
@@ -452,37 +451,37 @@ func goldenEntries() []goldenEntry {
 	gadvance(gstep(phases.ActStartStep, "start", "pool/cp"))
 	gadvance(gstart("cp", "g-cp-1", 0, 0, false))
 	for c := range gCPSteps - 1 {
-		add(CmdNodeStepResult, gnode("g-cp-1", c, 0, true, ""))
+		add(gnode("g-cp-1", c, 0, true, ""))
 	}
-	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, "no result")) // red: waits, holds the pool
-	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, ""))          // green: soaks a minute
-	add(CmdNodeStepResult, gchecks("g-cp-1", gCPSteps-1, ""))          // held a minute: passes
+	add(gchecks("g-cp-1", gCPSteps-1, "no result")) // red: waits, holds the pool
+	add(gchecks("g-cp-1", gCPSteps-1, ""))          // green: soaks a minute
+	add(gchecks("g-cp-1", gCPSteps-1, ""))          // held a minute: passes
 	gadvance(gstep(phases.ActCompleteStep, "complete", "pool/cp"), gstep(phases.ActStartStep, "start", "addons"), gstep(phases.ActStartStep, "start", "pool/workers"))
-	add(CmdStepResult, StepResultCmd{Cluster: "gated", Result: phases.StepResult{Upgrade: gu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
+	add(StepResultCmd{Cluster: "gated", Result: phases.StepResult{Upgrade: gu, Step: "addons", OK: true, Message: "applied"}, Now: now()})
 	gadvance(gstart("workers", "g-w-1", 0, 0, false))
-	add(CmdNodeStepResult, gnode("g-w-1", 0, 0, true, ""))
+	add(gnode("g-w-1", 0, 0, true, ""))
 	gdrain := gnode("g-w-1", 1, 0, true, "")
 	gdrain.Result.Drained = []phases.Workload{{Kind: "Deployment", Namespace: "default", Name: "web"}}
-	add(CmdNodeStepResult, gdrain)
+	add(gdrain)
 	for c := 2; c < gWorkerFail; c++ {
-		add(CmdNodeStepResult, gnode("g-w-1", c, 0, true, ""))
+		add(gnode("g-w-1", c, 0, true, ""))
 	}
-	add(CmdNodeStepResult, gnode("g-w-1", gWorkerFail, 0, false, "component not healthy: kubelet after 2m0s; previous binary restored"))
-	refuse(ErrCommandNotAllowed, CmdRetryNode, RetryNodeCmd{Cluster: "gated", Node: "g-w-2", Now: now()})
+	add(gnode("g-w-1", gWorkerFail, 0, false, "component not healthy: kubelet after 2m0s; previous binary restored"))
+	refuse(ErrCommandNotAllowed, RetryNodeCmd{Cluster: "gated", Node: "g-w-2", Now: now()})
 	gadvance(phases.Action{ID: gu + "/fail/workers", Kind: phases.ActFailPool, Upgrade: gu, Pool: "workers"}, gstart("workers", "g-w-2", 0, 0, false)) // nothing new starts: stale
 	gadvance(gstart("workers", "g-w-1", 0, phases.PathRollback, true))
 	for c := range gWorkerBack {
-		add(CmdNodeStepResult, gnode("g-w-1", c, 1, true, ""))
+		add(gnode("g-w-1", c, 1, true, ""))
 	}
 	gadvance(phases.Action{ID: gu + "/halt/pool/workers/rolledBack", Kind: phases.ActHaltStep, Upgrade: gu, Step: "pool/workers", Reason: "rolledBack"})
 	gadvance(phases.Action{ID: gu + "/halt", Kind: phases.ActHalt, Upgrade: gu})
-	refuse(ErrNoUpgrade, CmdRetryNode, RetryNodeCmd{Cluster: "gated", Node: "g-w-1", Now: now()})
-	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "workers", Command: PoolRollback, Now: now()})
-	refuse(ErrCommandNotAllowed, CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolResume, Now: now()})
-	add(CmdPoolCommand, PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolRollback, Now: now()})
+	refuse(ErrNoUpgrade, RetryNodeCmd{Cluster: "gated", Node: "g-w-1", Now: now()})
+	refuse(ErrCommandNotAllowed, PoolCommandCmd{Cluster: "gated", Pool: "workers", Command: PoolRollback, Now: now()})
+	refuse(ErrCommandNotAllowed, PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolResume, Now: now()})
+	add(PoolCommandCmd{Cluster: "gated", Pool: "cp", Command: PoolRollback, Now: now()})
 	gadvance(gstart("cp", "g-cp-1", 0, phases.PathRollback, true))
 	for c := range gCPBack {
-		add(CmdNodeStepResult, gnode("g-cp-1", c, 1, true, ""))
+		add(gnode("g-cp-1", c, 1, true, ""))
 	}
 	gadvance(phases.Action{ID: gu + "/halt/pool/cp/rolledBack", Kind: phases.ActHaltStep, Upgrade: gu, Step: "pool/cp", Reason: "rolledBack"})
 	gadvance(phases.Action{ID: gu + "/halt", Kind: phases.ActHalt, Upgrade: gu})
@@ -490,12 +489,12 @@ func goldenEntries() []goldenEntry {
 	// target; a cluster on it; the scheduler's start, refused when a second
 	// leader repeats it; its preflight refuses it; the outcome recorded
 	// (and not twice); a start refused during the backoff and one after it.
-	add(CmdPutChannel, PutChannelCmd{Channel: "regular", DefaultVersion: phases.MustParseVersion("1.34.4"), AutoUpgradeTarget: phases.MustParseVersion("1.34.5"), Now: now()})
-	refuse(ErrInvalid, CmdPutChannel, PutChannelCmd{Channel: "beta", Now: now()})
-	refuse(ErrUnknownVersion, CmdPutChannel, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: phases.MustParseVersion("1.40.0"), Now: now()})
+	add(PutChannelCmd{Channel: "regular", DefaultVersion: phases.MustParseVersion("1.34.4"), AutoUpgradeTarget: phases.MustParseVersion("1.34.5"), Now: now()})
+	refuse(ErrInvalid, PutChannelCmd{Channel: "beta", Now: now()})
+	refuse(ErrUnknownVersion, PutChannelCmd{Channel: "stable", AutoUpgradeTarget: phases.MustParseVersion("1.40.0"), Now: now()})
 	autoSpec := spec("auto")
 	autoSpec.Channel, autoSpec.Version = "regular", phases.MustParseVersion("1.34.4")
-	add(CmdPutCluster, PutClusterCmd{Spec: autoSpec, Now: now()})
+	add(PutClusterCmd{Spec: autoSpec, Now: now()})
 	autoRun := func(id string) *PreflightRun {
 		at := now()
 		return &PreflightRun{ID: id, Cluster: "auto", Target: phases.MustParseVersion("1.34.5"), CreatedAt: at, Deadline: at.Add(preflightTimeout),
@@ -507,18 +506,18 @@ func goldenEntries() []goldenEntry {
 			Reason: "automatic patch upgrade 1.34.4 → 1.34.5: channel regular targets 1.34.5", Limits: schedule.Limits{PerFamily: 1},
 			Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: 2}, Preflight: autoRun(run), Now: now()}
 	}
-	add(CmdAutoStart, autoStart(0, "auto-1"))
-	refuse(phases.ErrStale, CmdAutoStart, autoStart(0, "auto-1"))
-	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "auto", Run: "auto-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
+	add(autoStart(0, "auto-1"))
+	refuse(phases.ErrStale, autoStart(0, "auto-1"))
+	add(PreflightFinishCmd{Cluster: "auto", Run: "auto-1", Now: now(), Report: preflight.Report{Verdict: preflight.Failed,
 		Failed:  []string{preflight.IDNodesReady},
 		Results: []preflight.Result{{Check: preflight.IDNodesReady, Severity: preflight.Blocking, Status: preflight.Fail, Blocks: true, Message: "1 node not Ready: worker-2"}}}})
-	refuse(phases.ErrStale, CmdAutoStart, autoStart(1, "auto-2"))
-	add(CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
-	refuse(phases.ErrStale, CmdAutoRecord, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
-	refuse(phases.ErrStale, CmdAutoStart, autoStart(1, "auto-2"))
+	refuse(phases.ErrStale, autoStart(1, "auto-2"))
+	add(AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
+	refuse(phases.ErrStale, AutoRecordCmd{Cluster: "auto", Upgrade: "auto-1.34.5-1", Outcome: schedule.OutcomeRefused, Now: now()})
+	refuse(phases.ErrStale, autoStart(1, "auto-2"))
 	t = t.Add(schedule.BackoffBase)
-	add(CmdAutoStart, autoStart(1, "auto-2"))
-	add(CmdPreflightFinish, PreflightFinishCmd{Cluster: "auto", Run: "auto-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
+	add(autoStart(1, "auto-2"))
+	add(PreflightFinishCmd{Cluster: "auto", Run: "auto-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
 		Results: []preflight.Result{{Check: preflight.IDNodesReady, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 nodes Ready"}}}})
 	return out
 }
@@ -583,7 +582,7 @@ func encodeEntries(t *testing.T, entries []goldenEntry, first uint64) []logEntry
 	t.Helper()
 	out := make([]logEntry, len(entries))
 	for i, e := range entries {
-		b, err := raftstore.Encode(e.typ, e.cmd)
+		b, err := raftstore.Encode(e.cmd)
 		require.NoError(t, err)
 		out[i] = logEntry{index: first + uint64(i), data: b}
 	}
@@ -680,14 +679,14 @@ func TestGoldenCommands(t *testing.T) {
 		t.Run(pc.name, func(t *testing.T) {
 			at := -1
 			for i, e := range entries {
-				if e.typ == pc.typ && e.refused == nil {
+				if e.cmd.Type() == pc.typ && e.refused == nil {
 					at = i
 					break
 				}
 			}
 			require.NotEqual(t, -1, at, "goldenEntries has no applied %s command: append one", pc.name)
 			e := entries[at]
-			enc, err := raftstore.Encode(e.typ, e.cmd)
+			enc, err := raftstore.Encode(e.cmd)
 			require.NoError(t, err)
 			path := filepath.Join("testdata", "commands", fmt.Sprintf("%d-%s.golden", pc.want, pc.name))
 			if *update {
@@ -701,7 +700,7 @@ func TestGoldenCommands(t *testing.T) {
 			typ, body, err := raftstore.Decode(golden)
 			require.NoError(t, err)
 			require.Equal(t, pc.typ, typ)
-			persisted := reflect.New(reflect.TypeOf(e.cmd.(persistedCommand).persistedV1()))
+			persisted := reflect.New(reflect.TypeOf(e.cmd.persistedV1()))
 			require.NoError(t, jsonUnmarshalStrict(body, persisted.Interface()), "golden bytes name exactly the fields of the command's persisted form")
 			decoded := reflect.New(reflect.TypeOf(e.cmd))
 			require.NoError(t, json.Unmarshal(body, decoded.Interface()))

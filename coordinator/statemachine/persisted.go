@@ -1,10 +1,10 @@
 package statemachine
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // The persisted format: what Raft log entries and snapshots hold on disk,
@@ -24,7 +24,9 @@ import (
 //
 // The V1 types are append-only. A field may be added (entries and
 // snapshots written before it decode it as its zero value, so the apply
-// functions must treat zero as "absent"); a field is never renamed,
+// functions must treat zero as "absent"; it is written omitempty or
+// omitzero, so that entries which do not use it stay readable by the
+// release before, which decodes strictly: see below); a field is never renamed,
 // retyped, removed, or given another meaning. A change that cannot be an
 // addition is a new version: new types (…V2), decoded beside the old ones
 // (a new snapshot format version in snapshot.go; for commands, a new
@@ -34,6 +36,13 @@ import (
 // compares with a checked-in snapshot, persisted_v1_test.go fills every
 // field of both sides and requires lossless conversions, and
 // testdata/persisted-v1/ pins the encoding of every V1 field.
+//
+// Decoding is strict (raftstore/command.DecodeBody): a field a V1 type
+// does not declare, at any depth, is an error wrapping
+// command.ErrUnknownField. A command that holds one is refused, not
+// applied without it (decodeBody in fsm.go); a snapshot that holds one
+// does not restore. What this release writes decodes, as the golden
+// log, snapshots and command files show.
 
 // v1Decoder collects the first error of a conversion from the V1 types,
 // so that the converters read as field lists rather than error checks.
@@ -52,12 +61,15 @@ func (d *v1Decoder) version(s string) phases.Version {
 	return v
 }
 
-// unmarshalV1 decodes a command through its V1 form. An error means the
-// bytes are not a command of this type: the apply function panics on it,
-// as replicas that cannot read an entry have diverged.
+// unmarshalV1 decodes a command through its V1 form, strictly: a field
+// the V1 type does not declare is an error wrapping
+// command.ErrUnknownField, which the apply function returns as a
+// refusal (decodeBody). Any other error means the bytes are not a
+// command of this type: the apply function panics on it, as replicas
+// that cannot read an entry have diverged.
 func unmarshalV1[C, P any](b []byte, c *C, fromV1 func(*v1Decoder, P) C) error {
 	var p P
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := command.DecodeBody(b, &p); err != nil {
 		return err
 	}
 	var d v1Decoder

@@ -67,13 +67,13 @@ type auditedCmdV1 struct {
 }
 
 func (c AuditedCmd) persistedV1() any {
-	return auditedCmdV1{Record: auditRecordToV1(c.Record), Retention: auditRetentionV1(c.Retention), Type: uint8(c.Type), Command: c.Command}
+	return auditedCmdV1{Record: auditRecordToV1(c.Record), Retention: auditRetentionV1(c.Retention), Type: uint8(c.CommandType), Command: c.Command}
 }
 
 func (c AuditedCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.persistedV1()) }
 
 func (c *AuditedCmd) UnmarshalJSON(b []byte) error {
 	return unmarshalV1(b, c, func(_ *v1Decoder, p auditedCmdV1) AuditedCmd {
-		return AuditedCmd{Record: auditRecordFromV1(p.Record), Retention: AuditRetention(p.Retention), Type: command.Type(p.Type), Command: p.Command}
+		return AuditedCmd{Record: auditRecordFromV1(p.Record), Retention: AuditRetention(p.Retention), CommandType: command.Type(p.Type), Command: p.Command}
 	})
 }

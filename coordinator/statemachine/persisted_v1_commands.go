@@ -9,14 +9,14 @@ import (
 
 // Persisted form of every command (see persisted.go: append-only), and
 // the JSON methods through which raftstore's framing (json.Marshal) and
-// the apply functions (json.Unmarshal) reach it. A command's exported
-// struct (commands.go) is what the coordinator builds and an apply
-// function reads; its …V1 twin here, which persistedV1 returns, is what
-// the log holds.
+// the apply functions (UnmarshalJSON, strict: unmarshalV1) reach it. A
+// command's exported struct (commands.go) is what the coordinator builds
+// and an apply function reads; its …V1 twin here, which persistedV1
+// returns, is what the log holds.
 
 // persistedCommand is every command: it encodes as the V1 value
 // persistedV1 returns. Each command also decodes through that V1 type
-// (UnmarshalJSON).
+// (UnmarshalJSON). Command (commands.go) adds the command's number.
 type persistedCommand interface {
 	persistedV1() any
 	json.Marshaler

@@ -23,11 +23,11 @@ func TestConcurrentPrechecksOfANodeResult(t *testing.T) {
 	f := New()
 	handlers := f.Handlers()
 	var index uint64
-	apply := func(typ raftstore.CommandType, cmd any) {
+	apply := func(cmd Command) {
 		t.Helper()
-		b, err := raftstore.Encode(typ, cmd)
+		b, err := raftstore.Encode(cmd)
 		require.NoError(t, err)
-		_, body, err := raftstore.Decode(b)
+		typ, body, err := raftstore.Decode(b)
 		require.NoError(t, err)
 		index++
 		_, err = handlers[typ](index, body)
@@ -35,15 +35,15 @@ func TestConcurrentPrechecksOfANodeResult(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 3, 8, 0, 0, 0, time.UTC)
 	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	apply(CmdPutRelease, PutReleaseCmd{Release: api.Release{Version: "1.34.4", Components: api.ReleaseComponents{
+	apply(PutReleaseCmd{Release: api.Release{Version: "1.34.4", Components: api.ReleaseComponents{
 		Kubelet:    api.BinaryArtifact{URL: "http://artifacts.test/kubelet", SHA256: sum},
 		Containerd: api.BinaryArtifact{URL: "http://artifacts.test/containerd", SHA256: sum, Version: "1.7.0"},
 		StaticPods: map[string]string{"kube-apiserver": "registry.k8s.io/kube-apiserver:v1.34.4"},
 	}}, Now: now})
-	apply(CmdPutCluster, PutClusterCmd{Spec: phases.ClusterSpec{Name: "lab", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
+	apply(PutClusterCmd{Spec: phases.ClusterSpec{Name: "lab", Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.6"),
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal,
 			Nodes: []phases.Node{{Name: "cp-1", Address: "10.0.0.11"}, {Name: "cp-2", Address: "10.0.0.12"}, {Name: "cp-3", Address: "10.0.0.13"}}}}}, Now: now})
-	apply(CmdStartUpgrade, StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"),
+	apply(StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"),
 		Options: phases.Options{StepLayout: phases.CurrentStepLayout}, Now: now})
 
 	// cp-1 goes first, its kubelet step fails once and is retried: static
@@ -75,12 +75,12 @@ func TestConcurrentPrechecksOfANodeResult(t *testing.T) {
 		}
 		switch n.State {
 		case phases.StateRunning:
-			apply(CmdNodeStepResult, result(n, !atKubelet(u, n)))
+			apply(result(n, !atKubelet(u, n)))
 		case phases.StateFailed:
-			apply(CmdRetryNode, RetryNodeCmd{Cluster: "lab", Node: "cp-1", Now: now})
+			apply(RetryNodeCmd{Cluster: "lab", Node: "cp-1", Now: now})
 		default:
 			if acts := phases.Decide(u, now, nil).Actions; len(acts) > 0 {
-				apply(CmdAdvance, AdvanceCmd{Cluster: "lab", Upgrade: u.ID, Actions: acts, Now: now})
+				apply(AdvanceCmd{Cluster: "lab", Upgrade: u.ID, Actions: acts, Now: now})
 			}
 		}
 	}
@@ -110,7 +110,7 @@ func TestConcurrentPrechecksOfANodeResult(t *testing.T) {
 	require.Zero(t, n.Applied[:cap(n.Applied)][len(n.Applied)], "a precheck wrote into the live state's Applied list")
 
 	// The result itself still applies, once.
-	apply(CmdNodeStepResult, cmd)
+	apply(cmd)
 	n = live()
 	require.Len(t, n.Applied, 4)
 	require.Equal(t, phases.ComponentKubelet, n.Applied[3].Component)

@@ -23,7 +23,7 @@ func machineAt(t *testing.T, n int) *Machine {
 func firstOf(t *testing.T, typ raftstore.CommandType) int {
 	t.Helper()
 	for i, e := range goldenEntries() {
-		if e.typ == typ {
+		if e.cmd.Type() == typ {
 			return i
 		}
 	}

@@ -17,9 +17,9 @@ import (
 func registrationSim(t *testing.T) (*yearSim, phases.ClusterSpec) {
 	t.Helper()
 	s := &yearSim{t: t, m: New(), now: time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC), clusters: map[string]*yearCluster{}}
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.33.4", time.Date(2027, 9, 1, 0, 0, 0, 0, time.UTC)), Now: s.now})
-	s.must(CmdPutRelease, PutReleaseCmd{Release: yearRelease("1.34.2", time.Time{}), Now: s.now})
-	s.must(CmdPutChannel, PutChannelCmd{Channel: "regular", AutoUpgradeTarget: phases.MustParseVersion("1.34.2"), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.33.4", time.Date(2027, 9, 1, 0, 0, 0, 0, time.UTC)), Now: s.now})
+	s.must(PutReleaseCmd{Release: yearRelease("1.34.2", time.Time{}), Now: s.now})
+	s.must(PutChannelCmd{Channel: "regular", AutoUpgradeTarget: phases.MustParseVersion("1.34.2"), Now: s.now})
 	spec := phases.ClusterSpec{Name: "shop", Kind: phases.KindStandalone, Channel: "regular", Version: phases.MustParseVersion("1.33.4"),
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "shop-cp"}}}}}
 	return s, spec
@@ -39,7 +39,7 @@ func (s *yearSim) status(cluster string) schedule.Status {
 func TestRegistrationCarriesItsPolicy(t *testing.T) {
 	s, spec := registrationSim(t)
 	freeze := maintenance.Policy{Exclusions: []maintenance.Exclusion{{Name: "sale", Start: s.now.Add(-time.Hour), End: s.now.Add(5 * 24 * time.Hour)}}}
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, Policy: &freeze, HoldUntil: s.now.Add(24 * time.Hour), Now: s.now})
+	s.must(PutClusterCmd{Spec: spec, Policy: &freeze, HoldUntil: s.now.Add(24 * time.Hour), Now: s.now})
 
 	r, err := s.m.Cluster("shop")
 	require.NoError(t, err)
@@ -55,11 +55,11 @@ func TestRegistrationCarriesItsPolicy(t *testing.T) {
 
 	// Registering again without a policy keeps it and sets no hold;
 	// with one, replaces it.
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, HoldUntil: s.now.Add(24 * time.Hour), Now: s.now})
+	s.must(PutClusterCmd{Spec: spec, HoldUntil: s.now.Add(24 * time.Hour), Now: s.now})
 	r, _ = s.m.Cluster("shop")
 	require.Len(t, r.Policy.Exclusions, 1)
 	require.True(t, r.Auto.HeldUntil.IsZero(), "only a new cluster is held")
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, Policy: &maintenance.Policy{}, Now: s.now})
+	s.must(PutClusterCmd{Spec: spec, Policy: &maintenance.Policy{}, Now: s.now})
 	r, _ = s.m.Cluster("shop")
 	require.Empty(t, r.Policy.Exclusions)
 	require.Equal(t, schedule.StateStarting, s.status("shop").State)
@@ -73,7 +73,7 @@ func TestRegistrationCarriesItsPolicy(t *testing.T) {
 func TestRegistrationHoldsAClusterWithoutPolicy(t *testing.T) {
 	s, spec := registrationSim(t)
 	until := s.now.Add(24 * time.Hour)
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, HoldUntil: until, Now: s.now})
+	s.must(PutClusterCmd{Spec: spec, HoldUntil: until, Now: s.now})
 
 	require.Empty(t, schedule.Evaluate(s.m.SchedulerFleet(schedule.Limits{}), s.now).Starts())
 	st := s.status("shop")
@@ -84,22 +84,22 @@ func TestRegistrationHoldsAClusterWithoutPolicy(t *testing.T) {
 
 	start := AutoStartCmd{Cluster: "shop", To: phases.MustParseVersion("1.34.2"), Kind: maintenance.KindMinor, Reason: "r",
 		Preflight: &PreflightRun{ID: "shop-1", Cluster: "shop", Target: phases.MustParseVersion("1.34.2"), CreatedAt: s.now, Deadline: s.now.Add(time.Minute)}, Now: s.now}
-	_, err := s.apply(CmdAutoStart, start)
+	_, err := s.apply(start)
 	require.ErrorIs(t, err, phases.ErrStale, "held")
 
 	// An upgrade an operator asks for is not held.
 	edge := spec
 	edge.Name, edge.Pools = "edge", []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: "edge-cp"}}}}
-	s.must(CmdPutCluster, PutClusterCmd{Spec: edge, HoldUntil: until, Now: s.now})
-	s.must(CmdStartUpgrade, StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.2"),
+	s.must(PutClusterCmd{Spec: edge, HoldUntil: until, Now: s.now})
+	s.must(StartUpgradeCmd{Cluster: "edge", To: phases.MustParseVersion("1.34.2"),
 		Options: phases.Options{Automatic: true, StepLayout: phases.CurrentStepLayout}, Now: s.now})
 	require.Equal(t, schedule.StateRunning, s.status("edge").State)
 
-	s.must(CmdSetPolicy, SetPolicyCmd{Cluster: "shop", Policy: maintenance.Policy{}, Now: s.now})
+	s.must(SetPolicyCmd{Cluster: "shop", Policy: maintenance.Policy{}, Now: s.now})
 	r, _ := s.m.Cluster("shop")
 	require.True(t, r.Auto.HeldUntil.IsZero(), "any policy ends the hold")
 	require.Equal(t, schedule.StateStarting, s.status("shop").State)
-	s.must(CmdAutoStart, start)
+	s.must(start)
 }
 
 // TestRegistrationWithABadPolicyStoresNothing: an invalid policy refuses
@@ -108,7 +108,7 @@ func TestRegistrationHoldsAClusterWithoutPolicy(t *testing.T) {
 func TestRegistrationWithABadPolicyStoresNothing(t *testing.T) {
 	s, spec := registrationSim(t)
 	bad := maintenance.Policy{Exclusions: []maintenance.Exclusion{{Name: "x", Start: s.now.Add(time.Hour), End: s.now}}}
-	_, err := s.apply(CmdPutCluster, PutClusterCmd{Spec: spec, Policy: &bad, Now: s.now})
+	_, err := s.apply(PutClusterCmd{Spec: spec, Policy: &bad, Now: s.now})
 	require.ErrorIs(t, err, ErrPolicyInvalid)
 	var re *RuleError
 	require.True(t, errors.As(err, &re))
@@ -120,14 +120,14 @@ func TestRegistrationWithABadPolicyStoresNothing(t *testing.T) {
 	// support of the minor it runs.
 	late := maintenance.Policy{Exclusions: []maintenance.Exclusion{{Name: "late", Start: time.Date(2027, 8, 30, 0, 0, 0, 0, time.UTC),
 		End: time.Date(2027, 9, 2, 0, 0, 0, 0, time.UTC)}}}
-	_, err = s.apply(CmdPutCluster, PutClusterCmd{Spec: spec, Policy: &late, Now: s.now})
+	_, err = s.apply(PutClusterCmd{Spec: spec, Policy: &late, Now: s.now})
 	require.True(t, errors.As(err, &re))
 	require.Equal(t, maintenance.RuleExclusionAfterEndOfSupport, re.Rule)
 
-	s.must(CmdPutCluster, PutClusterCmd{Spec: spec, Now: s.now})
+	s.must(PutClusterCmd{Spec: spec, Now: s.now})
 	moved := spec
 	moved.Channel = "stable"
-	_, err = s.apply(CmdPutCluster, PutClusterCmd{Spec: moved, Policy: &bad, Now: s.now})
+	_, err = s.apply(PutClusterCmd{Spec: moved, Policy: &bad, Now: s.now})
 	require.ErrorIs(t, err, ErrPolicyInvalid)
 	r, _ := s.m.Cluster("shop")
 	require.Equal(t, "regular", r.Spec.Channel, "the spec is not changed either")

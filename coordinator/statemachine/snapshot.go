@@ -61,7 +61,7 @@ func decodeSnapshot(data []byte) (*state, int, error) {
 		version, body = v, b
 	}
 	var v1 stateV1
-	if err := json.Unmarshal(body, &v1); err != nil {
+	if err := command.DecodeBody(body, &v1); err != nil {
 		return nil, version, fmt.Errorf("%w: coordinator snapshot version %d: %w", command.ErrBadSnapshot, version, err)
 	}
 	var d v1Decoder

@@ -8,9 +8,12 @@
 package command
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 )
 
 // Type is the first byte of every Raft log entry and selects the ApplyFunc
@@ -64,15 +67,42 @@ var (
 
 	// ErrBadSnapshot means a snapshot could not be parsed.
 	ErrBadSnapshot = errors.New("raftstore: malformed snapshot")
+
+	// ErrUnknownField means a command body (or a snapshot) holds a field
+	// that this release's type does not declare: it was written by a
+	// newer release, or by hand. DecodeBody refuses it rather than drop
+	// the field, because applying the rest would give a state that
+	// differs from what the writer meant. An ApplyFunc returns it as a
+	// refusal (every replica of this release refuses the entry alike, and
+	// the Store logs it); it does not panic.
+	ErrUnknownField = errors.New("raftstore: unknown field")
 )
 
-// Encode frames a command as one type byte followed by body as JSON. A body
-// that is already JSON can be passed as json.RawMessage.
-func Encode(t Type, body any) ([]byte, error) {
+// Command is a command body that knows its type number. Encode frames a
+// Command, and Store.Apply takes one, so a body cannot be proposed under
+// another command's number: the pair (type, body) is one value, and a
+// value that is not a command does not compile where a Command is
+// expected.
+//
+// Type must return a constant: the number written out in the const block
+// of the package that declares the command (never computed from another),
+// whatever the value of the receiver, so that the zero value of a command
+// type names its number too.
+type Command interface {
+	Type() Type
+}
+
+// Encode frames a command as one type byte, c.Type(), followed by c as
+// JSON.
+func Encode(c Command) ([]byte, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrBadCommand)
+	}
+	t := c.Type()
 	if t.Base() == 0 {
 		return nil, fmt.Errorf("%w: type %s", ErrBadCommand, t)
 	}
-	js, err := json.Marshal(body)
+	js, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: type %s: %w", ErrBadCommand, t, err)
 	}
@@ -83,7 +113,7 @@ func Encode(t Type, body any) ([]byte, error) {
 
 // Decode splits a framed command into its type and JSON body. The body is a
 // sub-slice of b, not a copy. The JSON itself is not checked here: each
-// ApplyFunc unmarshals into its own type.
+// ApplyFunc decodes it into its own type, with DecodeBody.
 func Decode(b []byte) (Type, []byte, error) {
 	if len(b) == 0 {
 		return 0, nil, fmt.Errorf("%w: empty entry", ErrBadCommand)
@@ -93,4 +123,30 @@ func Decode(b []byte) (Type, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: type %s", ErrBadCommand, t)
 	}
 	return t, b[1:], nil
+}
+
+// DecodeBody decodes a command body (or any persisted JSON) into v
+// strictly: a field v's type does not declare is an error wrapping
+// ErrUnknownField and naming the field, and so is anything after the
+// value. Other errors (bytes that are not JSON, a field of the wrong
+// JSON type) are returned as json.Unmarshal returns them.
+//
+// Strictness reaches nested values that encoding/json decodes itself; a
+// nested type with its own UnmarshalJSON must decode strictly too.
+func DecodeBody(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		// encoding/json has no typed error for an unknown field; its
+		// message has been "json: unknown field %q" since the option was
+		// added.
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fmt.Errorf("%w %s", ErrUnknownField, f)
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("invalid character after top-level value at offset %d", dec.InputOffset())
+	}
+	return nil
 }
