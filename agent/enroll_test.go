@@ -19,10 +19,20 @@ import (
 
 // skewClock is the wall clock moved forward by an offset the test sets;
 // After fires once the skewed time reaches its deadline, so advancing
-// the offset fires pending timers at once.
+// the offset fires pending timers at once. Timers still pending when the
+// test ends stop then (newSkewClock), so their goroutines do not outlive
+// it: the agent's renewal timer, hours away, never fires in a test.
 type skewClock struct {
 	mu     sync.Mutex
 	offset time.Duration
+	done   chan struct{}
+}
+
+// newSkewClock returns a skewClock whose pending timers stop when t ends.
+func newSkewClock(t *testing.T) *skewClock {
+	c := &skewClock{done: make(chan struct{})}
+	t.Cleanup(func() { close(c.done) })
+	return c
 }
 
 func (c *skewClock) Now() time.Time {
@@ -39,7 +49,12 @@ func (c *skewClock) After(d time.Duration) <-chan time.Time {
 	go func() {
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
-		for range t.C {
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-t.C:
+			}
 			if now := c.Now(); !now.Before(deadline) {
 				ch <- now
 				return
@@ -137,7 +152,7 @@ func TestRotationAtTwoThirds(t *testing.T) {
 	coord := newFakeCoordinator(t)
 	coord.CertLifetime = time.Hour
 	h := newFakeHost(t, coord)
-	clock := &skewClock{}
+	clock := newSkewClock(t)
 	h.cfg.Clock = clock
 	coord.SetClock(clock.Now)
 	stop, _ := runAgent(t, h.cfg)

@@ -63,7 +63,7 @@ func (w *wedger) wedge(t *testing.T, loop string) (release func()) {
 func TestHealthyJudgesEachLoop(t *testing.T) {
 	coord := newFakeCoordinator(t)
 	h := newFakeHost(t, coord)
-	clock := &skewClock{}
+	clock := newSkewClock(t)
 	coord.SetClock(clock.Now)
 	cfg := h.cfg
 	cfg.Clock = clock

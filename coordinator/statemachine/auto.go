@@ -237,7 +237,7 @@ func upgradeInfo(u *phases.Upgrade) *schedule.Upgrade {
 		return nil
 	}
 	out := &schedule.Upgrade{ID: u.ID, From: u.From, To: u.To, State: u.State, Automatic: u.Options.Automatic,
-		EndOfSupport: u.Options.EndOfSupport, PauseReason: u.PauseReason, FinishedAt: u.FinishedAt, RefusedChecks: u.RefusedChecks}
+		EndOfSupport: u.Options.EndOfSupport, PauseReason: u.PauseReason, FinishedAt: u.FinishedAt, RefusedChecks: slices.Clone(u.RefusedChecks)}
 	if u.State == phases.UpgradeCancelled && !u.Closed {
 		out.Mixed = u.VersionCounts()[u.To] > 0
 	}

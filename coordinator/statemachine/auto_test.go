@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -100,4 +101,24 @@ func TestAutoStartEndOfSupportAnyChannel(t *testing.T) {
 		require.True(t, r.Upgrade.Options.EndOfSupport, name)
 		require.True(t, r.Upgrade.Options.Automatic, name)
 	}
+}
+
+// TestSchedulerFleetSharesNoMemory: the fleet the scheduler reads holds
+// a copy of a refused upgrade's blocking checks, not the upgrade's own
+// list. Found by TestPropertyCommandSequences.
+func TestSchedulerFleetSharesNoMemory(t *testing.T) {
+	entries := goldenEntries()
+	at := slices.IndexFunc(entries, func(e goldenEntry) bool { return e.cmd.Type() == CmdAutoRecord }) // auto refused by its preflight
+	f := machineAt(t, at)
+	want, err := f.Upgrade("auto")
+	require.NoError(t, err)
+	require.NotEmpty(t, want.RefusedChecks)
+
+	fleet := f.SchedulerFleet(schedule.Limits{})
+	i := slices.IndexFunc(fleet.Clusters, func(c schedule.Cluster) bool { return c.Name == "auto" })
+	require.NotEqual(t, -1, i)
+	fleet.Clusters[i].Upgrade.RefusedChecks[0] = "changed"
+	got, err := f.Upgrade("auto")
+	require.NoError(t, err)
+	require.Equal(t, want.RefusedChecks, got.RefusedChecks, "changing the fleet changed the upgrade")
 }

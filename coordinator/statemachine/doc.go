@@ -39,5 +39,8 @@
 // copy.go's helpers make them and Precheck's scratch records, and share no
 // pointer, map or slice backing array with the state. TestCopiesShareNoMemory
 // holds every helper to that on values whose every field is filled by
-// reflection, so a field added to a record later is checked too.
+// reflection, so a field added to a record later is checked too;
+// TestPropertyCommandSequences holds every query to it, and the apply
+// functions to refusing without change and to snapshot, restore and
+// replay agreeing, on random sequences of commands.
 package statemachine

@@ -354,7 +354,9 @@ func (f *Machine) RunningPreflights() []PreflightProgress {
 			p := PreflightProgress{Cluster: cn, Run: run.ID, Deadline: run.Deadline, Waiting: map[string][]api.Operation{}, Reporting: reporting}
 			// In map order: each node's operations keep their order, and
 			// sorting 15,000 names every tick cost a fifth of the leader's
-			// CPU in BenchmarkPreflight15k.
+			// CPU in BenchmarkPreflight15k. Each operation is copied with
+			// its parameters (pointers), like every query's result: the
+			// leader offers them on and never holds the stored run's.
 			for node, ops := range run.Operations {
 				// An agent that is not registered, or missing, cannot
 				// answer: waiting for it only delays the verdict, which
@@ -375,7 +377,7 @@ func (f *Machine) RunningPreflights() []PreflightProgress {
 					if able {
 						p.Pending++
 					}
-					p.Waiting[node] = append(p.Waiting[node], op)
+					p.Waiting[node] = append(p.Waiting[node], copyOperation(op))
 				}
 			}
 			out = append(out, p)

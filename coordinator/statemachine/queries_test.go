@@ -1,6 +1,7 @@
 package statemachine
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -225,4 +226,34 @@ func TestQueries(t *testing.T) {
 		}
 		require.Equal(t, []string{"auto auto-1.34.5-2", "edge edge-1.34.4-2", "lab lab-1.34.5-2"}, got)
 	})
+}
+
+// TestRunningPreflightsShareNoMemory: the operations RunningPreflights
+// offers are copies down to their parameters (a pointer each), so the
+// leader may change what it offers without changing the stored run.
+// Found by TestPropertyCommandSequences: they were the run's own.
+func TestRunningPreflightsShareNoMemory(t *testing.T) {
+	entries := goldenEntries()
+	at := slices.IndexFunc(entries, func(e goldenEntry) bool { return e.cmd.Type() == CmdPreflightStart }) + 1
+	f := machineAt(t, at)
+	want, err := f.Preflight("lab", "lab-1")
+	require.NoError(t, err)
+
+	runs := f.RunningPreflights()
+	require.Len(t, runs, 1)
+	changed := 0
+	for _, ops := range runs[0].Waiting {
+		for _, op := range ops {
+			if a := op.CheckArtifacts; a != nil {
+				a.Artifacts[0].URL, changed = "http://elsewhere.test/", changed+1
+			}
+			if p := op.ProbePeers; p != nil {
+				p.Addresses[0], changed = "10.9.9.9:1", changed+1
+			}
+		}
+	}
+	require.Equal(t, 6, changed, "every host's two operations are waiting")
+	got, err := f.Preflight("lab", "lab-1")
+	require.NoError(t, err)
+	require.Equal(t, want, got, "changing what RunningPreflights returned changed the stored run")
 }
