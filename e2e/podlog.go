@@ -85,7 +85,8 @@ func (l *PodLog) Around(o lab.ProbeOutage) []kube.PodChange {
 }
 
 // PrintEvidence writes, under a probe's summary, each of its outages with
-// the data-path pod changes around it (at most maxOutages outages).
+// the data-path pod changes around it (at most maxOutages outages, and
+// the maxChanges nearest each).
 func (l *PodLog) PrintEvidence(out io.Writer, r lab.ProbeReport) {
 	const maxOutages, maxChanges = 10, 25
 	for i, o := range r.Outages {
@@ -99,11 +100,12 @@ func (l *PodLog) PrintEvidence(out io.Writer, r lab.ProbeReport) {
 		if len(changes) == 0 {
 			fmt.Fprintln(out, "      no change")
 		}
-		for j, c := range changes {
-			if j == maxChanges {
-				fmt.Fprintf(out, "      … and %d more\n", len(changes)-maxChanges)
-				break
-			}
+		// The nearest the outage matter most: the earliest are left out.
+		if n := len(changes); n > maxChanges {
+			fmt.Fprintf(out, "      … %d earlier\n", n-maxChanges)
+			changes = changes[n-maxChanges:]
+		}
+		for _, c := range changes {
 			fmt.Fprintf(out, "      %s\n", c)
 		}
 	}

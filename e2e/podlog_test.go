@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,20 @@ func TestPodLogPrintsTheDataPathsChangesBeforeEachOutage(t *testing.T) {
       03:32:31.600 kube-system/kube-proxy-x on cp-1 terminating
       03:32:38.500 kube-system/kube-proxy-y on cp-1 ready
 `, out.String())
+}
+
+// Past 25 changes, the ones nearest the outage are printed.
+func TestPodLogKeepsTheChangesNearestTheOutage(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 3, 32, 0, 0, time.UTC)
+	l := &PodLog{started: t0}
+	for i := range 30 {
+		l.record(kube.PodChange{At: t0.Add(time.Duration(10+i) * 100 * time.Millisecond), Namespace: "kube-system", Name: "kube-proxy-" + string(rune('a'+i)), Node: "cp-1", What: "ready"})
+	}
+	var out bytes.Buffer
+	l.PrintEvidence(&out, lab.ProbeReport{Outages: []lab.ProbeOutage{{From: t0.Add(5 * time.Second), To: t0.Add(6 * time.Second), Failed: 1}}})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 27)
+	require.Equal(t, "      … 5 earlier", lines[1])
+	require.Contains(t, lines[2], "kube-proxy-f ")
+	require.Contains(t, lines[26], "kube-proxy-"+string(rune('a'+29))+" ")
 }

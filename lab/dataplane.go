@@ -25,6 +25,12 @@ const (
 	EchoNodePort = 30080
 	// lbHealthPort answers HAProxy's own health (monitor-uri).
 	lbHealthPort = 8404
+	// haproxyStopSignal stops HAProxy softly, as the upstream haproxy
+	// image does (STOPSIGNAL SIGUSR1): it closes its listeners and
+	// finishes the requests in flight. On SIGTERM it stops hard, and a
+	// request it had accepted when the kubelet replaced its pod during
+	// lb-1's upgrade was answered with a connection reset.
+	haproxyStopSignal = "SIGUSR1"
 )
 
 // HAProxyConfig is the data-plane LB's configuration for the given workers.

@@ -54,6 +54,10 @@ type ImageSpec struct {
 	// Env is the image's environment; empty means
 	// PATH=/usr/local/bin:/usr/bin:/bin.
 	Env []string
+	// StopSignal, when set, is the signal the runtime stops the container
+	// with instead of SIGTERM (the image config's StopSignal, which
+	// containerd's CRI honours).
+	StopSignal string
 }
 
 // BuildImage writes spec as a docker-archive tarball at dst, the format
@@ -83,6 +87,7 @@ func BuildImage(dst string, spec ImageSpec) error {
 	if len(spec.Env) > 0 {
 		cf.Config.Env = spec.Env
 	}
+	cf.Config.StopSignal = spec.StopSignal
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrImage, spec.Ref, err)
 	}
@@ -190,7 +195,7 @@ func EnsureImages(log *slog.Logger, src ImageSources) (ImageSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs = append(specs, ImageSpec{Ref: HAProxyImage, Files: haproxy, Entrypoint: []string{haproxyBinary}})
+	specs = append(specs, ImageSpec{Ref: HAProxyImage, Files: haproxy, Entrypoint: []string{haproxyBinary}, StopSignal: haproxyStopSignal})
 	proxy, err := kubeProxyImageSpec(src.Version, src.K8sBinDir, src.Rootfs)
 	if err != nil {
 		return nil, err
@@ -253,6 +258,9 @@ func fresh(dst string, spec ImageSpec) bool {
 func specKey(s ImageSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ref %s\nentrypoint %q\nenv %q\n", s.Ref, s.Entrypoint, s.Env)
+	if s.StopSignal != "" {
+		fmt.Fprintf(&b, "stopsignal %s\n", s.StopSignal)
+	}
 	for _, f := range s.Files {
 		fmt.Fprintf(&b, "file %s %s\n", f.Src, f.Path)
 	}

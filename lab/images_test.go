@@ -22,6 +22,7 @@ func TestBuildImageTarballLoads(t *testing.T) {
 		Ref:        ref,
 		Files:      []ImageFile{{Src: bin, Path: "/usr/local/bin/kube-apiserver"}},
 		Entrypoint: []string{"/usr/local/bin/kube-apiserver"},
+		StopSignal: "SIGUSR1",
 	}))
 
 	tag, err := name.NewTag(ref)
@@ -32,6 +33,7 @@ func TestBuildImageTarballLoads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"/usr/local/bin/kube-apiserver"}, cf.Config.Entrypoint)
 	require.Equal(t, "amd64", cf.Architecture)
+	require.Equal(t, "SIGUSR1", cf.Config.StopSignal, "the runtime stops it with this signal")
 	layers, err := img.Layers()
 	require.NoError(t, err)
 	require.Len(t, layers, 1)
@@ -67,4 +69,7 @@ func TestEnsureImagesRebuildsOnASpecChange(t *testing.T) {
 	env := spec
 	env.Env = []string{"PATH=/usr/sbin"}
 	require.False(t, fresh(dst, env))
+	stop := spec
+	stop.StopSignal = "SIGUSR1"
+	require.False(t, fresh(dst, stop), "another stop signal")
 }
