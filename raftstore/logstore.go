@@ -94,7 +94,7 @@ func openLogStore(dataDir string, log *slog.Logger) (logStore, error) {
 }
 
 // walStore is a WAL with its metadata store, which WAL.Close leaves open
-// (raft-wal v0.4.0): a member reopened in the same process would wait
+// (raft-wal v0.4.2 still does): a member reopened in the same process would wait
 // forever for the bolt lock it still holds.
 type walStore struct {
 	*wal.WAL
