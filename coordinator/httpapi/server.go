@@ -402,7 +402,7 @@ func (h *handlers) holdForLeader(next http.Handler) http.Handler {
 
 // forward proxies r to the leader at leader. A leader that stops
 // answering (frozen, cut off) is noticed by the forwarding transport's
-// pings (api.ConfigureTransport), or sooner when Raft elects another:
+// pings (api/client.ConfigureTransport), or sooner when Raft elects another:
 // changed closes, the forward is abandoned, and forward reports that a
 // GET (an agent's long poll) may be sent again, to the new leader;
 // anything else answers 503 no-leader, as any failed forward does.
