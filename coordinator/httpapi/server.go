@@ -823,16 +823,16 @@ func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, p)
+	writeJSON(w, 200, convert.MaintenancePolicyToAPI(p))
 }
 
 func (h *handlers) putPolicy(w http.ResponseWriter, r *http.Request) {
-	var p maintenance.Policy
+	var p api.MaintenancePolicy
 	if err := decode(w, r, &p); err != nil {
 		writeProblem(w, r, err)
 		return
 	}
-	if err := h.svc.SetPolicy(r.Context(), chi.URLParam(r, "name"), p); err != nil {
+	if err := h.svc.SetPolicy(r.Context(), chi.URLParam(r, "name"), *convert.MaintenancePolicyFromAPI(&p)); err != nil {
 		writeProblem(w, r, err)
 		return
 	}
