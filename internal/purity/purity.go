@@ -145,6 +145,10 @@ var Layers = []Layer{
 		{Module + "/api/...", "the wire types: the engine takes and returns its own"},
 		{Module + "/coordinator/...", "the coordinator and its persisted format"},
 	}},
+	{Package: Module + "/maintenance", Deny: []Rule{
+		{Module + "/api/...", "the wire types: the policy's wire twin is api.MaintenancePolicy (convert in api/convert)"},
+		{Module + "/coordinator/...", "the coordinator and its persisted format"},
+	}},
 }
 
 // LayerViolations walks imports (import path → its imports) breadth first
