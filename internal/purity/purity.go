@@ -145,6 +145,10 @@ var Layers = []Layer{
 		{Module + "/api/...", "the wire types: the engine takes and returns its own"},
 		{Module + "/coordinator/...", "the coordinator and its persisted format"},
 	}},
+	{Package: Module + "/preflight", Deny: []Rule{
+		{Module + "/api/...", "the wire types: the checks read their own (api/convert builds the catalog entry, writes the host operations and reads their results)"},
+		{Module + "/coordinator/...", "the coordinator and its persisted format"},
+	}},
 	{Package: Module + "/maintenance", Deny: []Rule{
 		{Module + "/api/...", "the wire types: the policy's wire twin is api.MaintenancePolicy (convert in api/convert)"},
 		{Module + "/coordinator/...", "the coordinator and its persisted format"},
