@@ -293,7 +293,7 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return c.print(wire, func() { renderUpgrade(c.out, u, time.Now()) })
+		return c.print(wire, func() { renderUpgrade(c.out, u, wire.Forecast, time.Now()) })
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return c.watch(cmd.Context(), args[0], "")
@@ -321,7 +321,7 @@ func (c *cli) watch(ctx context.Context, cluster, id string) error {
 			}
 			if tty {
 				fmt.Fprint(c.out, "\033[H\033[2J")
-				renderUpgrade(c.out, u, time.Now())
+				renderUpgrade(c.out, u, wire.Forecast, time.Now())
 			} else if err := c.print(wire, nil); err != nil {
 				return err
 			}

@@ -606,7 +606,11 @@ func (h *handlers) upgrade(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, convert.UpgradeToAPI(u))
+	out := convert.UpgradeToAPI(u)
+	// The forecast is made here, so that clients show the coordinator's
+	// estimate rather than each running the planner on its own copy.
+	out.Forecast = convert.UpgradeForecastToAPI(u, h.cfg.Clock.Now())
+	writeJSON(w, 200, out)
 }
 
 func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
