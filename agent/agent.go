@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/internal/progress"
 	"github.com/moltproject/molt/trust"
 )
@@ -27,7 +28,7 @@ type Agent struct {
 	cfg     Config
 	log     *slog.Logger
 	clock   Clock
-	client  *api.Client
+	client  *client.Client
 	http    *http.Client
 	apiHTTP *http.Client // a.client's
 	// apiTransport is apiHTTP's; renewed with the certificate.
@@ -60,7 +61,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Coordinator == "" || cfg.Cluster == "" || cfg.Node == "" {
 		return nil, fmt.Errorf("%w: coordinator, cluster and node are required", ErrConfig)
 	}
-	endpoints, err := api.ParseEndpoints(cfg.Coordinator)
+	endpoints, err := client.ParseEndpoints(cfg.Coordinator)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -115,9 +116,9 @@ func New(cfg Config) (*Agent, error) {
 	// The coordinator's client notices a member that stops answering
 	// (frozen or cut off) within seconds and goes on to the next one;
 	// artifact downloads keep their own deadline (DownloadTimeout).
-	a.apiTransport = newRenewingTransport(func() *http.Transport { return api.ConfigureTransport(a.creds.transport()) })
+	a.apiTransport = newRenewingTransport(func() *http.Transport { return client.ConfigureTransport(a.creds.transport()) })
 	a.apiHTTP = &http.Client{Transport: a.apiTransport}
-	a.client = api.NewClientEndpoints(endpoints, a.apiHTTP)
+	a.client = client.NewEndpoints(endpoints, a.apiHTTP)
 	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
 	if err != nil {
 		return nil, err

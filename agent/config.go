@@ -13,7 +13,7 @@ type Config struct {
 	// a comma-separated list of its members' URLs
 	// (https://m1:7080,https://m2:7080,https://m3:7080). The agent talks to
 	// one member at a time and moves to the next when that one is down or
-	// has no leader (see api.Client.Do).
+	// has no leader (see client.Client.Do).
 	Coordinator string
 	// BootstrapToken and CAPin enroll an agent that holds no valid
 	// certificate yet (enroll.go): a token an admin made for this cluster

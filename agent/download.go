@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // Sentinel errors of downloads.
@@ -91,7 +91,7 @@ func (a *Agent) fromEachSource(ctx context.Context, url string, get func(context
 		return get(ctx, url)
 	}
 	bases := []string{a.client.Base()}
-	if all, err := api.ParseEndpoints(a.cfg.Coordinator); err == nil {
+	if all, err := client.ParseEndpoints(a.cfg.Coordinator); err == nil {
 		for _, b := range all {
 			if b != bases[0] {
 				bases = append(bases, b)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -69,7 +70,7 @@ func (a *Agent) enrollOnce(ctx context.Context) error {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
-	cl := api.NewClientEndpoints(a.client.Endpoints(), &http.Client{Transport: tr, Timeout: 30 * time.Second})
+	cl := client.NewEndpoints(a.client.Endpoints(), &http.Client{Transport: tr, Timeout: 30 * time.Second})
 	cl.SetBearerToken(a.cfg.BootstrapToken)
 	var resp api.EnrollResponse
 	if _, err := cl.Do(ctx, http.MethodPost, "/v1/agents/enroll", api.EnrollRequest{Cluster: a.cfg.Cluster, Node: a.cfg.Node, CSR: string(csr)}, &resp); err != nil {

@@ -107,7 +107,7 @@ func (p *freezingProxy) relay(dst, src net.Conn) {
 
 // TestFrozenMemberIsLeftBehind: the member the agent talks to freezes
 // while the agent waits in a long poll there (ten minutes asked); the
-// agent notices within seconds (HTTP/2 pings, api.ConfigureTransport),
+// agent notices within seconds (HTTP/2 pings, api/client.ConfigureTransport),
 // moves to the next member, runs the operation that member offers and
 // reports it there, heartbeats included — all while the first member
 // stays frozen.

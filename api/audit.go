@@ -1,8 +1,6 @@
 package api
 
 import (
-	"context"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -133,15 +131,4 @@ func (q AuditQuery) Values() url.Values {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
 	return v
-}
-
-// Audit reads one page of the audit log (admin).
-func (c *Client) Audit(ctx context.Context, q AuditQuery) (AuditPage, error) {
-	path := "/v1/audit"
-	if v := q.Values(); len(v) > 0 {
-		path += "?" + v.Encode()
-	}
-	var out AuditPage
-	_, err := c.Do(ctx, http.MethodGet, path, nil, &out)
-	return out, err
 }

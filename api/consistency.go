@@ -6,9 +6,9 @@ package api
 // reads state older than what it has already seen — its own write
 // forwarded to the leader, or a newer member it reached before failing
 // over — every answer names the Raft index of the state it reflects
-// (IndexHeader), the Client remembers the highest, and sends it with every
+// (IndexHeader), the client (package api/client) remembers the highest, and sends it with every
 // request (MinIndexHeader). A member behind that index waits briefly to
-// catch up, then answers 503 lagging, and the Client tries the next
+// catch up, then answers 503 lagging, and the client tries the next
 // endpoint.
 const (
 	// IndexHeader is the Raft index of the state an answer reflects.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -64,4 +65,10 @@ func (p *Problem) Error() string {
 		return fmt.Sprintf("%s (%d, rule %s): %s", p.Suffix(), p.Status, p.Rule, p.Detail)
 	}
 	return fmt.Sprintf("%s (%d): %s", p.Suffix(), p.Status, p.Detail)
+}
+
+// IsProblem reports whether err is a Problem with the given type suffix.
+func IsProblem(err error, suffix string) bool {
+	var p *Problem
+	return errors.As(err, &p) && p.Suffix() == suffix
 }

@@ -37,6 +37,23 @@ type Upgrade struct {
 	// budget with its failed nodes, or the step that gave up, and the
 	// pools that were rolled back.
 	Reason string `json:"reason,omitempty"`
+	// Forecast is the coordinator's estimate of when a running upgrade
+	// ends, made as it answered GET .../upgrade; absent in other answers,
+	// for an upgrade that is not running, and while a failed node holds
+	// its pool (no estimate until it is retried).
+	Forecast *UpgradeForecast `json:"forecast,omitempty"`
+}
+
+// UpgradeForecast is when a running upgrade is expected to end: the
+// planner's schedule of what is left — step order, each pool's
+// concurrency, nodes in flight — timed with the upgrade's own node and
+// step durations where it has them, the plan's defaults where not. A
+// paused upgrade's forecast assumes it resumes at At.
+type UpgradeForecast struct {
+	// At is the coordinator's time when it made the forecast: End-At is
+	// what is left, whatever the client's clock says.
+	At  time.Time `json:"at"`
+	End time.Time `json:"end"`
 }
 
 // UpgradeState is where a whole cluster upgrade is.

@@ -32,8 +32,12 @@ var wireTypes = map[string]func() any{
 	"session":              func() any { return new(api.Session) },
 	"preflight-summaries":  func() any { return new([]api.PreflightRunSummary) },
 	"maintenance-calendar": func() any { return new(api.MaintenanceCalendar) },
-	"channel":              func() any { return new(api.Channel) },
-	"upgrade-status":       func() any { return new(api.UpgradeStatus) },
+	// The policy GET and PUT .../maintenance-policy carry: the engine's
+	// maintenance.Policy until it got this twin, whose JSON is the same
+	// (api/convert's TestMaintenancePolicyIsThePolicyEndpoints).
+	"maintenance-policy": func() any { return new(api.MaintenancePolicy) },
+	"channel":            func() any { return new(api.Channel) },
+	"upgrade-status":     func() any { return new(api.UpgradeStatus) },
 	// An agent's long poll.
 	"operations-response": func() any { return new(api.OperationsResponse) },
 	// Between members: the beats a follower relays to the leader.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -38,7 +39,7 @@ func raw(t *testing.T, m *member, method, path, contentType string, body []byte)
 }
 
 // snapshot is the observable state: bad input must leave it unchanged.
-func snapshot(t *testing.T, cl *api.Client) string {
+func snapshot(t *testing.T, cl *client.Client) string {
 	var cs []api.Cluster
 	var rs []api.Release
 	_, err := cl.Do(context.Background(), http.MethodGet, "/v1/clusters", nil, &cs)

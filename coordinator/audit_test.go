@@ -11,18 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/trust"
 )
 
 // tokenClient is a client of the member at addr with a new API token
 // of role, made by the admin.
-func tokenClient(t *testing.T, admin *api.Client, addr, role, description string) (*api.Client, api.Token) {
+func tokenClient(t *testing.T, admin *client.Client, addr, role, description string) (*client.Client, api.Token) {
 	t.Helper()
 	var tok api.Token
 	_, err := admin.Do(context.Background(), http.MethodPost, "/v1/tokens", api.TokenRequest{Kind: api.TokenAPI, Role: role, Description: description}, &tok)
 	require.NoError(t, err)
-	cl := api.NewClient("https://"+addr, httpsClient(nil))
+	cl := client.New("https://"+addr, httpsClient(nil))
 	cl.SetBearerToken(tok.Secret)
 	// The member at addr may not have applied the token yet (a follower):
 	// wait until it knows it, as a client that came back later would.
@@ -35,7 +36,7 @@ func tokenClient(t *testing.T, admin *api.Client, addr, role, description string
 
 // readAudit reads the whole audit log q selects through cl, pages of
 // size at most 3 (to go through the paging too), newest first.
-func readAudit(t *testing.T, cl *api.Client, q api.AuditQuery) []api.AuditEntry {
+func readAudit(t *testing.T, cl *client.Client, q api.AuditQuery) []api.AuditEntry {
 	t.Helper()
 	q.Limit = 3
 	var out []api.AuditEntry

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/trust"
 )
@@ -275,7 +276,7 @@ func TestRenewalReplacesTheCertificate(t *testing.T) {
 		key, _ := trust.NewKey()
 		csr, _ := trust.NewCSR(trust.AgentIdentity("lab", "cp-1"), key)
 		var resp api.EnrollResponse
-		_, err := api.NewClient("https://"+m.addr, httpsClient(with)).Do(ctx, http.MethodPost, "/v1/agents/lab/cp-1/certificate", api.RenewRequest{CSR: string(csr)}, &resp)
+		_, err := client.New("https://"+m.addr, httpsClient(with)).Do(ctx, http.MethodPost, "/v1/agents/lab/cp-1/certificate", api.RenewRequest{CSR: string(csr)}, &resp)
 		require.NoError(t, err)
 		keyPEM, _ := trust.EncodeKey(key)
 		kp, err := trust.KeyPair([]byte(resp.Certificate), keyPEM, testCA.Cert)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
@@ -60,7 +61,7 @@ func problemStatus(err error) int {
 	return 0
 }
 
-func upgradeStatus(t *testing.T, ctx context.Context, cl *api.Client, cluster string) api.UpgradeStatus {
+func upgradeStatus(t *testing.T, ctx context.Context, cl *client.Client, cluster string) api.UpgradeStatus {
 	t.Helper()
 	var st api.UpgradeStatus
 	_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade-status", nil, &st)

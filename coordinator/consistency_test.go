@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // TestClientReadsItsWriteFromARestartedFollower: a client writes through
@@ -40,7 +41,7 @@ func TestClientReadsItsWriteFromARestartedFollower(t *testing.T) {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.Transport = httpsClient(nil).Transport
 	front := httptest.NewServer(proxy)
-	c := api.NewClientEndpoints([]string{front.URL, "https://" + fHTTP}, httpsClient(nil))
+	c := client.NewEndpoints([]string{front.URL, "https://" + fHTTP}, httpsClient(nil))
 	c.SetBearerToken(testAdmin)
 	put(t, c, "/v1/releases/1.34.4", release("1.34.4"))
 	require.NotZero(t, c.Seen())

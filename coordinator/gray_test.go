@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/phases"
 )
@@ -137,13 +138,13 @@ func (gc *grayCluster) freeze(m *member, scope string) {
 
 // patientAgent plays the real agent's loop (agent.Run) as far as the
 // coordinator sees it: one client over every member, configured as the
-// agent's (api.ConfigureTransport); a long poll that asks for wait and
+// agent's (client.ConfigureTransport); a long poll that asks for wait and
 // gives up only after wait+10 s; results and heartbeats without a
 // deadline of their own. With wait far above the test's timeout, only a
 // client that notices the frozen member can make progress.
 type patientAgent struct {
 	cluster, node string
-	cl            *api.Client
+	cl            *client.Client
 	wait          time.Duration
 	mu            sync.Mutex
 	executed      []string // operation IDs in the order executed
@@ -153,10 +154,10 @@ type patientAgent struct {
 func startPatientAgent(ctx context.Context, t testing.TB, tc *testCluster, cluster, node string, endpoints []string, wait time.Duration) *patientAgent {
 	cred, err := enrollAgent(ctx, tc.waitLeader().client(), tc.waitLeader().addr, cluster, node)
 	require.NoError(t, err)
-	tr := api.ConfigureTransport(&http.Transport{TLSClientConfig: agentTLS(cred.cert)})
+	tr := client.ConfigureTransport(&http.Transport{TLSClientConfig: agentTLS(cred.cert)})
 	t.Cleanup(tr.CloseIdleConnections)
 	a := &patientAgent{cluster: cluster, node: node, wait: wait,
-		cl: api.NewClientEndpoints(endpoints, &http.Client{Transport: tr})}
+		cl: client.NewEndpoints(endpoints, &http.Client{Transport: tr})}
 	go a.run(ctx)
 	return a
 }

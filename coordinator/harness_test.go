@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
@@ -155,7 +156,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	require.NoError(t, err)
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
 	cert := memberCert(t, id)
-	fwd := api.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
+	fwd := client.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
 	var svc httpapi.Service = m.c
 	if wrapService != nil {
@@ -223,7 +224,7 @@ func (m *member) stop(crash bool) {
 }
 
 // client is an admin's client of the member.
-func (m *member) client() *api.Client { return adminClient(m.addr) }
+func (m *member) client() *client.Client { return adminClient(m.addr) }
 
 // newTestCluster starts n members: the first bootstraps, the others join.
 func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinator.Config)) *testCluster {
@@ -310,7 +311,7 @@ func (tc *testCluster) alive() []*member {
 
 // anyClient returns a client of some live member (followers forward); with
 // none alive (a restart in progress) one whose calls fail.
-func (tc *testCluster) anyClient(i int) *api.Client {
+func (tc *testCluster) anyClient(i int) *client.Client {
 	a := tc.alive()
 	if len(a) == 0 {
 		return adminClient("127.0.0.1:1")
@@ -319,7 +320,7 @@ func (tc *testCluster) anyClient(i int) *api.Client {
 }
 
 // agentClient returns the agent's client of some live member.
-func (tc *testCluster) agentClient(i int, cred *agentCred) *api.Client {
+func (tc *testCluster) agentClient(i int, cred *agentCred) *client.Client {
 	a := tc.alive()
 	if len(a) == 0 {
 		return cred.client("127.0.0.1:1")
@@ -834,7 +835,7 @@ func clusterSpec(name string, version string) api.ClusterSpec {
 
 // registerLab stores releases 1.33.6 and 1.34.4 and cluster "lab" at
 // 1.33.6 (clusterSpec) through cl, and returns the cluster's spec.
-func registerLab(t testing.TB, cl *api.Client) api.ClusterSpec {
+func registerLab(t testing.TB, cl *client.Client) api.ClusterSpec {
 	t.Helper()
 	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
@@ -846,7 +847,7 @@ func registerLab(t testing.TB, cl *api.Client) api.ClusterSpec {
 // upgradeLab registers cluster "lab" (registerLab) through the first
 // member, runs agents for its nodes until the test ends and starts its
 // upgrade to 1.34.4; it returns the member's client.
-func upgradeLab(t *testing.T, tc *testCluster) *api.Client {
+func upgradeLab(t *testing.T, tc *testCluster) *client.Client {
 	t.Helper()
 	cl := tc.members[0].client()
 	spec := registerLab(t, cl)
@@ -859,7 +860,7 @@ func upgradeLab(t *testing.T, tc *testCluster) *api.Client {
 
 // getUpgrade reads a cluster's upgrade through the API, as the engine's
 // type: tests look its steps and nodes up with the engine's methods.
-func getUpgrade(ctx context.Context, cl *api.Client, cluster string) (*phases.Upgrade, error) {
+func getUpgrade(ctx context.Context, cl *client.Client, cluster string) (*phases.Upgrade, error) {
 	var wire api.Upgrade
 	if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &wire); err != nil {
 		return nil, err
@@ -881,7 +882,7 @@ func nodeNames(spec api.ClusterSpec) []string {
 // failed: an election in progress, which a loaded machine brings about in
 // multi-member tests) is the API's "not now" and the PUT idempotent, so it
 // is sent again until a leader answers; any other error fails the test.
-func put(t testing.TB, cl *api.Client, path string, body any) {
+func put(t testing.TB, cl *client.Client, path string, body any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

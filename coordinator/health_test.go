@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/internal/promtest"
 	"github.com/moltproject/molt/internal/testenv"
@@ -46,7 +47,7 @@ func startFailingAgents(ctx context.Context, tc *testCluster, cluster string, no
 	return agents
 }
 
-func waitLabUpgrade(t *testing.T, cl *api.Client, what string, cond func(*phases.Upgrade) bool) *phases.Upgrade {
+func waitLabUpgrade(t *testing.T, cl *client.Client, what string, cond func(*phases.Upgrade) bool) *phases.Upgrade {
 	t.Helper()
 	var u *phases.Upgrade
 	eventually(t, what, func() bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/cloud"
 	"github.com/moltproject/molt/cloud/memory"
@@ -64,7 +65,7 @@ func migSpec(pools ...api.Pool) api.ClusterSpec {
 	return spec
 }
 
-func getCluster(t *testing.T, cl *api.Client, name string) api.Cluster {
+func getCluster(t *testing.T, cl *client.Client, name string) api.Cluster {
 	t.Helper()
 	var c api.Cluster
 	_, err := cl.Do(context.Background(), http.MethodGet, "/v1/clusters/"+name, nil, &c)

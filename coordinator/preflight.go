@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -130,7 +131,7 @@ func (c *Coordinator) newPreflightRun(cluster string, to phases.Version) (Prefli
 		addrs[n] = a.Address
 	}
 	id := fmt.Sprintf("%s-%d", strings.ReplaceAll(cluster, ".", "-"), r.PreflightSeq+1)
-	ops := preflight.HostOperations(id, in, "", addrs)
+	ops := convert.PreflightOperationsToAPI(preflight.HostOperations(id, in, "", addrs))
 	return PreflightRun{ID: id, Cluster: cluster, Target: to, CreatedAt: now, Deadline: now.Add(preflightTimeout(ops, c.cfg.PreflightArtifactWave)),
 		Operations: ops}, nil
 }
@@ -225,10 +226,10 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 	}
 	hosts := map[string]preflight.HostCheck{}
 	for node, ops := range run.Operations {
-		var results []api.OperationResult
+		var results []preflight.HostResult
 		for _, op := range ops {
 			if res, ok := run.Results[op.ID]; ok {
-				results = append(results, res)
+				results = append(results, convert.PreflightHostResult(res))
 			}
 		}
 		if len(results) > 0 {

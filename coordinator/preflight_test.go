@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/preflight"
 )
@@ -167,7 +168,7 @@ func TestPreflightReadsAStalledAPIServerAgain(t *testing.T) {
 
 // labWithAgents starts one member over ops, registers cluster lab and
 // runs an agent for each of its nodes until the test ends.
-func labWithAgents(t *testing.T, ops *fakeOps) (context.Context, *testCluster, *api.Client, []string) {
+func labWithAgents(t *testing.T, ops *fakeOps) (context.Context, *testCluster, *client.Client, []string) {
 	tc := newTestCluster(t, 1, ops)
 	cl := tc.members[0].client()
 	nodes := nodeNames(registerLab(t, cl))

@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/maintenance"
 )
 
 // automaticUpgradeOf waits for an automatic upgrade of cluster.
-func automaticUpgradeOf(t *testing.T, ctx context.Context, cl *api.Client, cluster string) {
+func automaticUpgradeOf(t *testing.T, ctx context.Context, cl *client.Client, cluster string) {
 	t.Helper()
 	eventually(t, "an automatic upgrade of "+cluster, func() bool {
 		u, err := getUpgrade(ctx, cl, cluster)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 )
@@ -171,7 +172,7 @@ func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	agents := map[string]*api.Client{}
+	agents := map[string]*client.Client{}
 	for _, node := range []string{"worker-1", "worker-2"} {
 		ag, err := enrollAgent(ctx, leader.client(), leader.addr, "lab", node)
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/trust"
 )
@@ -286,7 +287,7 @@ func TestRevokedAgentCertificateRefusedThroughALaggingFollower(t *testing.T) {
 		key, _ := trust.NewKey()
 		csr, _ := trust.NewCSR(trust.AgentIdentity("lab", "cp-1"), key)
 		var resp api.EnrollResponse
-		_, err := api.NewClient("https://"+leader.addr, httpsClient(with)).Do(ctx, http.MethodPost, "/v1/agents/lab/cp-1/certificate", api.RenewRequest{CSR: string(csr)}, &resp)
+		_, err := client.New("https://"+leader.addr, httpsClient(with)).Do(ctx, http.MethodPost, "/v1/agents/lab/cp-1/certificate", api.RenewRequest{CSR: string(csr)}, &resp)
 		require.NoError(t, err)
 		keyPEM, _ := trust.EncodeKey(key)
 		kp, err := trust.KeyPair([]byte(resp.Certificate), keyPEM, testCA.Cert)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/seal"
@@ -72,7 +73,7 @@ func raftTLS(cert *tls.Certificate) *raftstore.TLSConfig {
 // It offers HTTP/2 as a member's API does (cmd/molt-coordinator).
 func tlsListen(ln net.Listener, cert *tls.Certificate) net.Listener {
 	cfg := trust.ServerConfig(testCA.Pool(), func() (*tls.Certificate, error) { return cert, nil })
-	cfg.NextProtos = api.ServerProtocols
+	cfg.NextProtos = client.ServerProtocols
 	return tls.NewListener(ln, cfg)
 }
 
@@ -87,8 +88,8 @@ func httpsClient(cert *tls.Certificate) *http.Client {
 }
 
 // adminClient is an API client of the member at addr with the admin token.
-func adminClient(addr string) *api.Client {
-	cl := api.NewClient("https://"+addr, httpsClient(nil))
+func adminClient(addr string) *client.Client {
+	cl := client.New("https://"+addr, httpsClient(nil))
 	cl.SetBearerToken(testAdmin)
 	return cl
 }
@@ -102,14 +103,14 @@ type agentCred struct {
 	// process, would need more open files than this machine allows.
 	perRequest bool
 	mu         sync.Mutex
-	clients    map[string]*api.Client
+	clients    map[string]*client.Client
 }
 
-func (a *agentCred) client(addr string) *api.Client {
+func (a *agentCred) client(addr string) *client.Client {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.clients == nil {
-		a.clients = map[string]*api.Client{}
+		a.clients = map[string]*client.Client{}
 	}
 	c, ok := a.clients[addr]
 	if !ok {
@@ -119,7 +120,7 @@ func (a *agentCred) client(addr string) *api.Client {
 			tr.DisableKeepAlives = true
 			tr.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 		}
-		c = api.NewClient("https://"+addr, hc)
+		c = client.New("https://"+addr, hc)
 		a.clients[addr] = c
 	}
 	return c
@@ -127,7 +128,7 @@ func (a *agentCred) client(addr string) *api.Client {
 
 // enrollAgent enrolls cluster/node as a real agent does: a bootstrap token
 // from an admin, a key and CSR, the certificate from the coordinator.
-func enrollAgent(ctx context.Context, admin *api.Client, enrollAt string, cluster, node string) (*agentCred, error) {
+func enrollAgent(ctx context.Context, admin *client.Client, enrollAt string, cluster, node string) (*agentCred, error) {
 	var tok api.Token
 	if _, err := admin.Do(ctx, http.MethodPost, "/v1/tokens", api.TokenRequest{Kind: api.TokenBootstrap, Cluster: cluster}, &tok); err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func enrollAgent(ctx context.Context, admin *api.Client, enrollAt string, cluste
 	if err != nil {
 		return nil, err
 	}
-	cl := api.NewClient("https://"+enrollAt, httpsClient(nil))
+	cl := client.New("https://"+enrollAt, httpsClient(nil))
 	cl.SetBearerToken(tok.Secret)
 	var resp api.EnrollResponse
 	if _, err := cl.Do(ctx, http.MethodPost, "/v1/agents/enroll", api.EnrollRequest{Cluster: cluster, Node: node, CSR: string(csr)}, &resp); err != nil {
@@ -165,7 +166,7 @@ func enrollMany(tb testing.TB, m *member, cluster string, nodes []string) map[st
 	var tok api.Token
 	_, err := m.client().Do(ctx, http.MethodPost, "/v1/tokens", api.TokenRequest{Kind: api.TokenBootstrap, Cluster: cluster, Uses: len(nodes)}, &tok)
 	require.NoError(tb, err)
-	enroller := api.NewClient("https://"+m.addr, httpsClient(nil))
+	enroller := client.New("https://"+m.addr, httpsClient(nil))
 	enroller.SetBearerToken(tok.Secret)
 	out := make(map[string]*agentCred, len(nodes))
 	var mu sync.Mutex

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
@@ -70,7 +71,7 @@ type FaultRecord struct {
 type Chaos struct {
 	env    *Env
 	cfg    ChaosConfig
-	client *api.Client
+	client *client.Client
 	hc     *http.Client
 	cg     *memberCgroups
 	swap   artifactSwap
@@ -103,9 +104,9 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 	c := &Chaos{env: e, cfg: cfg, began: time.Now(), stop: make(chan struct{}), healNow: make(chan struct{}),
 		starts: map[string]map[int]time.Time{}, frozen: map[*Member]bool{}}
 	tr := e.hc.Transport.(*http.Transport).Clone()
-	api.ConfigureTransport(tr)
+	client.ConfigureTransport(tr)
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, api.DialTimeout)
+		ctx, cancel := context.WithTimeout(ctx, client.DialTimeout)
 		defer cancel()
 		return e.Lab.Network().DialContext(ctx, network, addr)
 	}
@@ -114,7 +115,7 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 	for _, m := range e.Members {
 		urls = append(urls, m.URL())
 	}
-	c.client = api.NewClientEndpoints(urls, c.hc)
+	c.client = client.NewEndpoints(urls, c.hc)
 	c.client.SetBearerToken(e.adminToken)
 	if u, err := c.upgrade(ctx); err == nil {
 		c.prevID = u.ID
@@ -143,7 +144,7 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 }
 
 // upgradeVia reads the cluster's current upgrade through cl within timeout.
-func upgradeVia(ctx context.Context, cl *api.Client, timeout time.Duration) (*phases.Upgrade, error) {
+func upgradeVia(ctx context.Context, cl *client.Client, timeout time.Duration) (*phases.Upgrade, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var u api.Upgrade
@@ -159,8 +160,8 @@ func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
 }
 
 // memberClient is an admin client of member m alone.
-func (c *Chaos) memberClient(m *Member) *api.Client {
-	cl := api.NewClient(m.URL(), c.hc)
+func (c *Chaos) memberClient(m *Member) *client.Client {
+	cl := client.New(m.URL(), c.hc)
 	cl.SetBearerToken(c.env.adminToken)
 	return cl
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/trust"
@@ -71,7 +72,7 @@ type Env struct {
 	Lab     *lab.Lab
 	Members []*Member
 	hc      *http.Client
-	client  *api.Client
+	client  *client.Client
 	// prom is the lab's Prometheus (prometheus.go), exporter what this
 	// process serves it.
 	prom     *exec.Cmd
@@ -249,7 +250,7 @@ func (e *Env) step(format string, args ...any) {
 
 // API is a client of every member, as agents have: it moves to the next
 // member when one is down or has no leader (followers forward writes).
-func (e *Env) API() *api.Client { return e.client }
+func (e *Env) API() *client.Client { return e.client }
 
 // MoltctlConfig is a moltctl configuration file for this coordinator:
 // every member's URL, the cluster CA, the admin token.
@@ -282,7 +283,7 @@ func (e *Env) trustFirstMember(ctx context.Context, urls []string) error {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	e.hc = &http.Client{Transport: &http.Transport{DialContext: e.Lab.Network().DialContext, TLSClientConfig: trust.ClientConfig(pool, nil)}}
-	e.client = api.NewClientEndpoints(urls, e.hc)
+	e.client = client.NewEndpoints(urls, e.hc)
 	e.client.SetBearerToken(e.adminToken)
 	conf := fmt.Sprintf("server: %s\ncaFile: %s\ntokenFile: %s\n", strings.Join(urls, ","), first.CAFile(), first.AdminTokenFile())
 	return os.WriteFile(e.MoltctlConfig(), []byte(conf), 0o600)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/lab"
 )
 
@@ -163,7 +164,7 @@ func leader(ctx context.Context, hc *http.Client, token string, ms []*Member) (*
 			continue
 		}
 		var list []api.Member
-		c := api.NewClient(m.URL(), hc)
+		c := client.New(m.URL(), hc)
 		c.SetBearerToken(token)
 		if _, err := c.Do(ctx, http.MethodGet, "/v1/members", nil, &list); err != nil {
 			continue

@@ -274,7 +274,7 @@ func runClient(ctx context.Context, c *coordinator, hc *http.Client, id int, rng
 			value := (id+1)*1_000_000 + seq
 			body, _ := json.Marshal(release(key, value))
 			call := rec.now()
-			// As api.Client does, writes too name the index seen.
+			// As api/client.Client does, writes too name the index seen.
 			status, h, wbody, err := do(hc, http.MethodPut, base, c.token, sess.index.Load(), body)
 			in := input{Write: true, Key: key, Value: value}
 			switch {

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -190,8 +191,8 @@ func (c *coordinator) httpClient() *http.Client {
 }
 
 // client is an admin's API client of member m alone.
-func (c *coordinator) client(m *member) *api.Client {
-	cl := api.NewClient("https://"+m.httpAddr(), c.hc)
+func (c *coordinator) client(m *member) *client.Client {
+	cl := client.New("https://"+m.httpAddr(), c.hc)
 	cl.SetBearerToken(c.token)
 	return cl
 }

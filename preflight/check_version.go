@@ -3,8 +3,8 @@ package preflight
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -55,7 +55,7 @@ func checkReleaseInCatalog(in Input) Result {
 		return fail(fmt.Sprintf("the catalog entry given is for %q, not %s", r.Version, in.Target), nil)
 	}
 	bad := map[string]string{}
-	for _, a := range releaseArtifacts(r) {
+	for _, a := range r.Artifacts {
 		switch {
 		case a.URL == "":
 			bad[a.Name] = "no URL"
@@ -63,39 +63,19 @@ func checkReleaseInCatalog(in Input) Result {
 			bad[a.Name] = "sha256 is not 64 hex digits"
 		}
 	}
-	if r.Components.Kubelet.URL == "" {
-		bad["kubelet"] = "no URL"
-	}
-	if r.Components.Containerd.URL == "" {
-		bad["containerd"] = "no URL"
+	for _, name := range []string{ArtifactKubelet, ArtifactContainerd} {
+		if !slices.ContainsFunc(r.Artifacts, func(a Artifact) bool { return a.Name == name && a.URL != "" }) {
+			bad[name] = "no URL"
+		}
 	}
 	if len(bad) > 0 {
 		return fail(fmt.Sprintf("release %s has incomplete artifacts: %s", in.Target, describe(bad)), bad)
 	}
 	return pass(fmt.Sprintf("release %s is in the catalog with %s", in.Target,
-		plural(len(releaseArtifacts(r)), "artifact", "artifacts")), nil)
+		plural(len(r.Artifacts), "artifact", "artifacts")), nil)
 }
 
 func validSHA256(s string) bool {
 	b, err := hex.DecodeString(s)
 	return err == nil && len(b) == 32
-}
-
-// releaseArtifacts lists what hosts download for a release, named as
-// CheckArtifacts names them: "kubelet", "containerd", "image-0", ….
-// Entries without a URL are included so that checkReleaseInCatalog can
-// name them; HostOperations leaves them out.
-func releaseArtifacts(r *api.Release) []api.Artifact {
-	c := r.Components
-	out := []api.Artifact{}
-	if c.Kubelet.URL != "" || c.Kubelet.SHA256 != "" {
-		out = append(out, api.Artifact{Name: string(api.ComponentKubelet), URL: c.Kubelet.URL, SHA256: c.Kubelet.SHA256})
-	}
-	if c.Containerd.URL != "" || c.Containerd.SHA256 != "" {
-		out = append(out, api.Artifact{Name: string(api.ComponentContainerd), URL: c.Containerd.URL, SHA256: c.Containerd.SHA256})
-	}
-	for i, img := range c.Images {
-		out = append(out, api.Artifact{Name: fmt.Sprintf("image-%d", i), URL: img.URL, SHA256: img.SHA256})
-	}
-	return out
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 	"github.com/stretchr/testify/require"
@@ -83,8 +82,10 @@ func TestReleaseInCatalog(t *testing.T) {
 		{"present and complete", goodInput(), preflight.Pass, []string{"1.34.1", "3 artifacts"}},
 		{"not in catalog", with(func(in *preflight.Input) { in.Release = nil }), preflight.Fail, []string{"1.34.1 is not in the release catalog"}},
 		{"entry of another version", with(func(in *preflight.Input) { in.Release.Version = "1.34.0" }), preflight.Fail, []string{`"1.34.0"`}},
-		{"kubelet without URL", with(func(in *preflight.Input) { in.Release.Components.Kubelet.URL = "" }), preflight.Fail, []string{"kubelet (no URL)"}},
-		{"image with a bad sum", with(func(in *preflight.Input) { in.Release.Components.Images[0].SHA256 = "xyz" }), preflight.Fail, []string{"image-0 (sha256"}},
+		{"kubelet without URL", with(func(in *preflight.Input) { in.Release.Artifacts[0].URL = "" }), preflight.Fail, []string{"kubelet (no URL)"}},
+		{"no kubelet at all", with(func(in *preflight.Input) { in.Release.Artifacts = in.Release.Artifacts[1:] }), preflight.Fail, []string{"kubelet (no URL)"}},
+		{"containerd without URL", with(func(in *preflight.Input) { in.Release.Artifacts[1].URL = "" }), preflight.Fail, []string{"containerd (no URL)"}},
+		{"image with a bad sum", with(func(in *preflight.Input) { in.Release.Artifacts[2].SHA256 = "xyz" }), preflight.Fail, []string{"image-0 (sha256"}},
 	})
 }
 
@@ -119,20 +120,20 @@ func TestAgentsReporting(t *testing.T) {
 	runTable(t, preflight.IDAgentsReporting, []checkCase{
 		{"all reporting", goodInput(), preflight.Pass, nil},
 		{"beat exactly at the grace", with(func(in *preflight.Input) {
-			setAgent(in, "w-1", func(a *api.AgentStatus) { a.LastSeen = now.Add(-30 * time.Second) })
+			setAgent(in, "w-1", func(a *preflight.Agent) { a.LastSeen = now.Add(-30 * time.Second) })
 		}), preflight.Pass, nil},
 		{"default grace when unset", with(func(in *preflight.Input) { in.HeartbeatGrace = 0 }), preflight.Pass, nil},
 		{"not registered", with(func(in *preflight.Input) { delete(in.Agents, "w-1") }),
 			preflight.Fail, []string{"w-1 (agent not registered)"}},
-		{"missing", with(func(in *preflight.Input) { setAgent(in, "w-2", func(a *api.AgentStatus) { a.Missing = true }) }),
+		{"missing", with(func(in *preflight.Input) { setAgent(in, "w-2", func(a *preflight.Agent) { a.Missing = true }) }),
 			preflight.Fail, []string{"w-2 (agent missing)"}},
 		{"stale heartbeat", with(func(in *preflight.Input) {
-			setAgent(in, "cp-1", func(a *api.AgentStatus) { a.LastSeen = now.Add(-31 * time.Second) })
+			setAgent(in, "cp-1", func(a *preflight.Agent) { a.LastSeen = now.Add(-31 * time.Second) })
 		}), preflight.Fail, []string{"cp-1 (last heartbeat 31s ago"}},
 		{"never seen by this leader", with(func(in *preflight.Input) {
-			setAgent(in, "cp-1", func(a *api.AgentStatus) { a.LastSeen = time.Time{} })
+			setAgent(in, "cp-1", func(a *preflight.Agent) { a.LastSeen = time.Time{} })
 		}), preflight.Fail, []string{"cp-1 (no heartbeat"}},
-		{"unhealthy", with(func(in *preflight.Input) { setAgent(in, "w-1", func(a *api.AgentStatus) { a.Healthy = false }) }),
+		{"unhealthy", with(func(in *preflight.Input) { setAgent(in, "w-1", func(a *preflight.Agent) { a.Healthy = false }) }),
 			preflight.Fail, []string{"w-1 (agent reports"}},
 	})
 }

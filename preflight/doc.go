@@ -10,13 +10,15 @@
 // from its replicated state (versions, catalog, agents), from the cluster's
 // API server (GatherCluster over a ClusterReader, implemented by
 // kube.PreflightReader, so that this package imports no Kubernetes client)
-// and from the agents (HostOperations builds the typed CheckArtifacts and
-// ProbePeers operations; HostCheckFromResults reads their results back).
-// Run itself reads no clock and does no I/O, so the same Input always gives
-// the same Report and a stored run can be re-judged. The package imports
-// only the standard library, phases and api, for its wire types;
-// internal/purity's test holds it to that. (api's typed HTTP client still
-// drags net/http into the build; that test names it as its one exemption.)
+// and from the agents (HostOperations plans the CheckArtifacts and
+// ProbePeers operations of each host; HostCheckFromResults reads their
+// results back). Run itself reads no clock and does no I/O, so the same
+// Input always gives the same Report and a stored run can be re-judged.
+// The package imports only the standard library and phases: it has types
+// of its own for what it takes from the wire (Release, Agent, HostResult)
+// and what it gives to it (HostOperation), and api/convert converts them,
+// so the REST API may change without touching the checks.
+// internal/purity's test holds it to both.
 //
 // Hosts probe a sample of their peers: ProbeTargets puts the nodes on a
 // ring shuffled by the run's ID and has each probe the next ProbeFanout (8)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 )
@@ -30,13 +29,15 @@ func cluster(kind phases.ClusterKind) phases.ClusterSpec {
 
 var allNodes = []string{"cp-1", "w-1", "w-2"}
 
-func release() *api.Release {
-	return &api.Release{
+// release is the catalog entry of 1.34.1 as the checks read it
+// (api/convert.PreflightRelease of the wire's entry).
+func release() *preflight.Release {
+	return &preflight.Release{
 		Version: "1.34.1",
-		Components: api.ReleaseComponents{
-			Kubelet:    api.BinaryArtifact{URL: "https://mirror.example/kubelet-1.34.1", SHA256: sum},
-			Containerd: api.BinaryArtifact{URL: "https://mirror.example/containerd-2.1.4", SHA256: sum, Version: "2.1.4"},
-			Images:     []api.ImageArchive{{URL: "https://mirror.example/images-1.34.1.tar", SHA256: sum}},
+		Artifacts: []preflight.Artifact{
+			{Name: "kubelet", URL: "https://mirror.example/kubelet-1.34.1", SHA256: sum},
+			{Name: "containerd", URL: "https://mirror.example/containerd-2.1.4", SHA256: sum},
+			{Name: "image-0", URL: "https://mirror.example/images-1.34.1.tar", SHA256: sum},
 		},
 	}
 }
@@ -48,7 +49,7 @@ func goodInput() preflight.Input {
 		Current: phases.MustParseVersion("1.33.2"),
 		Target:  phases.MustParseVersion("1.34.1"),
 		Release: release(),
-		Agents:  map[string]api.AgentStatus{},
+		Agents:  map[string]preflight.Agent{},
 		Now:     now, HeartbeatGrace: 30 * time.Second,
 		Nodes: map[string]preflight.NodeInfo{},
 		ControlPlane: preflight.ControlPlaneHealth{
@@ -65,7 +66,7 @@ func goodInput() preflight.Input {
 		in.SetGathered(s, nil)
 	}
 	for _, n := range allNodes {
-		in.Agents[n] = api.AgentStatus{Node: n, Registered: true, Healthy: true, LastSeen: now.Add(-5 * time.Second)}
+		in.Agents[n] = preflight.Agent{Registered: true, Healthy: true, LastSeen: now.Add(-5 * time.Second)}
 		in.Nodes[n] = preflight.NodeInfo{Ready: true, KubeletVersion: "v1.33.2"}
 		in.HostChecks[n] = preflight.HostCheck{
 			ArtifactsChecked: true, ArtifactsOK: true,
@@ -89,7 +90,7 @@ func setHost(in *preflight.Input, node string, f func(h *preflight.HostCheck)) {
 	in.HostChecks[node] = h
 }
 
-func setAgent(in *preflight.Input, node string, f func(a *api.AgentStatus)) {
+func setAgent(in *preflight.Input, node string, f func(a *preflight.Agent)) {
 	a := in.Agents[node]
 	f(&a)
 	in.Agents[node] = a

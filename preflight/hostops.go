@@ -4,11 +4,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/moltproject/molt/api"
+	"time"
 )
 
-// Keys of api.OperationResult.Details, as agent/preflight.go fills them.
+// Keys of a host operation's result details (api.OperationResult.Details),
+// as agent/preflight.go fills them.
 const (
 	// DetailArtifactPrefix + artifact name → "ok" or the download or
 	// checksum error (CheckArtifacts).
@@ -25,26 +25,55 @@ const (
 	DetailOK = "ok"
 )
 
-// Operation ID suffixes; see OperationID.
+// HostOp is the kind of a host operation of a preflight run; it is also
+// the suffix of the operation's ID (OperationID). api/convert maps it to
+// and from the wire's operation kinds (CheckArtifacts, ProbePeers).
+type HostOp string
+
 const (
-	suffixArtifacts = "artifacts"
-	suffixPeers     = "peers"
+	// HostOpArtifacts downloads the release's artifacts and checks their
+	// sums and the host's free space.
+	HostOpArtifacts HostOp = "artifacts"
+	// HostOpPeers probes other agents and the API server.
+	HostOpPeers HostOp = "peers"
 )
+
+// HostOperation is one host operation of a preflight run, as the engine
+// plans it: api/convert writes it as the agent's operation.
+type HostOperation struct {
+	ID string
+	Op HostOp
+	// Artifacts are what HostOpArtifacts checks.
+	Artifacts []Artifact
+	// Addresses are what HostOpPeers probes.
+	Addresses []string
+}
+
+// HostResult is what a host reported of one host operation, read from the
+// wire by api/convert.
+type HostResult struct {
+	ID string
+	// Op is the operation's kind; empty when the report did not say, and
+	// then ID's suffix tells.
+	Op HostOp
+	// Finished is set once the operation succeeded or failed; Succeeded
+	// when it succeeded.
+	Finished, Succeeded bool
+	FinishedAt          time.Time
+	Message             string
+	Details             map[string]string
+}
 
 // OperationID is the ID of the preflight operation of kind for node in
 // run runID: "preflight-<run>-<node>-artifacts" or "...-peers". It is
 // deterministic, so building the operations twice (a new leader resuming a
 // run) yields the same IDs and the agent runs each once. The agent uses the
 // ID as a directory name: runID must be made of [a-z0-9-].
-func OperationID(runID, node string, kind api.OperationKind) string {
-	suffix := suffixPeers
-	if kind == api.OpCheckArtifacts {
-		suffix = suffixArtifacts
-	}
-	return "preflight-" + runID + "-" + node + "-" + suffix
+func OperationID(runID, node string, op HostOp) string {
+	return "preflight-" + runID + "-" + node + "-" + string(op)
 }
 
-// HostOperations builds, for every node of in.Cluster, the typed host
+// HostOperations builds, for every node of in.Cluster, the host
 // operations of a preflight run:
 //   - CheckArtifacts with the release's artifacts (kubelet, containerd,
 //     image archives), when in.Release is set;
@@ -55,10 +84,10 @@ func OperationID(runID, node string, kind api.OperationKind) string {
 // Nodes without an address in agentAddrs are not probed by the others:
 // agents-reporting already fails for them. The whole result grows as
 // O(N·ProbeFanout) addresses, not O(N²): it is committed in one Raft entry.
-func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[string]string) map[string][]api.Operation {
-	var artifacts []api.Artifact
+func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[string]string) map[string][]HostOperation {
+	var artifacts []Artifact
 	if in.Release != nil {
-		for _, a := range releaseArtifacts(in.Release) {
+		for _, a := range in.Release.Artifacts {
 			if a.URL != "" {
 				artifacts = append(artifacts, a)
 			}
@@ -66,14 +95,14 @@ func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[s
 	}
 	nodes := NodeNames(in.Cluster)
 	targets := ProbeTargets(runID, nodes, agentAddrs)
-	out := make(map[string][]api.Operation, len(nodes))
+	out := make(map[string][]HostOperation, len(nodes))
 	for _, n := range nodes {
-		var ops []api.Operation
+		var ops []HostOperation
 		if in.Release != nil {
-			ops = append(ops, api.Operation{
-				ID:             OperationID(runID, n, api.OpCheckArtifacts),
-				Kind:           api.OpCheckArtifacts,
-				CheckArtifacts: &api.CheckArtifacts{Artifacts: slices.Clone(artifacts)},
+			ops = append(ops, HostOperation{
+				ID:        OperationID(runID, n, HostOpArtifacts),
+				Op:        HostOpArtifacts,
+				Artifacts: slices.Clone(artifacts),
 			})
 		}
 		addrs := []string{}
@@ -84,10 +113,10 @@ func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[s
 		if apiEndpoint != "" {
 			addrs = append(addrs, apiEndpoint)
 		}
-		ops = append(ops, api.Operation{
-			ID:         OperationID(runID, n, api.OpProbePeers),
-			Kind:       api.OpProbePeers,
-			ProbePeers: &api.ProbePeers{Addresses: slices.Compact(addrs)},
+		ops = append(ops, HostOperation{
+			ID:        OperationID(runID, n, HostOpPeers),
+			Op:        HostOpPeers,
+			Addresses: slices.Compact(addrs),
 		})
 		out[n] = ops
 	}
@@ -97,20 +126,20 @@ func HostOperations(runID string, in Input, apiEndpoint string, agentAddrs map[s
 // HostCheckFromResults reads one host's preflight operation results back.
 // Only finished results count (a "running" report is no answer yet); of
 // several of one kind the last finished one wins. A result's kind comes
-// from Kind, or from its ID's suffix when Kind is empty.
-func HostCheckFromResults(results []api.OperationResult) HostCheck {
-	var art, peers *api.OperationResult
+// from Op, or from its ID's suffix when Op is empty.
+func HostCheckFromResults(results []HostResult) HostCheck {
+	var art, peers *HostResult
 	for i := range results {
 		r := &results[i]
-		if r.State != api.OpSucceeded && r.State != api.OpFailed {
+		if !r.Finished {
 			continue
 		}
 		switch kindOf(*r) {
-		case api.OpCheckArtifacts:
+		case HostOpArtifacts:
 			if art == nil || !r.FinishedAt.Before(art.FinishedAt) {
 				art = r
 			}
-		case api.OpProbePeers:
+		case HostOpPeers:
 			if peers == nil || !r.FinishedAt.Before(peers.FinishedAt) {
 				peers = r
 			}
@@ -126,19 +155,19 @@ func HostCheckFromResults(results []api.OperationResult) HostCheck {
 	return h
 }
 
-func kindOf(r api.OperationResult) api.OperationKind {
+func kindOf(r HostResult) HostOp {
 	switch {
-	case r.Kind != "":
-		return r.Kind
-	case strings.HasSuffix(r.ID, "-"+suffixArtifacts):
-		return api.OpCheckArtifacts
-	case strings.HasSuffix(r.ID, "-"+suffixPeers):
-		return api.OpProbePeers
+	case r.Op != "":
+		return r.Op
+	case strings.HasSuffix(r.ID, "-"+string(HostOpArtifacts)):
+		return HostOpArtifacts
+	case strings.HasSuffix(r.ID, "-"+string(HostOpPeers)):
+		return HostOpPeers
 	}
 	return ""
 }
 
-func readArtifacts(h *HostCheck, r api.OperationResult) {
+func readArtifacts(h *HostCheck, r HostResult) {
 	h.ArtifactsChecked = true
 	for k, v := range r.Details {
 		switch {
@@ -164,7 +193,7 @@ func readArtifacts(h *HostCheck, r api.OperationResult) {
 	}
 	// A failed result is a failure even when no artifact detail says why
 	// (an invalid operation, a scratch directory that cannot be created).
-	h.ArtifactsOK = r.State == api.OpSucceeded && len(h.FailedArtifacts) == 0
+	h.ArtifactsOK = r.Succeeded && len(h.FailedArtifacts) == 0
 	if !h.ArtifactsOK {
 		h.ArtifactsMessage = r.Message
 		if h.ArtifactsMessage == "" {
@@ -173,7 +202,7 @@ func readArtifacts(h *HostCheck, r api.OperationResult) {
 	}
 }
 
-func readPeers(h *HostCheck, r api.OperationResult) {
+func readPeers(h *HostCheck, r HostResult) {
 	h.PeersProbed = true
 	for addr, v := range r.Details {
 		if v == DetailOK {
@@ -184,7 +213,7 @@ func readPeers(h *HostCheck, r api.OperationResult) {
 		}
 		h.Unreachable[addr] = v
 	}
-	if r.State != api.OpSucceeded {
+	if !r.Succeeded {
 		h.ProbeMessage = r.Message
 		if h.ProbeMessage == "" {
 			h.ProbeMessage = "ProbePeers failed"

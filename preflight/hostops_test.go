@@ -5,14 +5,29 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
+	"github.com/moltproject/molt/internal/conv"
 	"github.com/moltproject/molt/preflight"
 	"github.com/stretchr/testify/require"
 )
 
+// hostOperations is preflight.HostOperations as the agents receive them
+// (api/convert writes them for the wire), so that each can be validated
+// as the agent validates it.
+func hostOperations(runID string, in preflight.Input, apiEndpoint string, agentAddrs map[string]string) map[string][]api.Operation {
+	return convert.PreflightOperationsToAPI(preflight.HostOperations(runID, in, apiEndpoint, agentAddrs))
+}
+
+// hostCheck is preflight.HostCheckFromResults over the agents' reports as
+// the wire carries them.
+func hostCheck(results []api.OperationResult) preflight.HostCheck {
+	return preflight.HostCheckFromResults(conv.Slice(results, convert.PreflightHostResult))
+}
+
 var agentAddrs = map[string]string{"cp-1": "10.0.0.10:7443", "w-1": "10.0.0.11:7443", "w-2": "10.0.0.12:7443"}
 
 func TestHostOperations(t *testing.T) {
-	ops := preflight.HostOperations("run1", goodInput(), "10.0.0.1:6443", agentAddrs)
+	ops := hostOperations("run1", goodInput(), "10.0.0.1:6443", agentAddrs)
 	require.Len(t, ops, 3)
 	for _, n := range allNodes {
 		list := ops[n]
@@ -36,13 +51,13 @@ func TestHostOperations(t *testing.T) {
 	}
 	require.Equal(t, []string{"10.0.0.10:7443", "10.0.0.12:7443", "10.0.0.1:6443"}, ops["w-1"][1].ProbePeers.Addresses)
 
-	again := preflight.HostOperations("run1", goodInput(), "10.0.0.1:6443", agentAddrs)
+	again := hostOperations("run1", goodInput(), "10.0.0.1:6443", agentAddrs)
 	require.Equal(t, ops, again, "deterministic: a new leader rebuilds the same operations")
 }
 
 func TestHostOperationsEdgeCases(t *testing.T) {
 	t.Run("no release: probe only", func(t *testing.T) {
-		ops := preflight.HostOperations("r", with(func(in *preflight.Input) { in.Release = nil }), "api:6443", agentAddrs)
+		ops := hostOperations("r", with(func(in *preflight.Input) { in.Release = nil }), "api:6443", agentAddrs)
 		for _, n := range allNodes {
 			require.Len(t, ops[n], 1)
 			require.Equal(t, api.OpProbePeers, ops[n][0].Kind)
@@ -50,13 +65,13 @@ func TestHostOperationsEdgeCases(t *testing.T) {
 		}
 	})
 	t.Run("peer without address is skipped", func(t *testing.T) {
-		ops := preflight.HostOperations("r", goodInput(), "", map[string]string{"w-1": "10.0.0.11:7443"})
+		ops := hostOperations("r", goodInput(), "", map[string]string{"w-1": "10.0.0.11:7443"})
 		require.Equal(t, []string{"10.0.0.11:7443"}, ops["cp-1"][1].ProbePeers.Addresses)
 		require.Empty(t, ops["w-1"][1].ProbePeers.Addresses)
 		require.NoError(t, ops["w-1"][1].Validate())
 	})
 	t.Run("artifact without URL is left out", func(t *testing.T) {
-		ops := preflight.HostOperations("r", with(func(in *preflight.Input) { in.Release.Components.Images = []api.ImageArchive{{}} }), "", nil)
+		ops := hostOperations("r", with(func(in *preflight.Input) { in.Release.Artifacts[2] = preflight.Artifact{Name: "image-0"} }), "", nil)
 		require.Len(t, ops["w-1"][0].CheckArtifacts.Artifacts, 2)
 	})
 }
@@ -98,7 +113,7 @@ func TestHostCheckFromResults(t *testing.T) {
 		}, preflight.HostCheck{ArtifactsChecked: true, ArtifactsOK: true, FreeBytes: map[string]uint64{"/var/lib/molt": 5 << 30, "/usr/local/bin": 1 << 30}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, preflight.HostCheckFromResults(tc.results))
+			require.Equal(t, tc.want, hostCheck(tc.results))
 		})
 	}
 }
@@ -107,7 +122,7 @@ func TestHostCheckFromResults(t *testing.T) {
 // checks end to end.
 func TestHostResultsThroughChecks(t *testing.T) {
 	in := goodInput()
-	ops := preflight.HostOperations("r", in, "10.0.0.1:6443", agentAddrs)
+	ops := hostOperations("r", in, "10.0.0.1:6443", agentAddrs)
 	for _, n := range allNodes {
 		var results []api.OperationResult
 		for _, op := range ops[n] {
@@ -124,7 +139,7 @@ func TestHostResultsThroughChecks(t *testing.T) {
 			}
 			results = append(results, api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Details: d})
 		}
-		in.HostChecks[n] = preflight.HostCheckFromResults(results)
+		in.HostChecks[n] = hostCheck(results)
 	}
 	rep, err := preflight.RunOnly(in, preflight.IDArtifacts, preflight.IDDiskSpace, preflight.IDNetworkReachability)
 	require.NoError(t, err)

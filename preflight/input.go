@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -34,10 +33,10 @@ type Input struct {
 	UserClusters []phases.ClusterVersion `json:"userClusters,omitempty"`
 	// Release is the catalog entry of Target; nil when it is not in the
 	// catalog.
-	Release *api.Release `json:"release,omitempty"`
+	Release *Release `json:"release,omitempty"`
 	// Agents is what the coordinator knows of each node's agent, by node
 	// name. A node without an entry has no registered agent.
-	Agents map[string]api.AgentStatus `json:"agents,omitempty"`
+	Agents map[string]Agent `json:"agents,omitempty"`
 	// Now is the time of the run; HeartbeatGrace how old an agent's last
 	// heartbeat may be (zero means DefaultHeartbeatGrace).
 	Now            time.Time     `json:"now"`

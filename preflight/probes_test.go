@@ -147,7 +147,7 @@ func TestHostOperationsGrowLinearly(t *testing.T) {
 	for _, n := range nodes {
 		in.Cluster.Pools[0].Nodes = append(in.Cluster.Pools[0].Nodes, phases.Node{Name: n})
 	}
-	ops := preflight.HostOperations("big-1", in, "10.0.0.1:6443", addrsOf(nodes))
+	ops := hostOperations("big-1", in, "10.0.0.1:6443", addrsOf(nodes))
 	require.Len(t, ops, len(nodes))
 	for _, n := range nodes {
 		peers := ops[n][1].ProbePeers.Addresses

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/systemd"
 	"github.com/moltproject/molt/trust"
@@ -71,7 +72,7 @@ func TestCoordinatorUnderSystemd(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the admin token is the owner's alone")
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	cl := api.NewClient("https://"+httpAddr, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: trust.ClientConfig(pool, nil)}})
+	cl := client.New("https://"+httpAddr, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: trust.ClientConfig(pool, nil)}})
 	cl.SetBearerToken(strings.TrimSpace(string(tok)))
 	// Plain HTTP reaches no handler.
 	resp, err := http.Get("http://" + httpAddr + "/v1/members")

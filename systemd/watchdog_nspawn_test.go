@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/internal/nspawn"
@@ -79,7 +80,7 @@ func TestWatchdogRestartsWedgedDaemons(t *testing.T) {
 		require.NoError(t, err)
 		pool := x509.NewCertPool()
 		pool.AddCert(ca)
-		cl := api.NewClient("https://"+httpAddr, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: trust.ClientConfig(pool, nil)}})
+		cl := client.New("https://"+httpAddr, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: trust.ClientConfig(pool, nil)}})
 		cl.SetBearerToken(strings.TrimSpace(string(tok)))
 		require.Eventually(t, func() bool {
 			var ms []api.Member

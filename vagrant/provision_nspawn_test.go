@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/hosttest"
 	"github.com/moltproject/molt/internal/nspawn"
@@ -60,7 +61,7 @@ type provisionEnv struct {
 	// tlsHC trusts the cluster CA; coord presents the admin token to
 	// coord-1, anon presents nothing.
 	tlsHC       *http.Client
-	coord, anon *api.Client
+	coord, anon *client.Client
 	caPin       string
 	adminToken  string
 }
@@ -273,9 +274,9 @@ func checkCoordinator(t *testing.T, r provisionRun) {
 		pool.AddCert(ca)
 		r.env.tlsHC = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			DialContext: r.env.netw.DialContext, TLSClientConfig: trust.ClientConfig(pool, nil)}}
-		r.env.coord = api.NewClient(url, r.env.tlsHC)
+		r.env.coord = client.New(url, r.env.tlsHC)
 		r.env.coord.SetBearerToken(r.env.adminToken)
-		r.env.anon = api.NewClient(url, r.env.tlsHC)
+		r.env.anon = client.New(url, r.env.tlsHC)
 
 		var members []api.Member
 		require.Eventually(t, func() bool {
@@ -321,7 +322,7 @@ func checkCoordinator(t *testing.T, r provisionRun) {
 
 		// The member itself answers over TLS under the cluster CA, for the
 		// admin token, as a voter beside coord-1.
-		self := api.NewClient(url, r.env.tlsHC)
+		self := client.New(url, r.env.tlsHC)
 		self.SetBearerToken(r.env.adminToken)
 		var members []api.Member
 		require.Eventually(t, func() bool {
@@ -346,10 +347,10 @@ func checkCoordinator(t *testing.T, r provisionRun) {
 
 	// Only TLS, and only with a credential.
 	var health map[string]string
-	_, err := api.NewClient(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/healthz", nil, &health)
+	_, err := client.New(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/healthz", nil, &health)
 	require.NoError(t, err)
 	require.Equal(t, "ok", health["status"])
-	_, err = api.NewClient(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/v1/members", nil, nil)
+	_, err = client.New(url, r.env.tlsHC).Do(ctx, http.MethodGet, "/v1/members", nil, nil)
 	var p *api.Problem
 	require.ErrorAs(t, err, &p, "an anonymous request to %s", url)
 	require.Equal(t, http.StatusUnauthorized, p.Status)
@@ -515,7 +516,7 @@ func requireEnv(t *testing.T, h *nspawn.Host, path string, lines ...string) stri
 // registerCluster puts the Vagrant lab as cluster "lab" (what an operator
 // does after `vagrant up`; no kubeconfig: nothing here needs the API
 // server), so the agents' registrations are admitted.
-func registerCluster(t *testing.T, ctx context.Context, coord *api.Client, ms []machine, version string) {
+func registerCluster(t *testing.T, ctx context.Context, coord *client.Client, ms []machine, version string) {
 	t.Helper()
 	spec := api.ClusterSpec{Name: "lab", Kind: api.ClusterStandalone, Channel: "regular", Version: strings.TrimPrefix(version, "v")}
 	topo := lab.FullTopology()
@@ -534,7 +535,7 @@ func registerCluster(t *testing.T, ctx context.Context, coord *api.Client, ms []
 }
 
 // agentStatus is what the coordinator knows of node's agent in cluster lab.
-func agentStatus(ctx context.Context, coord *api.Client, node string) (api.AgentStatus, bool) {
+func agentStatus(ctx context.Context, coord *client.Client, node string) (api.AgentStatus, bool) {
 	var c api.Cluster
 	if _, err := coord.Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &c); err != nil {
 		return api.AgentStatus{}, false

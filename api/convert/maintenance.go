@@ -20,3 +20,16 @@ func MaintenancePolicyFromAPI(p *api.MaintenancePolicy) *maintenance.Policy {
 		}
 	})
 }
+
+// MaintenancePolicyToAPI writes a maintenance policy for the wire: the
+// same fields under the same JSON names, so GET returns what PUT took.
+func MaintenancePolicyToAPI(p maintenance.Policy) api.MaintenancePolicy {
+	return api.MaintenancePolicy{
+		Window: conv.Ptr(p.Window, func(w maintenance.Window) api.MaintenanceWindow {
+			return api.MaintenanceWindow{Start: w.Start, End: w.End, Recurrence: w.Recurrence}
+		}),
+		Exclusions: conv.Slice(p.Exclusions, func(e maintenance.Exclusion) api.MaintenanceExclusion {
+			return api.MaintenanceExclusion{Name: e.Name, Start: e.Start, End: e.End, Scope: string(e.Scope)}
+		}),
+	}
+}

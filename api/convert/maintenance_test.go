@@ -9,11 +9,14 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/internal/filltest"
+	"github.com/moltproject/molt/maintenance"
 )
 
 // TestMaintenancePolicyIsThePolicyEndpoints: the policy a registration
-// carries has the JSON of the one PUT .../maintenance-policy takes
-// (maintenance.Policy), field for field, and converts to it losslessly.
+// carries is the one PUT and GET .../maintenance-policy carry
+// (api.MaintenancePolicy); it converts to the engine's maintenance.Policy
+// and back losslessly, and the engine's JSON (what the endpoints wrote
+// before they had a wire type) is the wire's, field for field.
 func TestMaintenancePolicyIsThePolicyEndpoints(t *testing.T) {
 	in := filltest.New[api.MaintenancePolicy](filler())
 	out := convert.MaintenancePolicyFromAPI(&in)
@@ -25,6 +28,14 @@ func TestMaintenancePolicyIsThePolicyEndpoints(t *testing.T) {
 	var back api.MaintenancePolicy
 	require.NoError(t, json.Unmarshal(engine, &back))
 	require.Equal(t, in, back)
+
+	// What GET answers (the stored policy, written for the wire) is the
+	// engine's JSON byte for byte, and converts back to what PUT took.
+	toWire, err := json.Marshal(convert.MaintenancePolicyToAPI(*out))
+	require.NoError(t, err)
+	require.Equal(t, string(engine), string(toWire))
+	require.Equal(t, in, convert.MaintenancePolicyToAPI(*out))
+	require.Equal(t, api.MaintenancePolicy{}, convert.MaintenancePolicyToAPI(maintenance.Policy{}))
 
 	zero, err := json.Marshal(convert.MaintenancePolicyFromAPI(&api.MaintenancePolicy{}))
 	require.NoError(t, err)

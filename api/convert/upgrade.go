@@ -172,3 +172,19 @@ func leftPodToAPI(p phases.LeftPod) api.LeftPod {
 func leftPodFromAPI(p api.LeftPod) phases.LeftPod {
 	return phases.LeftPod{Namespace: p.Namespace, Name: p.Name, Reason: p.Reason, EvictableAt: p.EvictableAt}
 }
+
+// UpgradeForecastToAPI is the forecast the coordinator answers with a
+// running upgrade (api.Upgrade.Forecast) at now: phases.Forecast over the
+// upgrade's observed durations, the plan's defaults where it has none.
+// Nil when the upgrade is not running or nothing can be forecast (a
+// failed node holds its pool).
+func UpgradeForecastToAPI(u *phases.Upgrade, now time.Time) *api.UpgradeForecast {
+	if u == nil || u.State != phases.UpgradeRunning {
+		return nil
+	}
+	end, ok := phases.Forecast(u, phases.ObservedDurations(u, phases.DefaultDurations()), now)
+	if !ok {
+		return nil
+	}
+	return &api.UpgradeForecast{At: now, End: end}
+}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/trust"
@@ -59,7 +59,7 @@ func TestAPIListenerBoundsHandshakes(t *testing.T) {
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed at once, not at a deadline: %v", err)
 
-	tr := api.ConfigureTransport(&http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), nil)})
+	tr := client.ConfigureTransport(&http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), nil)})
 	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get("https://" + tcp.Addr().String() + "/")
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/envflag"
@@ -260,7 +261,7 @@ var applyHook func(dataDir string, log *slog.Logger) func()
 // member's, and a member may not add members.
 func joinCluster(ctx context.Context, log *slog.Logger, addr string, mt *memberTLS, token string, req api.JoinRequest) error {
 	tr := &http.Transport{TLSClientConfig: trust.ClientConfig(mt.ca.Pool(), nil)}
-	cl := api.NewClient("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: tr})
+	cl := client.New("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: tr})
 	cl.SetBearerToken(token)
 	for attempt := 1; ; attempt++ {
 		_, err := cl.Do(ctx, http.MethodPost, "/v1/members", req, nil)

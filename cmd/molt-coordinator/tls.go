@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/raftstore"
@@ -145,10 +146,10 @@ func covers(cert *x509.Certificate, hosts []string) bool {
 // serverTLS is the REST API's TLS: the member certificate, client
 // certificates verified when sent (agents, members). It offers HTTP/2,
 // whose pings let agents and forwarding members notice a member that
-// stopped answering (api.ConfigureTransport).
+// stopped answering (client.ConfigureTransport).
 func (m *memberTLS) serverTLS() *tls.Config {
 	c := trust.ServerConfig(m.ca.Pool(), m.getCert)
-	c.NextProtos = api.ServerProtocols
+	c.NextProtos = client.ServerProtocols
 	return c
 }
 
@@ -184,7 +185,7 @@ func apiListener(tcp net.Listener, cfg *tls.Config, onRefused func(tlsaccept.Rea
 // clientTransport dials other members (forwarding to the leader) with the
 // member certificate.
 func (m *memberTLS) clientTransport() *http.Transport {
-	return api.ConfigureTransport(&http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), m.getCert), MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second})
+	return client.ConfigureTransport(&http.Transport{TLSClientConfig: trust.ClientConfig(m.ca.Pool(), m.getCert), MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second})
 }
 
 // raftTLS is mutual TLS between members only.
@@ -257,7 +258,7 @@ func fetchMemberCert(ctx context.Context, log *slog.Logger, dataDir, keyFile, ad
 		return err
 	}
 	req.CSR = string(csr)
-	cl := api.NewClient("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}})
+	cl := client.New("https://"+addr, &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}})
 	cl.SetBearerToken(token)
 	var resp api.JoinResponse
 	for attempt := 1; ; attempt++ {

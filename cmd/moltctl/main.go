@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 )
@@ -31,7 +32,7 @@ type cli struct {
 	poll time.Duration
 	// api is built from --server before any command runs; one client per
 	// invocation, so a read after a write sees that write (api/consistency.go).
-	api *api.Client
+	api *client.Client
 }
 
 func main() {
@@ -57,7 +58,7 @@ func (c *cli) root() *cobra.Command {
 	return root
 }
 
-func (c *cli) client() *api.Client { return c.api }
+func (c *cli) client() *client.Client { return c.api }
 
 // connect builds the client: --server takes one coordinator URL or the
 // members' URLs separated by commas, and moltctl fails over between them.
@@ -72,7 +73,7 @@ func (c *cli) connect(*cobra.Command, []string) error {
 		return err
 	}
 	server := first(c.server, fc.Server, "https://127.0.0.1:7080")
-	eps, err := api.ParseEndpoints(server)
+	eps, err := client.ParseEndpoints(server)
 	if err != nil {
 		return fmt.Errorf("--server: %w", err)
 	}
@@ -80,7 +81,7 @@ func (c *cli) connect(*cobra.Command, []string) error {
 	if err != nil {
 		return err
 	}
-	c.api = api.NewClientEndpoints(eps, hc)
+	c.api = client.NewEndpoints(eps, hc)
 	tok := first(c.token, fc.Token)
 	if tf := first(c.tokenFile, fc.TokenFile); tok == "" && tf != "" {
 		if tok, err = readToken(tf); err != nil {
@@ -292,7 +293,7 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return c.print(wire, func() { renderUpgrade(c.out, u, time.Now()) })
+		return c.print(wire, func() { renderUpgrade(c.out, u, wire.Forecast, time.Now()) })
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return c.watch(cmd.Context(), args[0], "")
@@ -320,7 +321,7 @@ func (c *cli) watch(ctx context.Context, cluster, id string) error {
 			}
 			if tty {
 				fmt.Fprint(c.out, "\033[H\033[2J")
-				renderUpgrade(c.out, u, time.Now())
+				renderUpgrade(c.out, u, wire.Forecast, time.Now())
 			} else if err := c.print(wire, nil); err != nil {
 				return err
 			}

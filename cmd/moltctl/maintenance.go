@@ -9,14 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/maintenance"
 )
 
 func (c *cli) maintenanceCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "maintenance", Short: "Maintenance windows and exclusions"}
 	set := &cobra.Command{Use: "set CLUSTER -f FILE", Short: "Store a cluster's maintenance policy", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		f, _ := cmd.Flags().GetString("file")
-		var p maintenance.Policy
+		var p api.MaintenancePolicy
 		if err := readBody(f, &p); err != nil {
 			return err
 		}
@@ -30,7 +29,7 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 	set.Flags().StringP("file", "f", "-", "policy file, JSON or YAML (- for stdin)")
 	cmd.AddCommand(set)
 	cmd.AddCommand(&cobra.Command{Use: "get CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		var p maintenance.Policy
+		var p api.MaintenancePolicy
 		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/maintenance-policy", nil, &p); err != nil {
 			return err
 		}

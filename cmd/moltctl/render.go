@@ -19,8 +19,9 @@ func bar(done, total, width int) string {
 	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
 }
 
-// renderUpgrade shows steps, then per pool a bar and the nodes in flight.
-func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
+// renderUpgrade shows steps, then per pool a bar and the nodes in flight,
+// and the coordinator's forecast f of the end (nil: none).
+func renderUpgrade(w io.Writer, u *phases.Upgrade, f *api.UpgradeForecast, now time.Time) {
 	fmt.Fprintf(w, "upgrade %s  %s → %s  %s", u.ID, u.From, u.To, strings.ToUpper(string(u.State)))
 	if u.PauseReason != "" {
 		fmt.Fprintf(w, "  paused: %s", u.PauseReason)
@@ -113,20 +114,20 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, now time.Time) {
 	if u.State != phases.UpgradeRunning {
 		return
 	}
-	// The ETA is the planner's schedule of what is left — step order, each
-	// pool's concurrency, nodes in flight — timed with this upgrade's own
-	// node and step durations where it has them, the plan's guesses where
-	// not.
+	// The ETA is the coordinator's (api.UpgradeForecast): what is left is
+	// End-At, measured on its clock, so a client's skewed clock does not
+	// move it.
 	fmt.Fprintf(w, "\n  %d/%d nodes done, ", doneNodes, len(u.Nodes))
-	if end, ok := phases.Forecast(u, phases.ObservedDurations(u, phases.DefaultDurations()), now); ok {
+	if f != nil {
+		left := f.End.Sub(f.At)
 		if u.PauseReason != "" {
-			fmt.Fprintf(w, "ETA %s once it resumes\n", end.Sub(now).Round(time.Second))
+			fmt.Fprintf(w, "ETA %s once it resumes\n", left.Round(time.Second))
 		} else {
 			layout := "15:04 MST"
-			if end.Sub(now) >= 24*time.Hour {
+			if left >= 24*time.Hour {
 				layout = "2006-01-02 15:04 MST"
 			}
-			fmt.Fprintf(w, "ETA %s (%s)\n", end.Sub(now).Round(time.Second), end.UTC().Format(layout))
+			fmt.Fprintf(w, "ETA %s (%s)\n", left.Round(time.Second), f.End.UTC().Format(layout))
 		}
 	} else {
 		fmt.Fprintln(w, "no ETA: a failed node holds its pool (moltctl node retry CLUSTER NODE)")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -129,7 +131,8 @@ func TestRenderUpgradeGolden(t *testing.T) {
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			renderUpgrade(&b, mk(), now)
+			u := mk()
+			renderUpgrade(&b, u, convert.UpgradeForecastToAPI(u, now), now)
 			golden := filepath.Join("testdata", "watch-"+name+".golden")
 			if *update {
 				require.NoError(t, os.MkdirAll("testdata", 0o755))
@@ -140,4 +143,20 @@ func TestRenderUpgradeGolden(t *testing.T) {
 			require.Equal(t, string(want), b.String())
 		})
 	}
+}
+
+// TestRenderUpgradeETAIsTheCoordinators: the ETA shown is the forecast
+// the coordinator answered with, what was left on its clock (End-At),
+// however far the client's clock is off; without one there is no ETA.
+func TestRenderUpgradeETAIsTheCoordinators(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	u := phases.NewUpgrade("lab-1.34.4-1", renderCluster(), phases.MustParseVersion("1.34.4"), phases.Options{}, t0)
+	clientNow := t0.Add(3 * time.Hour) // a client clock hours ahead
+	var b bytes.Buffer
+	renderUpgrade(&b, u, &api.UpgradeForecast{At: t0.Add(time.Minute), End: t0.Add(71 * time.Minute)}, clientNow)
+	require.Contains(t, b.String(), "ETA 1h10m0s (03:11 UTC)")
+
+	b.Reset()
+	renderUpgrade(&b, u, nil, clientNow)
+	require.Contains(t, b.String(), "no ETA")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 )
 
@@ -106,7 +107,7 @@ func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, "41", resp.Header.Get(api.IndexHeader))
 
-	c := api.NewClient(srv.URL, nil)
+	c := client.New(srv.URL, nil)
 	c.SetBearerToken(testToken)
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)
@@ -156,7 +157,7 @@ func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
 	fs := httptest.NewServer(New(follower, Config{}))
 	t.Cleanup(fs.Close)
 
-	c := api.NewClient(fs.URL, nil)
+	c := client.New(fs.URL, nil)
 	c.SetBearerToken(testToken)
 	_, err := c.Do(context.Background(), http.MethodPut, "/v1/releases/1.34.4", api.Release{Version: "1.34.4"}, nil)
 	require.NoError(t, err)

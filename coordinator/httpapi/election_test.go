@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // electingFollower is a follower that knows no leader until the test
@@ -87,7 +88,7 @@ func TestOperatorWaitsForALeader(t *testing.T) {
 			// off never ends it.
 			fs := httptest.NewServer(New(f, Config{CatchUp: time.Hour}))
 			t.Cleanup(fs.Close)
-			c := api.NewClient(fs.URL, nil)
+			c := client.New(fs.URL, nil)
 			c.SetBearerToken(testToken)
 			done := make(chan error, 1)
 			go func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // changingFollower is a follower whose leader the test sets, and whose
@@ -68,7 +69,7 @@ func forwardedWrite(t *testing.T, addr string) (f *changingFollower, done <-chan
 	f = &changingFollower{addr: addr, signal: make(chan struct{})}
 	fs := httptest.NewServer(New(f, Config{}))
 	t.Cleanup(fs.Close)
-	c := api.NewClient(fs.URL, nil)
+	c := client.New(fs.URL, nil)
 	c.SetBearerToken(testToken)
 	result := make(chan error, 1)
 	go func() {

@@ -22,13 +22,13 @@ type clientRequest struct {
 	at           string // file:line
 }
 
-// clientDirs hold the Go clients of the API: the typed client (api),
-// moltctl, the agent, and a member joining the coordinator.
-var clientDirs = []string{"../../api", "../../cmd/moltctl", "../../agent", "../../cmd/molt-coordinator"}
+// clientDirs hold the Go clients of the API: the typed client
+// (api/client), moltctl, the agent, and a member joining the coordinator.
+var clientDirs = []string{"../../api/client", "../../cmd/moltctl", "../../agent", "../../cmd/molt-coordinator"}
 
 // TestOpenAPIClientRequests: every request moltctl, the agent, a joining
 // member and the web view make is to an operation of docs/openapi.yaml.
-// The Go clients are read for their calls of api.Client's Do (and the
+// The Go clients are read for their calls of client.Client's Do (and the
 // client's own idempotentDo) with an http.Method constant; the web view
 // for its calls of api() and optional() in app.js.
 func TestOpenAPIClientRequests(t *testing.T) {
@@ -164,7 +164,7 @@ func pathTemplate(e ast.Expr, vars map[string]ast.Expr) string {
 			return pathTemplate(v, vars)
 		}
 	case *ast.CallExpr:
-		// api's agentPath(cluster, node, rest).
+		// api/client's agentPath(cluster, node, rest).
 		if id, ok := e.Fun.(*ast.Ident); ok && id.Name == "agentPath" && len(e.Args) == 3 {
 			return "/v1/agents/{}/{}" + pathTemplate(e.Args[2], vars)
 		}

@@ -402,7 +402,7 @@ func (h *handlers) holdForLeader(next http.Handler) http.Handler {
 
 // forward proxies r to the leader at leader. A leader that stops
 // answering (frozen, cut off) is noticed by the forwarding transport's
-// pings (api.ConfigureTransport), or sooner when Raft elects another:
+// pings (api/client.ConfigureTransport), or sooner when Raft elects another:
 // changed closes, the forward is abandoned, and forward reports that a
 // GET (an agent's long poll) may be sent again, to the new leader;
 // anything else answers 503 no-leader, as any failed forward does.
@@ -606,7 +606,11 @@ func (h *handlers) upgrade(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, convert.UpgradeToAPI(u))
+	out := convert.UpgradeToAPI(u)
+	// The forecast is made here, so that clients show the coordinator's
+	// estimate rather than each running the planner on its own copy.
+	out.Forecast = convert.UpgradeForecastToAPI(u, h.cfg.Clock.Now())
+	writeJSON(w, 200, out)
 }
 
 func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
@@ -823,16 +827,16 @@ func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, 200, p)
+	writeJSON(w, 200, convert.MaintenancePolicyToAPI(p))
 }
 
 func (h *handlers) putPolicy(w http.ResponseWriter, r *http.Request) {
-	var p maintenance.Policy
+	var p api.MaintenancePolicy
 	if err := decode(w, r, &p); err != nil {
 		writeProblem(w, r, err)
 		return
 	}
-	if err := h.svc.SetPolicy(r.Context(), chi.URLParam(r, "name"), p); err != nil {
+	if err := h.svc.SetPolicy(r.Context(), chi.URLParam(r, "name"), *convert.MaintenancePolicyFromAPI(&p)); err != nil {
 		writeProblem(w, r, err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -399,11 +400,11 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 	if err != nil {
 		return preflight.Input{}, err
 	}
-	in := preflight.Input{Cluster: copySpec(r.Spec), Current: r.StatusVersion, Target: to, Agents: map[string]api.AgentStatus{}}
+	in := preflight.Input{Cluster: copySpec(r.Spec), Current: r.StatusVersion, Target: to, Agents: map[string]preflight.Agent{}}
 	in.Cluster.Version = r.StatusVersion
 	if rel, ok := f.st.Releases[to.String()]; ok {
-		cp := copyRelease(rel)
-		in.Release = &cp
+		r := convert.PreflightRelease(*rel)
+		in.Release = &r
 	}
 	if admin, ok := f.st.Clusters[r.Spec.AdminCluster]; ok {
 		in.AdminVersion = admin.StatusVersion
@@ -414,7 +415,7 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 		}
 	}
 	for node, a := range r.Agents {
-		in.Agents[node] = api.AgentStatus{Node: node, Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy, Kubelet: a.Kubelet, Containerd: a.Containerd}
+		in.Agents[node] = preflight.Agent{Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy}
 	}
 	return in, nil
 }

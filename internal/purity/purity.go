@@ -7,10 +7,9 @@
 // every package each one depends on (go list -deps) and fails on any that
 // matches Deny, naming the import chain; it also parses the pure packages'
 // own sources and fails on a call that reads the clock or waits on it
-// (ClockFuncs), since time must come in as a value. Exempt lists the few
-// module packages whose imports are not followed, each with its reason; the
-// test fails when an exemption no longer hides anything, so the list only
-// shrinks.
+// (ClockFuncs), since time must come in as a value. There are no
+// exemptions: every import of a pure package is followed (the last one,
+// for package api, went when its HTTP client moved to api/client).
 //
 // To hold another package to these rules, add its import path to Pure and
 // a blank import of it to this file.
@@ -49,6 +48,8 @@ const Module = "github.com/moltproject/molt"
 // replicated state machine, and the log framing it registers its apply
 // functions with (raftstore/command, not raftstore, which owns Raft).
 var Pure = []string{
+	Module + "/api",
+	Module + "/api/convert",
 	Module + "/phases",
 	Module + "/maintenance",
 	Module + "/maintenance/schedule",
@@ -119,14 +120,6 @@ var Deny = []Rule{
 	{"go.uber.org/zap/...", "log output"},
 }
 
-// Exempt are module packages whose own imports are not followed, with the
-// reason. Each is debt: the test fails once an exemption hides nothing.
-var Exempt = map[string]string{
-	Module + "/api": "api holds the wire types that preflight's operations and results are made of, " +
-		"and beside them the typed HTTP client (client.go), which pulls in net/http; " +
-		"moving the client to a package of its own lifts this exemption",
-}
-
 // Layer denies a package of the module (Package) every package a rule of
 // Deny matches, reached directly or through others.
 type Layer struct {
@@ -152,13 +145,21 @@ var Layers = []Layer{
 		{Module + "/api/...", "the wire types: the engine takes and returns its own"},
 		{Module + "/coordinator/...", "the coordinator and its persisted format"},
 	}},
+	{Package: Module + "/preflight", Deny: []Rule{
+		{Module + "/api/...", "the wire types: the checks read their own (api/convert builds the catalog entry, writes the host operations and reads their results)"},
+		{Module + "/coordinator/...", "the coordinator and its persisted format"},
+	}},
+	{Package: Module + "/maintenance", Deny: []Rule{
+		{Module + "/api/...", "the wire types: the policy's wire twin is api.MaintenancePolicy (convert in api/convert)"},
+		{Module + "/coordinator/...", "the coordinator and its persisted format"},
+	}},
 }
 
 // LayerViolations walks imports (import path → its imports) breadth first
 // from l.Package and returns each package it reaches that a rule of l
 // denies, with a shortest chain, ordered by the denied package's path.
 func LayerViolations(imports map[string][]string, l Layer) []Violation {
-	return walk(imports, l.Package, nil, func(p string) (Rule, bool) {
+	return walk(imports, l.Package, func(p string) (Rule, bool) {
 		for _, r := range l.Deny {
 			if r.Match(p) {
 				return r, true
@@ -196,16 +197,15 @@ func (v Violation) String() string {
 }
 
 // Violations walks imports (import path → its imports) breadth first from
-// root, not following the imports of skip's packages (other than root),
-// and returns each denied package it reaches, with a shortest chain,
+// root and returns each denied package it reaches, with a shortest chain,
 // ordered by the denied package's path. The walk does not continue past a
 // denied package.
-func Violations(imports map[string][]string, root string, skip map[string]string) []Violation {
-	return walk(imports, root, skip, Denied)
+func Violations(imports map[string][]string, root string) []Violation {
+	return walk(imports, root, Denied)
 }
 
 // walk is Violations with the rule that denies a package as a function.
-func walk(imports map[string][]string, root string, skip map[string]string, denied func(string) (Rule, bool)) []Violation {
+func walk(imports map[string][]string, root string, denied func(string) (Rule, bool)) []Violation {
 	parent := map[string]string{root: ""}
 	queue := []string{root}
 	var out []Violation
@@ -219,9 +219,6 @@ func walk(imports map[string][]string, root string, skip map[string]string, deni
 			}
 			slices.Reverse(chain)
 			out = append(out, Violation{Chain: chain, Rule: r})
-			continue
-		}
-		if _, ok := skip[p]; ok && p != root {
 			continue
 		}
 		for _, q := range imports[p] {

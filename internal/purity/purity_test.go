@@ -69,7 +69,7 @@ func importGraph(pkgs map[string]goPackage) map[string][]string {
 // other packages, on one the deny list names, and shows the import chain.
 // It loads the known impure packages in the same go list, and fails when
 // the deny list does not catch each of them (a test that cannot fail
-// proves nothing) or when an exemption no longer hides a denied package.
+// proves nothing).
 func TestPureImports(t *testing.T) {
 	patterns := slices.Clone(purity.Pure)
 	for p := range impure {
@@ -89,7 +89,7 @@ func TestPureImports(t *testing.T) {
 		t.Run(strings.TrimPrefix(root, purity.Module+"/"), func(t *testing.T) {
 			require.Contains(t, pkgs, root, "pure package not found")
 			var msgs []string
-			for _, v := range purity.Violations(graph, root, purity.Exempt) {
+			for _, v := range purity.Violations(graph, root) {
 				msgs = append(msgs, v.String())
 			}
 			require.Empty(t, msgs, "%s depends on I/O packages:\n%s", root, strings.Join(msgs, "\n"))
@@ -98,29 +98,13 @@ func TestPureImports(t *testing.T) {
 
 	t.Run("self-check: known impure packages are caught", func(t *testing.T) {
 		for pkg, want := range impure {
-			vs := purity.Violations(graph, pkg, purity.Exempt)
+			vs := purity.Violations(graph, pkg)
 			require.NotEmpty(t, vs, "the deny list lets %s through", pkg)
 			found := false
 			for _, v := range vs {
 				found = found || strings.HasPrefix(v.Chain[len(v.Chain)-1], want)
 			}
 			require.True(t, found, "%s: no violation under %s in %v", pkg, want, vs)
-		}
-	})
-
-	t.Run("self-check: every exemption still hides something", func(t *testing.T) {
-		for ex := range purity.Exempt {
-			hides := false
-			for _, root := range purity.Pure {
-				without := map[string]string{}
-				for k, v := range purity.Exempt {
-					if k != ex {
-						without[k] = v
-					}
-				}
-				hides = hides || len(purity.Violations(graph, root, without)) > len(purity.Violations(graph, root, purity.Exempt))
-			}
-			require.True(t, hides, "exemption %s hides no denied package from any pure package: remove it", ex)
 		}
 	})
 }

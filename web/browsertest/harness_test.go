@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/coordinator/statemachine"
@@ -127,8 +128,8 @@ func (m *member) httpsClient(cert *tls.Certificate) *http.Client {
 }
 
 // client is an API client of the member with token (the admin's when empty).
-func (m *member) client(token string) *api.Client {
-	cl := api.NewClient("https://"+m.addr, m.httpsClient(nil))
+func (m *member) client(token string) *client.Client {
+	cl := client.New("https://"+m.addr, m.httpsClient(nil))
 	if token == "" {
 		token = m.admin
 	}
@@ -258,7 +259,7 @@ func (a *agents) enroll(t testing.TB, bootstrap, node string) *tls.Certificate {
 	require.NoError(t, err)
 	csr, err := trust.NewCSR(trust.AgentIdentity(a.cluster, node), key)
 	require.NoError(t, err)
-	cl := api.NewClient("https://"+a.m.addr, a.m.httpsClient(nil))
+	cl := client.New("https://"+a.m.addr, a.m.httpsClient(nil))
 	cl.SetBearerToken(bootstrap)
 	var resp api.EnrollResponse
 	_, err = cl.Do(context.Background(), http.MethodPost, "/v1/agents/enroll", api.EnrollRequest{Cluster: a.cluster, Node: node, CSR: string(csr)}, &resp)
@@ -289,7 +290,7 @@ func (a *agents) set(held bool, nodes []string) {
 }
 
 func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
-	cl := api.NewClient("https://"+a.m.addr, a.m.httpsClient(cert))
+	cl := client.New("https://"+a.m.addr, a.m.httpsClient(cert))
 	registered := false
 	done := map[string]api.OperationResult{}
 	for ctx.Err() == nil {

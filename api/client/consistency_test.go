@@ -1,4 +1,4 @@
-package api_test
+package client_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // indexMember answers at a fixed applied index and, like a coordinator
@@ -45,7 +46,7 @@ func newIndexMember(t *testing.T, applied uint64) *indexMember {
 	return m
 }
 
-func (m *indexMember) read(t *testing.T, c *api.Client) uint64 {
+func (m *indexMember) read(t *testing.T, c *client.Client) uint64 {
 	t.Helper()
 	var out struct{ Index uint64 }
 	_, err := c.Do(context.Background(), http.MethodGet, "/v1/clusters/c1/upgrade", nil, &out)
@@ -55,7 +56,7 @@ func (m *indexMember) read(t *testing.T, c *api.Client) uint64 {
 
 func TestClientNeverReadsOlderStateThanItSaw(t *testing.T) {
 	ahead, behind := newIndexMember(t, 12), newIndexMember(t, 10)
-	c := api.NewClientEndpoints([]string{ahead.srv.URL, behind.srv.URL}, nil)
+	c := client.NewEndpoints([]string{ahead.srv.URL, behind.srv.URL}, nil)
 
 	require.Equal(t, uint64(12), ahead.read(t, c))
 	require.Equal(t, uint64(12), c.Seen())
@@ -68,7 +69,7 @@ func TestClientNeverReadsOlderStateThanItSaw(t *testing.T) {
 
 func TestClientFailsOverFromALaggingMember(t *testing.T) {
 	first, behind, ahead := newIndexMember(t, 8), newIndexMember(t, 3), newIndexMember(t, 9)
-	c := api.NewClientEndpoints([]string{first.srv.URL, behind.srv.URL, ahead.srv.URL}, nil)
+	c := client.NewEndpoints([]string{first.srv.URL, behind.srv.URL, ahead.srv.URL}, nil)
 	require.Equal(t, uint64(8), first.read(t, c))
 	first.srv.Close()
 
@@ -79,7 +80,7 @@ func TestClientFailsOverFromALaggingMember(t *testing.T) {
 
 func TestClientAcceptsACoordinatorRestoredFromAnOlderBackup(t *testing.T) {
 	m := newIndexMember(t, 40)
-	c := api.NewClient(m.srv.URL, nil)
+	c := client.New(m.srv.URL, nil)
 	require.Equal(t, uint64(40), m.read(t, c))
 	m.applied.Store(7) // every member is now behind what the client saw
 

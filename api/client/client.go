@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/moltproject/molt/api"
 )
 
 // Client is a typed client of the coordinator's /v1 API. It may know
@@ -26,8 +28,8 @@ type Client struct {
 	// current is the index in endpoints of the member that answered last;
 	// every request starts there.
 	current atomic.Int32
-	// seen is the highest Raft index an answer reflected (IndexHeader);
-	// reads ask for at least this much (see consistency.go).
+	// seen is the highest Raft index an answer reflected (api.IndexHeader);
+	// reads ask for at least this much (see api/consistency.go).
 	seen atomic.Uint64
 	// bearer is the operator's or enrolling agent's token, sent as
 	// "Authorization: Bearer"; empty for callers that authenticate by
@@ -44,7 +46,7 @@ func (c *Client) Seen() uint64 { return c.seen.Load() }
 
 // observe raises seen to the index an answer carries.
 func (c *Client) observe(h http.Header) {
-	v, err := strconv.ParseUint(h.Get(IndexHeader), 10, 64)
+	v, err := strconv.ParseUint(h.Get(api.IndexHeader), 10, 64)
 	if err != nil {
 		return
 	}
@@ -56,18 +58,18 @@ func (c *Client) observe(h http.Header) {
 	}
 }
 
-// NewClient returns a client for the coordinator at base (e.g.
+// New returns a client for the coordinator at base (e.g.
 // "http://127.0.0.1:7080"). A nil httpClient means a default with no global
 // timeout; long polls pass their own deadlines through the context.
-func NewClient(base string, httpClient *http.Client) *Client {
-	return NewClientEndpoints([]string{base}, httpClient)
+func New(base string, httpClient *http.Client) *Client {
+	return NewEndpoints([]string{base}, httpClient)
 }
 
-// NewClientEndpoints returns a client for a coordinator whose members
+// NewEndpoints returns a client for a coordinator whose members
 // answer at endpoints (base URLs; see ParseEndpoints). Any member serves
 // any request: followers forward to the leader. httpClient is as for
-// NewClient.
-func NewClientEndpoints(endpoints []string, httpClient *http.Client) *Client {
+// New.
+func NewEndpoints(endpoints []string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
@@ -119,7 +121,7 @@ func (c *Client) Base() string {
 func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }
 
 // Do sends a JSON request and decodes a JSON answer into out (when non-nil).
-// A non-2xx answer comes back as a *Problem error.
+// A non-2xx answer comes back as an *api.Problem error.
 //
 // With several endpoints, Do starts at the one that answered last and moves
 // to the next, trying each once, when a member cannot be reached (connection
@@ -172,10 +174,10 @@ func (c *Client) do(ctx context.Context, idempotent bool, method, path string, i
 func (c *Client) allLagging(err error) bool {
 	var failed *endpointsError
 	if !errors.As(err, &failed) {
-		return IsProblem(err, ProblemLagging)
+		return api.IsProblem(err, api.ProblemLagging)
 	}
 	for _, e := range failed.errs {
-		if !IsProblem(e, ProblemLagging) {
+		if !api.IsProblem(e, api.ProblemLagging) {
 			return false
 		}
 	}
@@ -231,7 +233,7 @@ func (c *Client) attempt(ctx context.Context, idempotent bool, base, method, pat
 		req.Header.Set("Authorization", "Bearer "+*tok)
 	}
 	if seen := c.seen.Load(); seen > 0 {
-		req.Header.Set(MinIndexHeader, strconv.FormatUint(seen, 10))
+		req.Header.Set(api.MinIndexHeader, strconv.FormatUint(seen, 10))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -246,9 +248,9 @@ func (c *Client) attempt(ctx context.Context, idempotent bool, base, method, pat
 		return resp.StatusCode, idempotent, err
 	}
 	if resp.StatusCode >= 300 {
-		p := &Problem{Status: resp.StatusCode}
+		p := &api.Problem{Status: resp.StatusCode}
 		if json.Unmarshal(data, p) != nil || p.Type == "" {
-			p.Type = ProblemTypeBase + ProblemInternal
+			p.Type = api.ProblemTypeBase + api.ProblemInternal
 			p.Detail = strings.TrimSpace(string(data))
 		}
 		unavailable := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable
@@ -294,12 +296,6 @@ func (e *endpointsError) Error() string {
 // Unwrap lets errors.Is and errors.As see every endpoint's error.
 func (e *endpointsError) Unwrap() []error { return e.errs }
 
-// IsProblem reports whether err is a Problem with the given type suffix.
-func IsProblem(err error, suffix string) bool {
-	var p *Problem
-	return errors.As(err, &p) && p.Suffix() == suffix
-}
-
 func agentPath(cluster, node string, rest string) string {
 	return "/v1/agents/" + url.PathEscape(cluster) + "/" + url.PathEscape(node) + rest
 }
@@ -315,14 +311,14 @@ func agentPath(cluster, node string, rest string) string {
 // stale and answered 200 without changing anything.
 
 // Register announces an agent to the coordinator.
-func (c *Client) Register(ctx context.Context, r RegisterRequest) (RegisterResponse, error) {
-	var out RegisterResponse
+func (c *Client) Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error) {
+	var out api.RegisterResponse
 	_, err := c.idempotentDo(ctx, http.MethodPost, "/v1/agents/register", r, &out)
 	return out, err
 }
 
 // Heartbeat sends the agent's health.
-func (c *Client) Heartbeat(ctx context.Context, h AgentHealth) error {
+func (c *Client) Heartbeat(ctx context.Context, h api.AgentHealth) error {
 	_, err := c.idempotentDo(ctx, http.MethodPost, agentPath(h.Cluster, h.Node, "/heartbeat"), h, nil)
 	return err
 }
@@ -330,22 +326,22 @@ func (c *Client) Heartbeat(ctx context.Context, h AgentHealth) error {
 // PollOperations long-polls for the node's pending operations; the
 // coordinator answers at once when some are pending, otherwise after up to
 // wait with an empty list.
-func (c *Client) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]Operation, error) {
+func (c *Client) PollOperations(ctx context.Context, cluster, node string, wait time.Duration) ([]api.Operation, error) {
 	out, err := c.Poll(ctx, cluster, node, wait)
 	return out.Operations, err
 }
 
 // Poll is PollOperations returning the whole answer: the operations and
-// what the coordinator says besides (OperationsResponse.Upgrade).
-func (c *Client) Poll(ctx context.Context, cluster, node string, wait time.Duration) (OperationsResponse, error) {
-	var out OperationsResponse
+// what the coordinator says besides (api.OperationsResponse.Upgrade).
+func (c *Client) Poll(ctx context.Context, cluster, node string, wait time.Duration) (api.OperationsResponse, error) {
+	var out api.OperationsResponse
 	p := agentPath(cluster, node, "/operations") + "?wait=" + url.QueryEscape(wait.String())
 	_, err := c.Do(ctx, http.MethodGet, p, nil, &out)
 	return out, err
 }
 
 // ReportResult reports an operation's progress or outcome.
-func (c *Client) ReportResult(ctx context.Context, cluster, node string, r OperationResult) error {
+func (c *Client) ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error {
 	_, err := c.idempotentDo(ctx, http.MethodPost, agentPath(cluster, node, "/results"), r, nil)
 	return err
 }
@@ -353,15 +349,15 @@ func (c *Client) ReportResult(ctx context.Context, cluster, node string, r Opera
 // StartPreflight starts a preflight run of cluster for an upgrade to
 // version and returns it, still running. It is not repeated on another
 // member after the request may have been sent: each call starts a new run.
-func (c *Client) StartPreflight(ctx context.Context, cluster, version string) (PreflightRun, error) {
-	var out PreflightRun
-	_, err := c.Do(ctx, http.MethodPost, "/v1/clusters/"+url.PathEscape(cluster)+"/preflight", PreflightRequest{Version: version}, &out)
+func (c *Client) StartPreflight(ctx context.Context, cluster, version string) (api.PreflightRun, error) {
+	var out api.PreflightRun
+	_, err := c.Do(ctx, http.MethodPost, "/v1/clusters/"+url.PathEscape(cluster)+"/preflight", api.PreflightRequest{Version: version}, &out)
 	return out, err
 }
 
 // Preflight returns a stored preflight run of cluster.
-func (c *Client) Preflight(ctx context.Context, cluster, id string) (PreflightRun, error) {
-	var out PreflightRun
+func (c *Client) Preflight(ctx context.Context, cluster, id string) (api.PreflightRun, error) {
+	var out api.PreflightRun
 	_, err := c.Do(ctx, http.MethodGet, "/v1/clusters/"+url.PathEscape(cluster)+"/preflight/"+url.PathEscape(id), nil, &out)
 	return out, err
 }

@@ -1,4 +1,4 @@
-package api_test
+package client_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // TestClientAudit: the query is sent as GET /v1/audit's parameters (only
@@ -25,7 +26,7 @@ func TestClientAudit(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(api.AuditPage{Entries: []api.AuditEntry{{Seq: 7, Principal: "token:abc", Status: 403, Outcome: api.AuditRefused, Rule: "role-admin"}}, Next: 7})
 	}))
 	t.Cleanup(srv.Close)
-	c := api.NewClient(srv.URL, nil)
+	c := client.New(srv.URL, nil)
 	since := time.Date(2026, 11, 23, 12, 0, 0, 500, time.UTC)
 	page, err := c.Audit(context.Background(), api.AuditQuery{Cluster: "lab", Principal: "token:abc", Since: since, Before: 9, Limit: 2})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package api_test
+package client_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 )
 
 // member is a fake coordinator member that counts the requests it served
@@ -51,14 +52,14 @@ func down(t *testing.T) string {
 	return s.URL
 }
 
-func poll(c *api.Client) error {
+func poll(c *client.Client) error {
 	_, err := c.PollOperations(context.Background(), "c1", "n1", time.Second)
 	return err
 }
 
 func TestClientFailsOverToTheNextEndpoint(t *testing.T) {
 	dead, live := down(t), newMember(t)
-	c := api.NewClientEndpoints([]string{dead, live.srv.URL}, nil)
+	c := client.NewEndpoints([]string{dead, live.srv.URL}, nil)
 
 	require.NoError(t, poll(c))
 	require.Equal(t, live.srv.URL, c.Base(), "the endpoint that answered is remembered")
@@ -69,7 +70,7 @@ func TestClientFailsOverToTheNextEndpoint(t *testing.T) {
 func TestClientFailsOverOnUnavailable(t *testing.T) {
 	noLeader, live := newMember(t), newMember(t)
 	noLeader.status.Store(http.StatusServiceUnavailable)
-	c := api.NewClientEndpoints([]string{noLeader.srv.URL, live.srv.URL}, nil)
+	c := client.NewEndpoints([]string{noLeader.srv.URL, live.srv.URL}, nil)
 
 	require.NoError(t, poll(c), "a GET moves on from a 503")
 	require.NoError(t, c.ReportResult(context.Background(), "c1", "n1", api.OperationResult{ID: "op", State: api.OpSucceeded}),
@@ -88,7 +89,7 @@ func TestClientFailsOverOnUnavailable(t *testing.T) {
 func TestClientAllEndpointsDown(t *testing.T) {
 	a, b := down(t), newMember(t)
 	b.status.Store(http.StatusServiceUnavailable)
-	c := api.NewClientEndpoints([]string{a, b.srv.URL}, nil)
+	c := client.NewEndpoints([]string{a, b.srv.URL}, nil)
 
 	err := poll(c)
 	require.Error(t, err)
@@ -103,7 +104,7 @@ func TestClientAllEndpointsDown(t *testing.T) {
 func TestClientDoesNotRepeatAnUnsafePost(t *testing.T) {
 	first, second := newMember(t), newMember(t)
 	first.status.Store(http.StatusServiceUnavailable)
-	c := api.NewClientEndpoints([]string{first.srv.URL, second.srv.URL}, nil)
+	c := client.NewEndpoints([]string{first.srv.URL, second.srv.URL}, nil)
 
 	// The 503 may come from a member whose forward reached the leader, so
 	// a POST that is not idempotent (this one starts a preflight run) is
@@ -113,7 +114,7 @@ func TestClientDoesNotRepeatAnUnsafePost(t *testing.T) {
 	require.EqualValues(t, 0, second.hits.Load())
 
 	// A POST that surely never left (connection refused) is.
-	c = api.NewClientEndpoints([]string{down(t), second.srv.URL}, nil)
+	c = client.NewEndpoints([]string{down(t), second.srv.URL}, nil)
 	_, err = c.Do(context.Background(), http.MethodPost, "/v1/x", struct{}{}, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, second.hits.Load())
@@ -122,7 +123,7 @@ func TestClientDoesNotRepeatAnUnsafePost(t *testing.T) {
 func TestClientDoesNotFailOverOnClientErrors(t *testing.T) {
 	first, second := newMember(t), newMember(t)
 	first.status.Store(http.StatusNotFound)
-	c := api.NewClientEndpoints([]string{first.srv.URL, second.srv.URL}, nil)
+	c := client.NewEndpoints([]string{first.srv.URL, second.srv.URL}, nil)
 	require.Error(t, poll(c))
 	require.EqualValues(t, 0, second.hits.Load())
 }
@@ -131,7 +132,7 @@ func TestClientStopsWhenTheContextEnds(t *testing.T) {
 	second := newMember(t)
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(hang.Close)
-	c := api.NewClientEndpoints([]string{hang.URL, second.srv.URL}, nil)
+	c := client.NewEndpoints([]string{hang.URL, second.srv.URL}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := c.PollOperations(ctx, "c1", "n1", time.Second)
@@ -141,7 +142,7 @@ func TestClientStopsWhenTheContextEnds(t *testing.T) {
 
 func TestClientSingleEndpointErrorIsUnchanged(t *testing.T) {
 	a := down(t)
-	err := poll(api.NewClient(a, nil))
+	err := poll(client.New(a, nil))
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "no coordinator endpoint answered")
 	require.ErrorContains(t, err, a)
@@ -162,7 +163,7 @@ func TestParseEndpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := api.ParseEndpoints(tt.in)
+			got, err := client.ParseEndpoints(tt.in)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -183,7 +184,7 @@ func TestPollTellsNoUpgradeFromUnknown(t *testing.T) {
 		_, _ = w.Write([]byte(body.Load().(string)))
 	}))
 	t.Cleanup(srv.Close)
-	c := api.NewClient(srv.URL, nil)
+	c := client.New(srv.URL, nil)
 	for _, tt := range []struct {
 		body string
 		want *string
