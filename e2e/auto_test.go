@@ -47,7 +47,7 @@ func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) 
 	require.Contains(t, rep.Done.LastAttempt.Reason, "channel regular targets "+to)
 	t.Logf("MEASURED automatic patch to %s: started %s after the window opened, done %s after (paused %s)\n%s",
 		to, rep.StartedAfter.Round(time.Second), rep.Took.Round(time.Second), rep.Upgrade.ResumedAt.Sub(rep.Paused.PausedAt).Round(time.Second), Summary(rep.Upgrade))
-	requireProbed(t, to, reports)
+	requireProbed(t, to, probes, reports)
 	requireOrder(t, rep.Upgrade)
 	requireClusterAt(t, ctx, env, rep.Upgrade, to)
 	return rep.Upgrade

@@ -99,11 +99,6 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		}
 		defer surge.Stop()
 	}
-	podLog, err := env.StartPodLog(ctx)
-	if err != nil {
-		return err
-	}
-	defer podLog.Stop()
 	probes := env.StartProbes(ctx)
 	var u *phases.Upgrade
 	var took time.Duration
@@ -130,8 +125,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	}
 	fmt.Fprintln(out, "the sample workload during the upgrade (20 requests/s on each path):")
 	for _, r := range reports {
-		fmt.Fprintf(out, "  %s\n", r)
-		podLog.PrintEvidence(out, r)
+		fmt.Fprintf(out, "  %s", probes.Describe(r))
 	}
 	return verify(ctx, env, cfg, u, before, after, surge)
 }

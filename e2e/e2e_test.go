@@ -273,7 +273,7 @@ func testPatchWithFaults(t *testing.T, ctx context.Context, env *Env) {
 	reports := probes.Stop()
 	require.ErrorContains(t, err, "ended cancelled", "the MIG pool's rollback cancels the upgrade")
 	t.Logf("MEASURED patch under faults, the MIG pool rolled back: %s\n%s%s", time.Since(t0).Round(time.Second), Summary(u), MIGSummary(u))
-	requireProbed(t, patchVersion+" (faults; the MIG pool rolled back)", reports)
+	requireProbed(t, patchVersion+" (faults; the MIG pool rolled back)", probes, reports)
 	smoke.finish(t, ctx, EndHalted)
 	require.Equal(t, "1", restarts(), "systemd restarted the killed agent once")
 	mu.Lock()
@@ -317,11 +317,11 @@ func firstAfter(u *phases.Upgrade, t time.Time) time.Time {
 // asserted: a drain of a Deployment with 2 replicas and a PDB should cost
 // none, and this is where it shows if it does not) and checks each probe
 // really ran.
-func requireProbed(t *testing.T, v string, reports []lab.ProbeReport) {
+func requireProbed(t *testing.T, v string, probes *Probes, reports []lab.ProbeReport) {
 	t.Helper()
 	require.NotEmpty(t, reports)
 	for _, r := range reports {
-		t.Logf("MEASURED probe during the upgrade to %s: %s", v, r)
+		t.Logf("MEASURED probe during the upgrade to %s: %s", v, probes.Describe(r))
 		require.Greater(t, r.Sent, 0, r.Name)
 	}
 }
