@@ -134,9 +134,9 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	}
 	if req.Emergency != nil {
 		// The reason is the audit trail's answer to "why"; blanks answer
-		// nothing (maintenance.Override).
+		// nothing (maintenance.CheckOverrideReason).
 		var re *maintenance.RuleError
-		if err := (maintenance.Override{Reason: req.Emergency.Reason}).Validate(); errors.As(err, &re) {
+		if err := maintenance.CheckOverrideReason(req.Emergency.Reason); errors.As(err, &re) {
 			return phases.Plan{}, &RuleError{Rule: re.Rule, Detail: re.Detail, Err: ErrInvalid}
 		}
 	}

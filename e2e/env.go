@@ -289,9 +289,6 @@ func (e *Env) trustFirstMember(ctx context.Context, urls []string) error {
 	return os.WriteFile(e.MoltctlConfig(), []byte(conf), 0o600)
 }
 
-// HTTPClient dials through the lab namespace.
-func (e *Env) HTTPClient() *http.Client { return e.hc }
-
 // Leader returns the member that leads now.
 func (e *Env) Leader(ctx context.Context) (*Member, error) {
 	return leader(ctx, e.hc, e.adminToken, e.Members)

@@ -80,8 +80,8 @@ func (c *Compiled) blocking(ch Change) []interval {
 }
 
 // Allowed says whether ch may run automatically at the instant at. The
-// coordinator skips this check for manual upgrades and for a change carrying
-// a valid Override.
+// coordinator skips this check for manual upgrades and for an emergency
+// override with a reason (CheckOverrideReason).
 func (c *Compiled) Allowed(ch Change, at time.Time) Decision {
 	at = at.UTC()
 	var d Decision

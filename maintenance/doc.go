@@ -5,8 +5,8 @@
 // The package answers three questions for the coordinator: is a policy
 // acceptable (Policy.Validate), may this change run now (Compiled.Allowed),
 // and when may it run next (Compiled.NextOpportunity). It also holds the
-// catch-up pacing rule (CatchUp) and the emergency override record
-// (Override).
+// catch-up pacing rule (CatchUp) and the emergency override's rule
+// (CheckOverrideReason).
 //
 // Everything here is pure: no I/O, no logging, no clock. Time always comes in
 // as a value so the same policy gives the same answer on every Raft replica.

@@ -43,3 +43,15 @@ func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 	require.NotContains(t, Audited(Config{}), "POST "+relayedBeatsPath)
 	require.Contains(t, Audited(Config{}), "POST /v1/agents/enroll")
 }
+
+// Audited lists the routes the audit log records, keyed as Requirements
+// keys them, with the status each answers when its write applied.
+func Audited(cfg Config) map[string]int {
+	out := map[string]int{}
+	for _, rt := range (&handlers{cfg: cfg}).routes() {
+		if rt.serve.audit != 0 {
+			out[rt.method+" "+rt.pattern] = rt.serve.audit
+		}
+	}
+	return out
+}
