@@ -16,6 +16,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/internal/progress"
 	"github.com/moltproject/molt/trust"
 )
@@ -90,7 +91,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.log = a.log.With("cluster", cfg.Cluster, "node", cfg.Node)
 	if a.clock == nil {
-		a.clock = wallClock{}
+		a.clock = clock.Real{}
 	}
 	if a.metrics == nil {
 		a.metrics = nopMetrics{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // Config configures an Agent. Paths are host paths: each is joined under
@@ -182,12 +184,4 @@ func (nopMetrics) HeartbeatFailed()                        {}
 func (nopMetrics) ArtifactBytes(string, int64)             {}
 
 // Clock supplies time so backoff and heartbeats can be driven in tests.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type Clock = clock.Clock

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,23 @@ func (c *skewClock) After(d time.Duration) <-chan time.Time {
 		}
 	}()
 	return ch
+}
+
+// AfterFunc calls f when After would send; stop reports whether it came
+// first.
+func (c *skewClock) AfterFunc(d time.Duration, f func()) func() bool {
+	ch := c.After(d)
+	var state atomic.Int32 // 0 pending, 1 called, 2 stopped
+	go func() {
+		select {
+		case <-ch:
+			if state.CompareAndSwap(0, 1) {
+				f()
+			}
+		case <-c.done:
+		}
+	}()
+	return func() bool { return state.CompareAndSwap(0, 2) }
 }
 
 func storedLeaf(t *testing.T, h *fakeHost) *x509.Certificate {

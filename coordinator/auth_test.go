@@ -16,6 +16,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -141,7 +142,7 @@ func TestAgentsTouchOnlyTheirOwnNode(t *testing.T) {
 // TestEnrollmentRefusals: every bad enrollment is refused with a problem
 // naming the reason, and stores nothing.
 func TestEnrollmentRefusals(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	m := startMemberAt(t, "m1", t.TempDir(), true, newFakeOps(), "", "127.0.0.1:0", clock)
 	cl := m.client()
 	registerLab(t, cl)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/seal"
@@ -13,13 +14,10 @@ import (
 	"github.com/moltproject/molt/raftstore"
 )
 
-// Clock gives the leader's time. Decisions receive it as a value; only the
-// leader loop reads it. Tests inject a fake.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now().UTC() }
+// Clock gives the leader's time (UTC by default: clock.UTC). Decisions
+// receive it as a value; only the leader loop reads it. Tests inject a
+// clock.Manual.
+type Clock = clock.Clock
 
 // Config configures a coordinator member.
 type Config struct {
@@ -191,6 +189,6 @@ func DefaultConfig() Config {
 		GateInterval:          DefaultGateInterval,
 		SchedulerInterval:     DefaultSchedulerInterval,
 		RegistrationHold:      DefaultRegistrationHold,
-		Clock:                 realClock{},
+		Clock:                 clock.UTC{},
 	}
 }

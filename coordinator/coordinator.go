@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/promgate"
 	"github.com/moltproject/molt/raftstore"
@@ -60,7 +61,7 @@ type cachedOps struct {
 // New opens the member's store (bootstrapping or rejoining from disk).
 func New(cfg Config) (*Coordinator, error) {
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.UTC{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

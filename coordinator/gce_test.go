@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +19,11 @@ import (
 	"github.com/moltproject/molt/cloud/gce"
 	"github.com/moltproject/molt/cloud/gce/gcefake"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/phases"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")
-
-// instantClock is the gce adapter's clock for tests: waits return at
-// once, so polling the fake costs no real time.
-type instantClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *instantClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *instantClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	c.mu.Unlock()
-	return ch
-}
 
 type gceClouds struct{ p *gce.Provider }
 
@@ -61,7 +44,7 @@ func TestSurgeOverGCERequestLog(t *testing.T) {
 		Metadata: &compute.Metadata{Items: []*compute.MetadataItems{{Key: "startup-script", Value: &script}}}})
 	ctx := context.Background()
 	prov, err := gce.New(ctx, gce.Config{Project: srv.Project(), Endpoint: srv.URL(),
-		ClientOptions: []option.ClientOption{option.WithoutAuthentication()}, PollInterval: time.Second, Clock: &instantClock{}})
+		ClientOptions: []option.ClientOption{option.WithoutAuthentication()}, PollInterval: time.Second, Clock: clock.NewInstant(time.Time{})})
 	require.NoError(t, err)
 	for _, zone := range []string{"europe-west1-b", "europe-west1-c"} {
 		require.NoError(t, prov.CreateGroup(ctx, cloud.GroupRef{Zone: zone, Name: "web-" + zone[len(zone)-1:]}, "web-1-33-6", 1, "setup/"+zone))

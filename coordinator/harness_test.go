@@ -328,15 +328,6 @@ func (tc *testCluster) agentClient(i int, cred *agentCred) *client.Client {
 	return cred.client(a[i%len(a)].addr)
 }
 
-// fakeClock is a settable clock for time-based coordinator behaviour.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
 // fakeOps stands in for a cluster's API server in coordinator tests: it
 // records calls and answers at once. Real API-server behaviour is tested
 // in package kube against a real kube-apiserver.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
@@ -21,7 +22,7 @@ import (
 func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 	ops := newFakeOps()
 	night := time.Date(2026, 11, 23, 1, 30, 0, 0, time.UTC)
-	clock := &fakeClock{now: night}
+	clock := clock.NewManual(night)
 	m := startMemberAt(t, "m1", t.TempDir(), true, ops, "", "127.0.0.1:0", clock)
 	tc := &testCluster{t: t, members: []*member{m}, ops: ops}
 	tc.waitLeader()
@@ -103,7 +104,7 @@ func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 // without changing the stored one, and the emergency override's rules.
 func TestManualUpgradeIgnoresWindowAndEmergencyNeedsReason(t *testing.T) {
 	ops := newFakeOps()
-	clock := &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	m := startMemberAt(t, "m1", t.TempDir(), true, ops, "", "127.0.0.1:0", clock)
 	tc := &testCluster{t: t, members: []*member{m}, ops: ops}
 	tc.waitLeader()
@@ -117,7 +118,7 @@ func TestManualUpgradeIgnoresWindowAndEmergencyNeedsReason(t *testing.T) {
 	put(t, cl, "/v1/clusters/lab/maintenance-policy", good)
 
 	bad := good
-	bad.Exclusions = []maintenance.Exclusion{{Name: "sales", Start: clock.now, End: clock.now.Add(40 * 24 * time.Hour)}}
+	bad.Exclusions = []maintenance.Exclusion{{Name: "sales", Start: clock.Now(), End: clock.Now().Add(40 * 24 * time.Hour)}}
 	code, prob, _ := raw(t, m, http.MethodPut, "/v1/clusters/lab/maintenance-policy", "application/json", mustJSON(t, bad))
 	require.Equal(t, 422, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemPolicyInvalid, prob.Type)

@@ -11,6 +11,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance"
 )
 
@@ -35,7 +36,7 @@ func automaticUpgradeOf(t *testing.T, ctx context.Context, cl *client.Client, cl
 func TestRegistrationCarriesThePolicyOrIsHeld(t *testing.T) {
 	ops := newFakeOps()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) // a Monday
-	clock := &fakeClock{now: now}
+	clock := clock.NewManual(now)
 	m := startMemberAt(t, "m1", t.TempDir(), true, ops, "", "127.0.0.1:0", clock)
 	tc := &testCluster{t: t, members: []*member{m}, ops: ops}
 	tc.waitLeader()

@@ -14,6 +14,7 @@ import (
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // beatCounter counts how heartbeats reach a member's coordinator: on
@@ -160,7 +161,7 @@ func TestBeatsAtAFollower(t *testing.T) {
 // One fake clock drives every member; a registered agent that never beats
 // shows when a sweep has judged the clock's new time.
 func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	tc := newTestCluster(t, 3, newFakeOps(), func(c *coordinator.Config) { c.Clock = clock })
 	leader := tc.waitLeader()
 	registerLab(t, leader.client())

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // TestHealthyFollowsTheApplyLoop: a member with nothing to apply is
@@ -19,7 +20,7 @@ import (
 // once the apply loop goes on. Time is the member's clock, moved by the
 // test; the FSM is stuck by Config.Raft.ApplyHook.
 func TestHealthyFollowsTheApplyLoop(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	const applyTimeout, slack = 2 * time.Second, 30 * time.Second
 	var wedge atomic.Bool
 	entered, unwedge := make(chan struct{}), make(chan struct{})

@@ -11,59 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/trust"
 )
-
-// handshakeClock is a fake tlsaccept.Clock: deadlines fire only when the
-// test advances it.
-type handshakeClock struct {
-	mu     sync.Mutex
-	now    time.Duration
-	timers []*handshakeTimer
-}
-
-type handshakeTimer struct {
-	at   time.Duration
-	f    func()
-	done bool
-}
-
-func (c *handshakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &handshakeTimer{at: c.now + d, f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.done
-		t.done = true
-		return was
-	}
-}
-
-func (c *handshakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now += d
-	var due []func()
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.done:
-		case t.at <= c.now:
-			t.done = true
-			due = append(due, t.f)
-		default:
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
 
 var (
 	raftCAOnce sync.Once
@@ -178,7 +129,7 @@ func (c *connTracker) acceptedSoFar() int {
 
 // tlsCluster is newCluster over mutual TLS, every member's handshake
 // deadlines on clock, with tweak applied to each TLSConfig.
-func tlsCluster(t *testing.T, clock *handshakeClock, tweak func(*TLSConfig)) ([]*node, map[string]*connTracker) {
+func tlsCluster(t *testing.T, clock *clock.Manual, tweak func(*TLSConfig)) ([]*node, map[string]*connTracker) {
 	t.Helper()
 	trackers := map[string]*connTracker{}
 	nodes := newCluster(t, 3, func(cfg *Config) {
@@ -227,7 +178,7 @@ func closedByPeer(c net.Conn) bool {
 // past the listener. (With tls.NewListener, hashicorp/raft held the first
 // until the peer left, with no deadline.)
 func TestRaftPortClosesStalledHandshakes(t *testing.T) {
-	clock := &handshakeClock{}
+	clock := clock.NewManual(time.Time{})
 	nodes, _ := tlsCluster(t, clock, nil)
 	f := without(nodes, waitLeader(t, nodes))[0]
 
@@ -241,7 +192,7 @@ func TestRaftPortClosesStalledHandshakes(t *testing.T) {
 	// Each poll moves the clock past the deadline of every handshake
 	// started so far; a member's own handshake cut by it is redialled.
 	waitFor(t, "the stalled connections are closed", func() bool {
-		clock.advance(tlsaccept.DefaultHandshakeTimeout)
+		clock.Advance(tlsaccept.DefaultHandshakeTimeout)
 		return closedByPeer(idle) && closedByPeer(half)
 	})
 	waitFor(t, "both are counted", func() bool { return f.s.HandshakeStats().Refused[tlsaccept.ReasonTimeout] >= 2 })
@@ -270,7 +221,7 @@ func TestRaftPortClosesStalledHandshakes(t *testing.T) {
 // (no deadline passes), and still the leader reconnects to the follower
 // after every connection between them was cut, and replicates to it.
 func TestRaftPortBoundsHandshakes(t *testing.T) {
-	clock := &handshakeClock{}
+	clock := clock.NewManual(time.Time{})
 	nodes, trackers := tlsCluster(t, clock, func(c *TLSConfig) {
 		c.MaxHandshakes = 4
 		c.MaxHandshakesPerHost = 3
@@ -309,7 +260,7 @@ func TestRaftPortBoundsHandshakes(t *testing.T) {
 	}
 	require.Equal(t, 4, f.s.HandshakeStats().InProgress, "the stalled handshakes still hold their slots")
 
-	clock.advance(tlsaccept.DefaultHandshakeTimeout)
+	clock.Advance(tlsaccept.DefaultHandshakeTimeout)
 	waitFor(t, "the deadline frees the slots", func() bool {
 		st := f.s.HandshakeStats()
 		return st.InProgress == 0 && st.Refused[tlsaccept.ReasonTimeout] == 4

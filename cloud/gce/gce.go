@@ -14,6 +14,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/moltproject/molt/cloud"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // Config configures a Provider.
@@ -73,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		p.poll = time.Second
 	}
 	if p.clock == nil {
-		p.clock = wallClock{}
+		p.clock = clock.Real{}
 	}
 	return p, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/moltproject/molt/cloud/cloudtest"
 	"github.com/moltproject/molt/cloud/gce"
 	"github.com/moltproject/molt/cloud/gce/gcefake"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // Every test that talks to the fake compares the fake's request log with
@@ -34,29 +34,6 @@ const (
 )
 
 var ctx = context.Background()
-
-// fakeClock is a Clock whose After fires at once, moving time on by its
-// duration: polling runs without waiting, and a deadline is reached after
-// exactly OperationTimeout/PollInterval polls.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	return ch
-}
 
 // newServer starts a fake with the base template and checks its request
 // log against the test's golden file at the end of a test that passed.
@@ -94,7 +71,7 @@ func newProvider(t *testing.T, srv *gcefake.Server) *gce.Provider {
 		ClientOptions:    []option.ClientOption{option.WithoutAuthentication()},
 		OperationTimeout: 10 * time.Second,
 		PollInterval:     time.Second,
-		Clock:            &fakeClock{},
+		Clock:            clock.NewInstant(time.Time{}),
 	})
 	require.NoError(t, err)
 	return p

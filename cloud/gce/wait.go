@@ -3,24 +3,16 @@ package gce
 import (
 	"context"
 	"fmt"
-	"time"
 
 	compute "google.golang.org/api/compute/v1"
 
 	"github.com/moltproject/molt/cloud"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // Clock reads the time and paces the polling of operations, so tests can
 // run a five-minute deadline in no time.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type Clock = clock.Clock
 
 // do finishes a mutating call: it classifies the call's error, or waits
 // for its operation to be DONE and classifies the operation's error.

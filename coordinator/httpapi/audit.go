@@ -268,8 +268,3 @@ func parseAuditQuery(r *http.Request) (api.AuditQuery, error) {
 	}
 	return q, nil
 }
-
-// wallClock is the clock of a Config without one.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -61,10 +62,6 @@ func (m *auditMember) AuditLog(q api.AuditQuery) api.AuditPage {
 	return api.AuditPage{Entries: []api.AuditEntry{}}
 }
 
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.t }
-
 func send(h http.Handler, method, path, role, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if role != "" {
@@ -107,7 +104,7 @@ func TestRefusedWritesAreRecorded(t *testing.T) {
 // were left out; another principal has its own allowance.
 func TestRefusalsAreRecordedAtABoundedRate(t *testing.T) {
 	m := &auditMember{}
-	clock := &fixedClock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	clock := clock.NewManual(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	h := New(m, Config{Clock: clock, AuditRefusalBurst: 3, AuditRefusalEvery: time.Minute})
 	for range 50 {
 		require.Equal(t, 403, send(h, "PUT", "/v1/releases/1.34.4", "viewer", `{}`).Code, "every refusal is answered")
@@ -115,7 +112,7 @@ func TestRefusalsAreRecordedAtABoundedRate(t *testing.T) {
 	require.Len(t, m.records, 3)
 	require.Equal(t, 403, send(h, "PUT", "/v1/releases/1.34.4", "operator", `{}`).Code)
 	require.Len(t, m.records, 4, "another principal is recorded")
-	clock.t = clock.t.Add(time.Minute)
+	clock.Advance(time.Minute)
 	send(h, "PUT", "/v1/releases/1.34.4", "viewer", `{}`)
 	require.Len(t, m.records, 5)
 	last := m.records[4]

@@ -18,6 +18,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // beatMember is a member for the relay's tests: the leader or a follower
@@ -73,7 +74,7 @@ func (m *beatMember) seen() (direct []string, batches [][]coordinator.RelayedBea
 // authentication.
 func beatRouter(m Service, cfg Config) http.Handler {
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -158,7 +159,7 @@ func TestRelayedBeatCarriesItsAge(t *testing.T) {
 	leader, follower := &beatMember{}, &beatMember{}
 	// The follower's clock reads 1.5 s later on every reading: received at
 	// one reading, sent at the next.
-	clock := &steppingClock{now: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), step: 1500 * time.Millisecond}
+	clock := steppingClock{Manual: clock.NewManual(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)), step: 1500 * time.Millisecond}
 	_, furl := beatPair(t, leader, follower, Config{BeatRelayWindow: time.Millisecond, Clock: clock})
 	require.Equal(t, http.StatusNoContent, beat(t, furl, "n-1"))
 	_, batches := leader.seen()
@@ -183,7 +184,7 @@ func TestBeatsThatMustReachTheLeaderAlone(t *testing.T) {
 	t.Run("an older leader", func(t *testing.T) {
 		follower := &beatMember{}
 		old := &beatMember{leader: true}
-		hs := &handlers{svc: old, cfg: Config{Clock: wallClock{}, Logger: slog.New(slog.DiscardHandler)}}
+		hs := &handlers{svc: old, cfg: Config{Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}}
 		r := chi.NewRouter() // no relayed route: 404
 		r.Post("/v1/agents/{cluster}/{node}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(withPrincipal(r.Context(), Principal{Kind: KindAgent, Cluster: "lab", Node: chi.URLParam(r, "node")}))
@@ -242,15 +243,12 @@ func TestRelayedRouteOnlyOnTheLeader(t *testing.T) {
 
 // steppingClock moves step forward on every reading.
 type steppingClock struct {
-	mu   sync.Mutex
-	now  time.Time
+	*clock.Manual
 	step time.Duration
 }
 
-func (c *steppingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.now
-	c.now = c.now.Add(c.step)
+func (c steppingClock) Now() time.Time {
+	t := c.Manual.Now()
+	c.Advance(c.step)
 	return t
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
@@ -185,7 +186,7 @@ func New(svc Service, cfg Config) http.Handler {
 		cfg.AuditRefusalBurst = DefaultAuditRefusalBurst
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL

@@ -16,6 +16,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/web"
 )
@@ -81,16 +82,6 @@ func (m *webMember) revoke(tok string) {
 	m.mu.Unlock()
 }
 
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time             { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Advance(d time.Duration)    { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-func newTestClock(t time.Time) *testClock       { return &testClock{now: t} }
-func (c *testClock) set(t time.Time) *testClock { c.mu.Lock(); c.now = t; c.mu.Unlock(); return c }
-
 type webReq struct {
 	method, path, body string
 	bearer             string
@@ -138,7 +129,7 @@ func signIn(t *testing.T, h http.Handler, tok string) (*http.Cookie, api.Session
 }
 
 func TestSessionCookieStandsForTheToken(t *testing.T) {
-	clock := newTestClock(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
 	m := &webMember{}
 	h := New(m, Config{Clock: clock})
 
@@ -197,7 +188,7 @@ func TestSessionRolesApply(t *testing.T) {
 
 func TestSessionEnds(t *testing.T) {
 	start := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
-	clock := newTestClock(start)
+	clock := clock.NewManual(start)
 	m := &webMember{}
 	h := New(m, Config{Clock: clock, SessionTTL: time.Hour})
 	get := func(cookie string) *httptest.ResponseRecorder {
@@ -213,7 +204,7 @@ func TestSessionEnds(t *testing.T) {
 		require.Equal(t, "session-unknown", p.Rule)
 	})
 	t.Run("at its token's expiry", func(t *testing.T) {
-		clock.set(start)
+		clock.Set(start)
 		m.expires = start.Add(10 * time.Minute)
 		defer func() { m.expires = time.Time{} }()
 		c, s := signIn(t, h, viewerToken)
@@ -222,7 +213,7 @@ func TestSessionEnds(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, get(c.Value).Code)
 	})
 	t.Run("when its token is deleted", func(t *testing.T) {
-		clock.set(start)
+		clock.Set(start)
 		c, _ := signIn(t, h, operatorToken)
 		m.revoke(operatorToken)
 		p := requireProblem(t, get(c.Value), http.StatusUnauthorized, api.ProblemUnauthorized)
@@ -233,7 +224,7 @@ func TestSessionEnds(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, get(c.Value).Code, "the session was dropped with its token")
 	})
 	t.Run("on sign-out", func(t *testing.T) {
-		clock.set(start)
+		clock.Set(start)
 		c, s := signIn(t, h, viewerToken)
 		out := webReq{method: "DELETE", path: "/v1/session", cookie: c.Value}
 		require.Equal(t, "csrf", requireProblem(t, serve(h, out), http.StatusForbidden, api.ProblemForbidden).Rule, "sign-out is a write")
@@ -260,7 +251,7 @@ func TestSessionNeedsABearerToken(t *testing.T) {
 }
 
 func TestSessionLimit(t *testing.T) {
-	clock := newTestClock(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
 	h := New(&webMember{}, Config{Clock: clock, SessionTTL: time.Hour, MaxSessions: 2})
 	signIn(t, h, viewerToken)
 	signIn(t, h, viewerToken)
@@ -343,7 +334,7 @@ func TestMaintenanceCalendar(t *testing.T) {
 			{Name: "later", Start: today.Add(70 * day), End: today.Add(71 * day)},
 		},
 	}}
-	h := asAdmin(New(m, Config{Clock: newTestClock(today.Add(15 * time.Hour))}))
+	h := asAdmin(New(m, Config{Clock: clock.NewManual(today.Add(15 * time.Hour))}))
 	rec := serve(h, webReq{method: "GET", path: "/v1/clusters/lab/maintenance-policy/calendar"})
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	var cal api.MaintenanceCalendar

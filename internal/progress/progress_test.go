@@ -1,26 +1,17 @@
 package progress_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/internal/progress"
 )
 
-// clock is a fake clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
-func newLoops(slack time.Duration) (*progress.Loops, *clock) {
-	c := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+func newLoops(slack time.Duration) (*progress.Loops, *clock.Manual) {
+	c := clock.NewManual(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	return progress.New(c.Now, slack), c
 }
 

@@ -31,6 +31,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/moltproject/molt/internal/clock"
 )
 
 // Defaults of Config's zero fields.
@@ -66,15 +68,9 @@ const (
 // Reasons lists every Reason.
 var Reasons = []Reason{ReasonLimit, ReasonTimeout, ReasonFailed}
 
-// Clock schedules the handshake deadline; tests inject a fake one.
-type Clock interface {
-	// AfterFunc calls f once d has passed, unless stop is called first.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-type wallClock struct{}
-
-func (wallClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+// Clock schedules the handshake deadline (AfterFunc); tests inject a
+// clock.Manual.
+type Clock = clock.Clock
 
 // Config configures a Listener. Zero fields take the defaults.
 type Config struct {
@@ -148,7 +144,7 @@ func New(inner net.Listener, cfg Config) *Listener {
 		cfg.MaxHandshakesPerHost = DefaultMaxHandshakesPerHost
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = clock.Real{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{

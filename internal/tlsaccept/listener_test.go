@@ -14,54 +14,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/trust"
 )
 
 // waitTimeout bounds every poll; generous for a loaded shared machine.
 const waitTimeout = 30 * time.Second
-
-// fakeClock fires AfterFunc callbacks only when advanced.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Duration
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at      time.Duration
-	f       func()
-	stopped bool
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now + d, f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.stopped
-		t.stopped = true
-		return was
-	}
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now += d
-	var due []func()
-	for _, t := range c.timers {
-		if !t.stopped && t.at <= c.now {
-			t.stopped = true
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
 
 // pki is a CA with a server and a client certificate for loopback.
 type pki struct {
@@ -122,11 +80,11 @@ func (p pki) clientTLS(withCert bool) *tls.Config {
 
 // listen starts a Listener on loopback with a fake clock and a goroutine
 // that accepts and collects connections.
-func listen(t *testing.T, cfg Config) (*Listener, *fakeClock, <-chan net.Conn) {
+func listen(t *testing.T, cfg Config) (*Listener, *clock.Manual, <-chan net.Conn) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	clock := &fakeClock{}
+	clock := clock.NewManual(time.Time{})
 	cfg.Clock = clock
 	if cfg.TLS == nil {
 		cfg.TLS = testCerts(t).serverTLS()
@@ -311,7 +269,7 @@ func TestFailedHandshakeNeverAccepted(t *testing.T) {
 func TestCloseEndsHandshakesInProgress(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	l := New(inner, Config{TLS: testCerts(t).serverTLS(), Clock: &fakeClock{}})
+	l := New(inner, Config{TLS: testCerts(t).serverTLS(), Clock: clock.NewManual(time.Time{})})
 	c, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	defer c.Close()
