@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
+	pollpkg "github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/lab"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/trust"
@@ -421,24 +421,11 @@ func (e *Env) Down(ctx context.Context) error {
 	return e.Lab.Down(ctx)
 }
 
-// poll calls cond until it returns true, an error, or timeout passes.
+// poll calls cond every 250 ms until it returns true, an error, or
+// timeout passes (a *poll.TimeoutError wrapping the context's error).
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
+	return pollpkg.Until(ctx, timeout, 250*time.Millisecond, func(context.Context) (bool, string, error) {
 		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), errors.New("condition not met"))
-		case <-t.C:
-		}
-	}
+		return ok, "", err
+	})
 }

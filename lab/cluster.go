@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	pollpkg "github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/kube"
 	"sigs.k8s.io/yaml"
 )
@@ -25,27 +27,14 @@ const (
 	roleLabel     = "molt.dev/role"
 )
 
-// poll calls f every interval until it reports done, returns an error, or
-// timeout passes; the last "not yet" reason goes into the timeout error.
-func poll(ctx context.Context, timeout, interval time.Duration, f func(context.Context) (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := ""
-	for {
-		done, why, err := f(ctx)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: after %s: %s", ErrNotReady, timeout, last)
-		case <-time.After(interval):
-		}
+// poll is poll.Until whose timeout is ErrNotReady, with the last "not
+// yet" reason.
+func poll(ctx context.Context, timeout, interval time.Duration, f pollpkg.Func) error {
+	err := pollpkg.Until(ctx, timeout, interval, f)
+	if te := (*pollpkg.TimeoutError)(nil); errors.As(err, &te) {
+		return fmt.Errorf("%w: %w", ErrNotReady, te)
 	}
+	return err
 }
 
 func waitAPI(ctx context.Context, kc *kube.Client, timeout time.Duration) error {

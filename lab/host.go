@@ -329,19 +329,12 @@ func stopHost(ctx context.Context, rh runningHost, timeout time.Duration) error 
 
 // waitGone polls until pid no longer exists (or is a zombie nobody reaps).
 func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	return poll(ctx, timeout, 100*time.Millisecond, func(context.Context) (bool, string, error) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return true
+			return true, "", nil
 		}
-		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return false
+		f := strings.Fields(string(b))
+		return len(f) > 2 && f[2] == "Z", "", nil
+	}) == nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/internal/testenv"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -216,29 +217,22 @@ func start(b binaries, dir string) (cp *ControlPlane, err error) {
 // waitReady polls /readyz until it answers ok, failing early when etcd or
 // the apiserver exits.
 func waitReady(cs kubernetes.Interface, procs ...*process) error {
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	var last error
-	for {
+	err := poll.Until(context.Background(), readyTimeout, 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		for _, p := range procs {
 			if p.exited() {
-				return fmt.Errorf("%s exited (%v); log tail:\n%s", p.name, p.err, p.logTail())
+				return false, "", fmt.Errorf("%s exited (%v); log tail:\n%s", p.name, p.err, p.logTail())
 			}
 		}
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
 		last = err
-		select {
-		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("kube-apiserver not ready after %s; log tail:\n%s",
-				readyTimeout, procs[len(procs)-1].logTail()), last)
-		case <-tick.C:
-		}
+		return err == nil && string(body) == "ok", "", nil
+	})
+	if te := (*poll.TimeoutError)(nil); errors.As(err, &te) {
+		return errors.Join(fmt.Errorf("kube-apiserver not ready after %s; log tail:\n%s",
+			readyTimeout, procs[len(procs)-1].logTail()), last)
 	}
+	return err
 }
 
 func kubeconfig(host string, keys *pki) ([]byte, error) {

@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	pollpkg "github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -573,12 +574,7 @@ func freePorts(n int) ([]int, error) {
 }
 
 func poll(d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return nil
+	return pollpkg.Until(context.Background(), d, 100*time.Millisecond, func(context.Context) (bool, string, error) {
+		return cond(), "", nil
+	})
 }
