@@ -13,6 +13,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
+	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -35,7 +36,7 @@ func TestUpgradeCarriesForecast(t *testing.T) {
 	u := phases.NewUpgrade("lab-1", spec, phases.MustParseVersion("1.34.4"), phases.Options{}, t0)
 	now := t0.Add(5 * time.Minute)
 	m := &upgradeMember{u: u}
-	hs := &handlers{svc: m, cfg: Config{Clock: &fixedClock{t: now}, Logger: slog.New(slog.DiscardHandler)}}
+	hs := &handlers{svc: m, cfg: Config{Clock: clock.NewManual(now), Logger: slog.New(slog.DiscardHandler)}}
 	r := chi.NewRouter()
 	r.Get("/v1/clusters/{name}/upgrade", hs.upgrade)
 	get := func() api.Upgrade {
