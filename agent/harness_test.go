@@ -89,8 +89,12 @@ func newFakeHostAt(t *testing.T, url string, coord *fakeCoordinator) *fakeHost {
 	cfg.KubeletHealthz = h.healthz.URL + "/healthz"
 	cfg.HeartbeatInterval = 50 * time.Millisecond
 	cfg.HealthCheckInterval = 20 * time.Millisecond
-	cfg.HealthTimeout = time.Second
-	cfg.StaticPodTimeout = time.Second
+	// Bounds, not waits: a healthy fake answers at once, and only a broken
+	// one waits them out. 1 s was too short for a healthy one on a loaded
+	// machine (TestUpgradeBinaryCrashAtEveryStep/finished: "kubelet after
+	// 1s: ... context deadline exceeded", run beside a CI demo).
+	cfg.HealthTimeout = 10 * time.Second
+	cfg.StaticPodTimeout = 10 * time.Second
 	cfg.PollWait = 100 * time.Millisecond
 	cfg.RetryMin, cfg.RetryMax = 5*time.Millisecond, 50*time.Millisecond
 	cfg.ProbeTimeout = time.Second
