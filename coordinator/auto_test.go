@@ -40,9 +40,9 @@ func autoLab(t *testing.T, ctx context.Context, tc *testCluster) api.ClusterSpec
 
 // dailyWindow is a policy whose daily 6-hour window starts at from's time
 // of day (UTC, whole seconds).
-func dailyWindow(from time.Time) maintenance.Policy {
+func dailyWindow(from time.Time) api.MaintenancePolicy {
 	s := from.UTC().Truncate(time.Second)
-	return maintenance.Policy{Window: &maintenance.Window{Start: s, End: s.Add(6 * time.Hour), Recurrence: "FREQ=DAILY"}}
+	return api.MaintenancePolicy{Window: &api.MaintenanceWindow{Start: s, End: s.Add(6 * time.Hour), Recurrence: "FREQ=DAILY"}}
 }
 
 func problemRule(err error) string {

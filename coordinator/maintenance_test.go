@@ -36,13 +36,13 @@ func TestAutomaticUpgradePausesAtWindowEndAndResumes(t *testing.T) {
 	put(t, cl, "/v1/clusters/lab", spec)
 	// Every night 01:00–05:00 UTC, given as 02:00–06:00 at +01:00 (a
 	// window must give stretches of at least 4 h to count as availability).
-	pol := maintenance.Policy{Window: &maintenance.Window{
+	pol := api.MaintenancePolicy{Window: &api.MaintenanceWindow{
 		Start:      time.Date(2026, 11, 1, 2, 0, 0, 0, time.FixedZone("CET", 3600)),
 		End:        time.Date(2026, 11, 1, 6, 0, 0, 0, time.FixedZone("CET", 3600)),
 		Recurrence: "FREQ=DAILY",
 	}}
 	put(t, cl, "/v1/clusters/lab/maintenance-policy", pol)
-	var stored maintenance.Policy
+	var stored api.MaintenancePolicy
 	_, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab/maintenance-policy", nil, &stored)
 	require.NoError(t, err)
 	require.Equal(t, time.UTC, stored.Window.Start.Location(), "stored as UTC")
@@ -114,11 +114,11 @@ func TestManualUpgradeIgnoresWindowAndEmergencyNeedsReason(t *testing.T) {
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
 	spec := clusterSpec("lab", "1.33.6")
 	put(t, cl, "/v1/clusters/lab", spec)
-	good := maintenance.Policy{Window: &maintenance.Window{Start: time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), Recurrence: "FREQ=DAILY"}}
+	good := api.MaintenancePolicy{Window: &api.MaintenanceWindow{Start: time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC), Recurrence: "FREQ=DAILY"}}
 	put(t, cl, "/v1/clusters/lab/maintenance-policy", good)
 
 	bad := good
-	bad.Exclusions = []maintenance.Exclusion{{Name: "sales", Start: clock.Now(), End: clock.Now().Add(40 * 24 * time.Hour)}}
+	bad.Exclusions = []api.MaintenanceExclusion{{Name: "sales", Start: clock.Now(), End: clock.Now().Add(40 * 24 * time.Hour)}}
 	code, prob, _ := raw(t, m, http.MethodPut, "/v1/clusters/lab/maintenance-policy", "application/json", mustJSON(t, bad))
 	require.Equal(t, 422, code)
 	require.Equal(t, api.ProblemTypeBase+api.ProblemPolicyInvalid, prob.Type)

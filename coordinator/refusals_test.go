@@ -40,7 +40,7 @@ func TestAdminRequestsRefusedByTheirRule(t *testing.T) {
 	}
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	policy := func(rrule string) string {
-		return js(maintenance.Policy{Window: &maintenance.Window{Start: day, End: day.Add(8 * time.Hour), Recurrence: rrule}})
+		return js(api.MaintenancePolicy{Window: &api.MaintenanceWindow{Start: day, End: day.Add(8 * time.Hour), Recurrence: rrule}})
 	}
 	cloud := clusterSpec("lab2", "1.33.6")
 	cloud.Cloud = &api.CloudSpec{Provider: "aws"}

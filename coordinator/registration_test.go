@@ -77,10 +77,10 @@ func TestRegistrationCarriesThePolicyOrIsHeld(t *testing.T) {
 	st = upgradeStatus(t, ctx, cl, "shop")
 	require.Equal(t, api.AutoBlockedExclusion, st.State, st.Message)
 	require.Equal(t, "sale", st.BlockedBy[0].Name)
-	var stored maintenance.Policy
+	var stored api.MaintenancePolicy
 	_, err = cl.Do(ctx, http.MethodGet, "/v1/clusters/shop/maintenance-policy", nil, &stored)
 	require.NoError(t, err)
-	require.Equal(t, maintenance.ScopeNoUpgrades, stored.Exclusions[0].Scope)
+	require.Equal(t, string(maintenance.ScopeNoUpgrades), stored.Exclusions[0].Scope)
 
 	// A bad policy: refused naming its rule; the cluster is not there.
 	bad := onRegular("bad", &api.MaintenancePolicy{Exclusions: []api.MaintenanceExclusion{{Name: "x", Start: now.Add(time.Hour), End: now}}})

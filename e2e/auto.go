@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -51,9 +50,9 @@ type AutoReport struct {
 
 // dailyWindow is a maintenance policy with a daily 6-hour window that
 // starts at from's time of day.
-func dailyWindow(from time.Time) maintenance.Policy {
+func dailyWindow(from time.Time) api.MaintenancePolicy {
 	s := from.UTC().Truncate(time.Second)
-	return maintenance.Policy{Window: &maintenance.Window{Start: s, End: s.Add(6 * time.Hour), Recurrence: "FREQ=DAILY"}}
+	return api.MaintenancePolicy{Window: &api.MaintenanceWindow{Start: s, End: s.Add(6 * time.Hour), Recurrence: "FREQ=DAILY"}}
 }
 
 // SetWindow stores a policy whose daily window is open now (started an

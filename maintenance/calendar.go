@@ -4,8 +4,8 @@ import "time"
 
 // Stretch is a half-open interval [Start, End) in UTC.
 type Stretch struct {
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	Start time.Time
+	End   time.Time
 }
 
 // MaxCalendarSpan bounds the range WindowStretches draws: a window may open

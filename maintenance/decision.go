@@ -23,18 +23,18 @@ const BlockedByWindow = "window"
 type Decision struct {
 	// Allowed is true when the window is open and no exclusion covering
 	// the change is active.
-	Allowed bool `json:"allowed"`
+	Allowed bool
 	// BlockedBy lists the active exclusions that cover the change, in
 	// policy order, then BlockedByWindow when outside the window.
-	BlockedBy []string `json:"blockedBy,omitempty"`
+	BlockedBy []string
 	// PauseReason is empty when Allowed; otherwise the broadest blocking
 	// exclusion's reason, else PauseMaintenanceWindow.
-	PauseReason PauseReason `json:"pauseReason,omitempty"`
+	PauseReason PauseReason
 	// WindowEnds is when the open stretch of the window that contains the
 	// instant closes (overlapping or touching occurrences count as one
 	// stretch), capped at instant+WindowEndsHorizon. Zero when there is no
 	// window or the instant is outside it.
-	WindowEnds time.Time `json:"windowEnds,omitzero"`
+	WindowEnds time.Time
 }
 
 func scopeReason(s Scope) PauseReason {

@@ -12,5 +12,11 @@
 // as a value so the same policy gives the same answer on every Raft replica.
 // All instants are UTC and every interval is half-open, [start, end).
 //
+// The types here are not a format and carry no JSON tags: the REST API
+// carries the policy's wire twin (api.MaintenancePolicy, converted in
+// api/convert) and the coordinator persists its own (policyV1 in
+// coordinator/statemachine). internal/purity's tests hold the package to
+// that and to importing no wire package.
+//
 // The operator-facing description lives in docs/maintenance.md.
 package maintenance

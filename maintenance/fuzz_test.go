@@ -9,6 +9,13 @@ import (
 
 // FuzzPolicyJSON feeds arbitrary API bodies through the whole pipeline: no
 // input may panic, and every refusal must be a *RuleError.
+//
+// The bodies decode straight into Policy, which carries no JSON tags: the
+// decoder matches the wire's keys ("window", "start", "scope", …) to its
+// fields without regard to case, as it matched the tags they once had, so
+// the corpus in testdata/fuzz reaches the same policies. (The wire twin,
+// api.MaintenancePolicy, is out of reach: maintenance imports no wire
+// package.)
 func FuzzPolicyJSON(f *testing.F) {
 	for _, seed := range []string{
 		`{}`,

@@ -11,32 +11,32 @@ import (
 type Window struct {
 	// Start is the first occurrence's start and the RRULE DTSTART. Any
 	// offset is accepted on input; Normalize stores UTC, whole seconds.
-	Start time.Time `json:"start"`
+	Start time.Time
 	// End is the first occurrence's end; End-Start is every occurrence's
 	// duration, so an occurrence may cross midnight.
-	End time.Time `json:"end"`
+	End time.Time
 	// Recurrence is an RFC 5545 RRULE such as "FREQ=WEEKLY;BYDAY=SA,SU",
 	// with or without the "RRULE:" prefix. Empty means a one-off window.
-	Recurrence string `json:"recurrence"`
+	Recurrence string
 }
 
 // Exclusion is a one-off interval [Start, End) during which the changes its
 // Scope covers are blocked, whatever the window says.
 type Exclusion struct {
 	// Name identifies the exclusion; it is reported in Decision.BlockedBy.
-	Name  string    `json:"name"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	Name  string
+	Start time.Time
+	End   time.Time
 	// Scope says what is blocked; empty means ScopeNoUpgrades.
-	Scope Scope `json:"scope,omitempty"`
+	Scope Scope
 }
 
 // Policy is a cluster's maintenance policy. The zero Policy has no window and
 // no exclusions: automatic upgrades may run at any time.
 type Policy struct {
 	// Window, when nil, means always open.
-	Window     *Window     `json:"window,omitempty"`
-	Exclusions []Exclusion `json:"exclusions,omitempty"`
+	Window     *Window
+	Exclusions []Exclusion
 }
 
 // Normalize returns p in its stored form: every instant in UTC, window

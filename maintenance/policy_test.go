@@ -1,27 +1,31 @@
 package maintenance
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-func TestPolicyWireShape(t *testing.T) {
-	body := `{"window":{"start":"2026-01-10T03:00:00+01:00","end":"2026-01-10T09:00:00+01:00","recurrence":"FREQ=WEEKLY;BYDAY=SA,SU"},` +
-		`"exclusions":[{"name":"freeze","start":"2026-02-01T00:00:00Z","end":"2026-02-05T00:00:00Z"},` +
-		`{"name":"minor","start":"2026-02-01T00:00:00Z","end":"2026-03-01T00:00:00Z","scope":"no_minor_upgrades"}]}`
-	var p Policy
-	require.NoError(t, json.Unmarshal([]byte(body), &p))
-	out, err := json.Marshal(Normalize(p))
-	require.NoError(t, err)
-	require.JSONEq(t, `{"window":{"start":"2026-01-10T02:00:00Z","end":"2026-01-10T08:00:00Z","recurrence":"FREQ=WEEKLY;BYDAY=SA,SU"},`+
-		`"exclusions":[{"name":"freeze","start":"2026-02-01T00:00:00Z","end":"2026-02-05T00:00:00Z","scope":"no_upgrades"},`+
-		`{"name":"minor","start":"2026-02-01T00:00:00Z","end":"2026-03-01T00:00:00Z","scope":"no_minor_upgrades"}]}`, string(out))
-	empty, err := json.Marshal(Policy{})
-	require.NoError(t, err)
-	require.Equal(t, `{}`, string(empty))
+// TestNormalizeStoredForm: the stored form has every instant in UTC and
+// every exclusion's scope spelled out.
+func TestNormalizeStoredForm(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	p := Policy{
+		Window: &Window{Start: time.Date(2026, 1, 10, 3, 0, 0, 0, cet), End: time.Date(2026, 1, 10, 9, 0, 0, 0, cet), Recurrence: "FREQ=WEEKLY;BYDAY=SA,SU"},
+		Exclusions: []Exclusion{
+			{Name: "freeze", Start: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 5, 0, 0, 0, 0, time.UTC)},
+			{Name: "minor", Start: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Scope: ScopeNoMinorUpgrades},
+		},
+	}
+	require.Equal(t, Policy{
+		Window: &Window{Start: time.Date(2026, 1, 10, 2, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC), Recurrence: "FREQ=WEEKLY;BYDAY=SA,SU"},
+		Exclusions: []Exclusion{
+			{Name: "freeze", Start: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 5, 0, 0, 0, 0, time.UTC), Scope: ScopeNoUpgrades},
+			{Name: "minor", Start: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Scope: ScopeNoMinorUpgrades},
+		},
+	}, Normalize(p))
+	require.Equal(t, Policy{}, Normalize(Policy{}))
 }
 
 func TestNormalizeIsIdempotent(t *testing.T) {

@@ -38,8 +38,8 @@ const (
 
 // Change is the automatic change the coordinator wants to make.
 type Change struct {
-	Target Target     `json:"target"`
-	Kind   ChangeKind `json:"kind"`
+	Target Target
+	Kind   ChangeKind
 }
 
 // Known reports whether s is one of the three scopes (after defaulting).

@@ -17,8 +17,10 @@
 // The package imports only the standard library and phases: it has types
 // of its own for what it takes from the wire (Release, Agent, HostResult)
 // and what it gives to it (HostOperation), and api/convert converts them,
-// so the REST API may change without touching the checks.
-// internal/purity's test holds it to both.
+// so the REST API may change without touching the checks. Its types are not
+// a format and carry no JSON tags: the REST API encodes api's twins, the
+// coordinator persists its state machine's. internal/purity's tests hold
+// it to all three.
 //
 // Hosts probe a sample of their peers: ProbeTargets puts the nodes on a
 // ring shuffled by the run's ID and has each probe the next ProbeFanout (8)

@@ -22,59 +22,59 @@ const DefaultMinFreeBytes uint64 = 2 << 30
 // edges; the checks only read it.
 type Input struct {
 	// Cluster is the registered cluster; its pools name the nodes checked.
-	Cluster phases.ClusterSpec `json:"cluster"`
+	Cluster phases.ClusterSpec
 	// Current is the version the cluster runs; Target the one requested.
-	Current phases.Version `json:"current"`
-	Target  phases.Version `json:"target"`
+	Current phases.Version
+	Target  phases.Version
 	// AdminVersion is the version of the admin cluster of a user cluster;
 	// zero for other kinds or when the admin cluster is unknown.
-	AdminVersion phases.Version `json:"adminVersion,omitzero"`
+	AdminVersion phases.Version
 	// UserClusters are the clusters an admin (or hybrid) cluster manages.
-	UserClusters []phases.ClusterVersion `json:"userClusters,omitempty"`
+	UserClusters []phases.ClusterVersion
 	// Release is the catalog entry of Target; nil when it is not in the
 	// catalog.
-	Release *Release `json:"release,omitempty"`
+	Release *Release
 	// Agents is what the coordinator knows of each node's agent, by node
 	// name. A node without an entry has no registered agent.
-	Agents map[string]Agent `json:"agents,omitempty"`
+	Agents map[string]Agent
 	// Now is the time of the run; HeartbeatGrace how old an agent's last
 	// heartbeat may be (zero means DefaultHeartbeatGrace).
-	Now            time.Time     `json:"now"`
-	HeartbeatGrace time.Duration `json:"heartbeatGrace,omitempty"`
+	Now            time.Time
+	HeartbeatGrace time.Duration
 	// MinFreeBytes is the least free space a host must report (zero means
 	// DefaultMinFreeBytes).
-	MinFreeBytes uint64 `json:"minFreeBytes,omitempty"`
+	MinFreeBytes uint64
 
 	// Nodes are the Node objects read from the API server, by name; a node
 	// of the spec that is absent does not exist there. Valid only when
 	// SourceNodes was gathered.
-	Nodes map[string]NodeInfo `json:"nodes,omitempty"`
+	Nodes map[string]NodeInfo
 	// ControlPlane is the API server's /readyz answer. Valid only when
 	// SourceControlPlane was gathered.
-	ControlPlane ControlPlaneHealth `json:"controlPlane,omitzero"`
+	ControlPlane ControlPlaneHealth
 	// BlockingPDBs are the budgets that would refuse an eviction now. Valid
 	// only when SourcePDBs was gathered.
-	BlockingPDBs []PDBInfo `json:"blockingPDBs,omitempty"`
+	BlockingPDBs []PDBInfo
 	// ProtectedPods are the pods an automatic drain would leave alone.
 	// Valid only when SourceProtectedPods was gathered.
-	ProtectedPods []ProtectedPod `json:"protectedPods,omitempty"`
+	ProtectedPods []ProtectedPod
 	// DeprecatedAPIs are the deprecated APIs the API server has served
 	// since it started (its apiserver_requested_deprecated_apis metric).
 	// Valid only when SourceDeprecatedAPIs was gathered.
-	DeprecatedAPIs []DeprecatedAPI `json:"deprecatedAPIs,omitempty"`
+	DeprecatedAPIs []DeprecatedAPI
 	// Automatic is set when the run is the first step of an automatic
 	// upgrade: checks that only warn an operator (deprecated APIs) block
 	// what nobody is watching.
-	Automatic bool `json:"automatic,omitempty"`
+	Automatic bool
 	// Gathered records, for each API-server source, the outcome of reading
 	// it: the empty string when it was read, the reason when reading
 	// failed. A source that is absent was not gathered. A nil slice cannot
 	// tell "none" from "not read", hence this explicit record.
-	Gathered map[Source]string `json:"gathered,omitempty"`
+	Gathered map[Source]string
 
 	// HostChecks are the agents' preflight results, by node name; a node
 	// without an entry has reported nothing yet.
-	HostChecks map[string]HostCheck `json:"hostChecks,omitempty"`
+	HostChecks map[string]HostCheck
 }
 
 // Source names data read from a cluster's API server.
@@ -93,13 +93,13 @@ const (
 // DeprecatedAPI is a deprecated API that clients requested from the API
 // server, as its apiserver_requested_deprecated_apis metric names it.
 type DeprecatedAPI struct {
-	Group       string `json:"group,omitempty"`
-	Version     string `json:"version"`
-	Resource    string `json:"resource"`
-	Subresource string `json:"subresource,omitempty"`
+	Group       string
+	Version     string
+	Resource    string
+	Subresource string
 	// RemovedRelease is the release that no longer serves it ("1.37");
 	// empty when the API server does not say.
-	RemovedRelease string `json:"removedRelease,omitempty"`
+	RemovedRelease string
 }
 
 // String names the API as group/version/resource[/subresource] ("v1" for
@@ -157,66 +157,66 @@ func NodeNames(c phases.ClusterSpec) []string {
 // NodeInfo is a Node object as the API server reports it.
 type NodeInfo struct {
 	// Ready is the Ready condition being True.
-	Ready bool `json:"ready"`
+	Ready bool
 	// KubeletVersion is status.nodeInfo.kubeletVersion, e.g. "v1.34.4".
-	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	KubeletVersion string
 }
 
 // ControlPlaneHealth is the API server's verbose /readyz answer.
 type ControlPlaneHealth struct {
 	// Ready is true when /readyz answered 200.
-	Ready bool `json:"ready"`
+	Ready bool
 	// Passed and Failing are the names of the individual readiness checks
 	// (e.g. "etcd", "etcd-readiness", "informer-sync"), sorted.
-	Passed  []string `json:"passed,omitempty"`
-	Failing []string `json:"failing,omitempty"`
+	Passed  []string
+	Failing []string
 	// Message is a short summary of the answer (status and last line).
-	Message string `json:"message,omitempty"`
+	Message string
 }
 
 // HostCheck is what one host's agent reported for the preflight operations
 // (see HostCheckFromResults).
 type HostCheck struct {
 	// ArtifactsChecked is true once a finished CheckArtifacts result came.
-	ArtifactsChecked bool `json:"artifactsChecked"`
+	ArtifactsChecked bool
 	// ArtifactsOK is true when every artifact downloaded and its sha256
 	// (and size, when given) matched.
-	ArtifactsOK bool `json:"artifactsOk"`
+	ArtifactsOK bool
 	// FailedArtifacts maps an artifact's name to the agent's error.
-	FailedArtifacts map[string]string `json:"failedArtifacts,omitempty"`
+	FailedArtifacts map[string]string
 	// ArtifactsMessage is the agent's message when CheckArtifacts failed.
-	ArtifactsMessage string `json:"artifactsMessage,omitempty"`
+	ArtifactsMessage string
 	// FreeBytes is the free space per filesystem path the agent measured.
-	FreeBytes map[string]uint64 `json:"freeBytes,omitempty"`
+	FreeBytes map[string]uint64
 	// RequiredBytes is the space the agent says the upgrade needs; zero
 	// when it did not say.
-	RequiredBytes uint64 `json:"requiredBytes,omitempty"`
+	RequiredBytes uint64
 
 	// PeersProbed is true once a finished ProbePeers result came.
-	PeersProbed bool `json:"peersProbed"`
+	PeersProbed bool
 	// Unreachable maps each address the host could not reach (a peer agent
 	// or the API endpoint) to the dial error.
-	Unreachable map[string]string `json:"unreachable,omitempty"`
+	Unreachable map[string]string
 	// ProbeMessage is the agent's message when ProbePeers failed.
-	ProbeMessage string `json:"probeMessage,omitempty"`
+	ProbeMessage string
 }
 
 // PDBInfo is a PodDisruptionBudget that allows no disruption right now and
 // covers pods on nodes to be drained.
 type PDBInfo struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Namespace string
+	Name      string
 	// Nodes are the nodes holding its pods, sorted.
-	Nodes []string `json:"nodes"`
+	Nodes []string
 	// Pods are the covered pods on those nodes, sorted.
-	Pods []string `json:"pods,omitempty"`
+	Pods []string
 }
 
 // ProtectedPod is a pod opted out of eviction (safe-to-evict=false) that
 // an automatic upgrade leaves alone until EvictableAt (SPEC §8).
 type ProtectedPod struct {
-	Namespace   string    `json:"namespace"`
-	Name        string    `json:"name"`
-	Node        string    `json:"node"`
-	EvictableAt time.Time `json:"evictableAt"`
+	Namespace   string
+	Name        string
+	Node        string
+	EvictableAt time.Time
 }

@@ -29,17 +29,17 @@ const (
 // Result is the outcome of one check in a run.
 type Result struct {
 	// Check is the check's stable ID (e.g. "nodes-ready").
-	Check    string   `json:"check"`
-	Severity Severity `json:"severity"`
-	Status   Status   `json:"status"`
+	Check    string
+	Severity Severity
+	Status   Status
 	// Message is one human sentence saying what was found, naming nodes,
 	// rules or objects.
-	Message string `json:"message"`
+	Message string
 	// Data holds machine-readable detail, usually keyed by node name.
-	Data map[string]string `json:"data,omitempty"`
+	Data map[string]string
 	// Blocks is true when this result stops an upgrade: a failure of a
 	// blocking check.
-	Blocks bool `json:"blocks"`
+	Blocks bool
 }
 
 // Verdict is the overall outcome of a run.
@@ -55,10 +55,10 @@ const (
 // Report is a run's results and verdict, what the coordinator stores.
 type Report struct {
 	// Results are ordered by check ID.
-	Results []Result `json:"results"`
-	Verdict Verdict  `json:"verdict"`
+	Results []Result
+	Verdict Verdict
 	// Failed lists the IDs of the checks that block, sorted.
-	Failed []string `json:"failed,omitempty"`
+	Failed []string
 }
 
 // blocks decides Result.Blocks. It fails closed: a status that is not

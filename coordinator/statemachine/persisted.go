@@ -17,8 +17,8 @@ import (
 // snapshot's body is stateV1 (snapshot.go). The values this package keeps
 // in memory and takes in commands — the engine's types (phases,
 // preflight, maintenance), the API's wire types (api), its own records —
-// are never encoded as they are, whatever JSON tags they carry (the API's
-// are its wire format), and may change freely: conversions to and from the
+// are never encoded as they are (the engine's carry no JSON tags, the
+// API's tags are its wire format), and may change freely: conversions to and from the
 // V1 types happen when a command is encoded or decoded and when a
 // snapshot is written or read.
 //

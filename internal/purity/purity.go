@@ -23,6 +23,7 @@ package purity
 import (
 	"go/ast"
 	"go/token"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,6 +266,46 @@ func ClockCalls(fset *token.FileSet, f *ast.File) []string {
 		// for it; pure code has no reason to shadow time.
 		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] && slices.Contains(ClockFuncs, sel.Sel.Name) {
 			out = append(out, fset.Position(sel.Pos()).String()+": time."+sel.Sel.Name)
+		}
+		return true
+	})
+	return out
+}
+
+// Untagged are the engine's packages, whose types are never encoded as
+// they are: the REST API encodes its wire twins (package api, converted in
+// api/convert) and the coordinator persists its own (the …V1 types of
+// coordinator/statemachine). A JSON tag there would describe a format
+// nothing reads, and invite the next change to encode the engine's
+// structs after all; so they carry none, and the test finds any.
+var Untagged = []string{
+	Module + "/phases",
+	Module + "/preflight",
+	Module + "/maintenance",
+	Module + "/maintenance/schedule",
+}
+
+// EncodingKeys are the struct tag keys that make a type a format.
+var EncodingKeys = []string{"json", "yaml", "xml"}
+
+// EncodingTags returns the positions and tags of the struct fields in f
+// whose tag has a key of EncodingKeys.
+func EncodingTags(fset *token.FileSet, f *ast.File) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		field, ok := n.(*ast.Field)
+		if !ok || field.Tag == nil {
+			return true
+		}
+		tag, err := strconv.Unquote(field.Tag.Value)
+		if err != nil {
+			return true
+		}
+		for _, key := range EncodingKeys {
+			if _, ok := reflect.StructTag(tag).Lookup(key); ok {
+				out = append(out, fset.Position(field.Tag.Pos()).String()+": "+field.Tag.Value)
+				break
+			}
 		}
 		return true
 	})

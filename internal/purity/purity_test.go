@@ -214,3 +214,42 @@ func TestRuleMatch(t *testing.T) {
 		require.Equal(t, tc.want, purity.Rule{Pattern: tc.pattern}.Match(tc.path), "%s ~ %s", tc.pattern, tc.path)
 	}
 }
+
+// TestEngineTypesUntagged fails when a type of an Untagged package (tests
+// aside) carries an encoding tag: what is encoded is its twin in api or in
+// the state machine's persisted format.
+func TestEngineTypesUntagged(t *testing.T) {
+	pkgs := goList(t, purity.Untagged...)
+	fset := token.NewFileSet()
+	for _, root := range purity.Untagged {
+		p := pkgs[root]
+		require.NotEmpty(t, p.GoFiles, root)
+		var tags []string
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			tags = append(tags, purity.EncodingTags(fset, f)...)
+		}
+		require.Empty(t, tags, "%s carries encoding tags; encode its wire twin (api) or persisted twin (coordinator/statemachine) instead", root)
+	}
+}
+
+// TestEncodingTags is the tag scan's self-check.
+func TestEncodingTags(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"json", "package x\ntype T struct{ A int `json:\"a\"` }\n", []string{"x.go:2:22: `json:\"a\"`"}},
+		{"among others", "package x\ntype T struct{ A int `db:\"a\" yaml:\"a,omitempty\"` }\n", []string{"x.go:2:22: `db:\"a\" yaml:\"a,omitempty\"`"}},
+		{"nested struct", "package x\nvar v struct{ A struct{ B int `xml:\"b\"` } }\n", []string{"x.go:2:31: `xml:\"b\"`"}},
+		{"other keys are fine", "package x\ntype T struct{ A int `db:\"a\"`; B int }\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "x.go", tc.src, parser.SkipObjectResolution)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, purity.EncodingTags(fset, f))
+		})
+	}
+}

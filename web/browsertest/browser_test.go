@@ -139,11 +139,11 @@ func TestWebView(t *testing.T) {
 	for sat.Weekday() != time.Saturday {
 		sat = sat.Add(-day)
 	}
-	policy := maintenance.Policy{
-		Window: &maintenance.Window{Start: sat.Add(-7 * day), End: sat.Add(-7*day + 12*time.Hour), Recurrence: "FREQ=WEEKLY;BYDAY=SA,SU"},
-		Exclusions: []maintenance.Exclusion{
-			{Name: "year-end-freeze", Start: today.Add(20 * day), End: today.Add(27 * day), Scope: maintenance.ScopeNoMinorUpgrades},
-			{Name: "launch", Start: today.Add(9*day + 6*time.Hour), End: today.Add(10*day + 18*time.Hour), Scope: maintenance.ScopeNoUpgrades},
+	policy := api.MaintenancePolicy{
+		Window: &api.MaintenanceWindow{Start: sat.Add(-7 * day), End: sat.Add(-7*day + 12*time.Hour), Recurrence: "FREQ=WEEKLY;BYDAY=SA,SU"},
+		Exclusions: []api.MaintenanceExclusion{
+			{Name: "year-end-freeze", Start: today.Add(20 * day), End: today.Add(27 * day), Scope: string(maintenance.ScopeNoMinorUpgrades)},
+			{Name: "launch", Start: today.Add(9*day + 6*time.Hour), End: today.Add(10*day + 18*time.Hour), Scope: string(maintenance.ScopeNoUpgrades)},
 		},
 	}
 	m.do(t, http.MethodPut, "/v1/clusters/lab/maintenance-policy", policy, nil)

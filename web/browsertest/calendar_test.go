@@ -24,10 +24,10 @@ func TestCalendarDrawsWhatBlocksTheChosenChange(t *testing.T) {
 		Pools: []api.Pool{{Name: "cp", Role: api.RoleControlPlane, Nodes: fmtNodes("cp", 1)}}}, nil)
 	day := 24 * time.Hour
 	today := time.Now().UTC().Truncate(day)
-	m.do(t, http.MethodPut, "/v1/clusters/lab/maintenance-policy", maintenance.Policy{Exclusions: []maintenance.Exclusion{
-		{Name: "minor-freeze", Start: today.Add(3 * day), End: today.Add(5 * day), Scope: maintenance.ScopeNoMinorUpgrades},
-		{Name: "launch", Start: today.Add(8 * day), End: today.Add(9 * day), Scope: maintenance.ScopeNoUpgrades},
-		{Name: "node-freeze", Start: today.Add(12 * day), End: today.Add(14 * day), Scope: maintenance.ScopeNoMinorOrNodeUpgrades},
+	m.do(t, http.MethodPut, "/v1/clusters/lab/maintenance-policy", api.MaintenancePolicy{Exclusions: []api.MaintenanceExclusion{
+		{Name: "minor-freeze", Start: today.Add(3 * day), End: today.Add(5 * day), Scope: string(maintenance.ScopeNoMinorUpgrades)},
+		{Name: "launch", Start: today.Add(8 * day), End: today.Add(9 * day), Scope: string(maintenance.ScopeNoUpgrades)},
+		{Name: "node-freeze", Start: today.Add(12 * day), End: today.Add(14 * day), Scope: string(maintenance.ScopeNoMinorOrNodeUpgrades)},
 	}}, nil)
 
 	browser := newBrowser(t, m)
