@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func (c *cli) whyCmd() *cobra.Command {
 	return &cobra.Command{Use: "why NAME", Short: "Say why a cluster is (not) upgrading automatically", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		var st api.UpgradeStatus
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+url.PathEscape(args[0])+"/upgrade-status", nil, &st); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "upgrade-status"), nil, &st); err != nil {
 			return err
 		}
 		return c.print(st, func() { printWhy(c.out, st) })
@@ -128,7 +127,7 @@ func (c *cli) channelCmd() *cobra.Command {
 		u.DefaultVersion, _ = cmd.Flags().GetString("default")
 		u.AutoUpgradeTarget, _ = cmd.Flags().GetString("target")
 		var ch api.Channel
-		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/channels/"+url.PathEscape(args[0]), u, &ch); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, apiPath("channels", args[0]), u, &ch); err != nil {
 			return err
 		}
 		return c.print(ch, func() {

@@ -171,7 +171,7 @@ func (c *cli) clusterCmd() *cobra.Command {
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "get NAME", Short: "Show a cluster's spec and status", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		var cl api.Cluster
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0], nil, &cl); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0]), nil, &cl); err != nil {
 			return err
 		}
 		return c.print(cl, func() { printCluster(c.out, cl) })
@@ -191,7 +191,7 @@ func (c *cli) clusterCmd() *cobra.Command {
 			}
 		}
 		var cl api.Cluster
-		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/clusters/"+spec.Name, spec, &cl); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, apiPath("clusters", spec.Name), spec, &cl); err != nil {
 			return err
 		}
 		return c.print(cl, func() {
@@ -247,7 +247,7 @@ func (c *cli) releaseCmd() *cobra.Command {
 		if err := readBody(f, &r); err != nil {
 			return err
 		}
-		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/releases/"+r.Version, r, &r); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, apiPath("releases", r.Version), r, &r); err != nil {
 			return err
 		}
 		return c.print(r, func() { fmt.Fprintf(c.out, "release %s stored\n", r.Version) })
@@ -265,13 +265,13 @@ func (c *cli) upgradeCmd() *cobra.Command {
 		req := api.UpgradeRequest{Version: args[1], DryRun: dry}
 		if dry {
 			var plan api.Plan
-			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &plan); err != nil {
+			if _, err := c.client().Do(cmd.Context(), http.MethodPost, apiPath("clusters", args[0], "upgrade"), req, &plan); err != nil {
 				return err
 			}
 			return c.print(plan, func() { printPlan(c.out, plan) })
 		}
 		var u api.Upgrade
-		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/upgrade", req, &u); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodPost, apiPath("clusters", args[0], "upgrade"), req, &u); err != nil {
 			return err
 		}
 		if watch {
@@ -286,7 +286,7 @@ func (c *cli) upgradeCmd() *cobra.Command {
 	cmd.AddCommand(start)
 	cmd.AddCommand(&cobra.Command{Use: "status CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		var wire api.Upgrade
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/upgrade", nil, &wire); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "upgrade"), nil, &wire); err != nil {
 			return err
 		}
 		u, err := convert.UpgradeFromAPI(&wire)
@@ -310,7 +310,7 @@ func (c *cli) watch(ctx context.Context, cluster, id string) error {
 	tty := c.output == "text" || c.output == ""
 	for {
 		var wire api.Upgrade
-		_, err := c.client().Do(ctx, http.MethodGet, "/v1/clusters/"+cluster+"/upgrade", nil, &wire)
+		_, err := c.client().Do(ctx, http.MethodGet, apiPath("clusters", cluster, "upgrade"), nil, &wire)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -345,7 +345,7 @@ func (c *cli) poolCmd() *cobra.Command {
 	for _, verb := range []string{"cancel", "resume", "rollback", "complete"} {
 		cmd.AddCommand(&cobra.Command{Use: verb + " CLUSTER POOL", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
 			var u api.Upgrade
-			if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/pools/"+args[1]+"/upgrade/"+verb, struct{}{}, &u); err != nil {
+			if _, err := c.client().Do(cmd.Context(), http.MethodPost, apiPath("clusters", args[0], "pools", args[1], "upgrade", verb), struct{}{}, &u); err != nil {
 				return err
 			}
 			return c.print(u, func() { fmt.Fprintf(c.out, "pool %s: %s done\n", args[1], verb) })
@@ -359,13 +359,19 @@ func (c *cli) poolCmd() *cobra.Command {
 // operation IDs.
 func (c *cli) nodeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Node upgrade commands"}
-	cmd.AddCommand(&cobra.Command{Use: "retry CLUSTER NODE", Short: "Retry a node whose upgrade failed", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
-		var u api.Upgrade
-		if _, err := c.client().Do(cmd.Context(), http.MethodPost, "/v1/clusters/"+args[0]+"/nodes/"+args[1]+"/retry", struct{}{}, &u); err != nil {
-			return err
-		}
-		return c.print(u, func() { fmt.Fprintf(c.out, "node %s: retrying\n", args[1]) })
-	}})
+	cmd.AddCommand(&cobra.Command{Use: "retry CLUSTER NODE", Short: "Retry a node whose upgrade failed",
+		Long: "Retry a node whose upgrade failed. The coordinator answers 204 No Content: there is no upgrade to print, so with -o json or -o yaml nothing is printed and the exit status tells (moltctl upgrade status shows the new attempt).",
+		Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
+			// The answer is 204 with no body: nothing to decode, nor to
+			// print as if it were an upgrade.
+			if _, err := c.client().Do(cmd.Context(), http.MethodPost, apiPath("clusters", args[0], "nodes", args[1], "retry"), struct{}{}, nil); err != nil {
+				return err
+			}
+			if c.output == "text" || c.output == "" {
+				fmt.Fprintf(c.out, "node %s: retrying\n", args[1])
+			}
+			return nil
+		}})
 	return cmd
 }
 

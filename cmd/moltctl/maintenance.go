@@ -19,7 +19,7 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 		if err := readBody(f, &p); err != nil {
 			return err
 		}
-		if _, err := c.client().Do(cmd.Context(), http.MethodPut, "/v1/clusters/"+args[0]+"/maintenance-policy", p, &p); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodPut, apiPath("clusters", args[0], "maintenance-policy"), p, &p); err != nil {
 			return err
 		}
 		return c.print(p, func() {
@@ -30,7 +30,7 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 	cmd.AddCommand(set)
 	cmd.AddCommand(&cobra.Command{Use: "get CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		var p api.MaintenancePolicy
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/maintenance-policy", nil, &p); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "maintenance-policy"), nil, &p); err != nil {
 			return err
 		}
 		return c.print(p, func() {
@@ -51,7 +51,7 @@ func (c *cli) maintenanceCmd() *cobra.Command {
 			q.Set("at", at)
 		}
 		var res api.MaintenanceCheck
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/clusters/"+args[0]+"/maintenance-policy/check?"+q.Encode(), nil, &res); err != nil {
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "maintenance-policy", "check")+"?"+q.Encode(), nil, &res); err != nil {
 			return err
 		}
 		return c.print(res, func() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -53,7 +52,7 @@ func (c *cli) preflightRun(ctx context.Context, status io.Writer, cluster, targe
 	cl := c.client()
 	if target == "" {
 		var spec api.Cluster
-		if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+url.PathEscape(cluster), nil, &spec); err != nil {
+		if _, err := cl.Do(ctx, http.MethodGet, apiPath("clusters", cluster), nil, &spec); err != nil {
 			return err
 		}
 		if spec.Spec.Version == "" {

@@ -73,7 +73,7 @@ func (c *cli) tokenCmd() *cobra.Command {
 	del := &cobra.Command{
 		Use: "delete ID", Short: "Revoke a token", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.client().Do(cmd.Context(), http.MethodDelete, "/v1/tokens/"+args[0], nil, nil)
+			_, err := c.client().Do(cmd.Context(), http.MethodDelete, apiPath("tokens", args[0]), nil, nil)
 			return err
 		},
 	}

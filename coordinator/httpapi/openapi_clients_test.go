@@ -168,6 +168,18 @@ func pathTemplate(e ast.Expr, vars map[string]ast.Expr) string {
 		if id, ok := e.Fun.(*ast.Ident); ok && id.Name == "agentPath" && len(e.Args) == 3 {
 			return "/v1/agents/{}/{}" + pathTemplate(e.Args[2], vars)
 		}
+		// moltctl's apiPath(seg, ...): "/v1" and each segment, escaped.
+		if id, ok := e.Fun.(*ast.Ident); ok && id.Name == "apiPath" {
+			p := "/v1"
+			for _, a := range e.Args {
+				seg := pathTemplate(a, vars)
+				if strings.Contains(seg, "/") {
+					seg = "{}" // escaped into one segment
+				}
+				p += "/" + seg
+			}
+			return p
+		}
 	case *ast.ParenExpr:
 		return pathTemplate(e.X, vars)
 	}
