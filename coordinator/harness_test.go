@@ -42,6 +42,11 @@ var wrapAPIListener func(id string, ln net.Listener) net.Listener
 // serves (relay_test.go counts how heartbeats reach the leader).
 var wrapService func(id string, svc httpapi.Service) httpapi.Service
 
+// startupChecked, when set, hears each answer of startupWritesDone while
+// startMemberAt waits (startup_test.go holds a write until the harness
+// has seen it missing). Set and read on the test's goroutine only.
+var startupChecked func(done bool)
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -173,7 +178,13 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 		// leading; tests act as that admin. Its own member metadata is
 		// its other start-up write: tests that count log entries
 		// (requireOnlyAuditRecord, FuzzAPI) start after both.
-		eventually(t, "the bootstrap admin token and the member's metadata stored", m.startupWritesDone)
+		eventually(t, "the bootstrap admin token and the member's metadata stored", func() bool {
+			done := m.startupWritesDone()
+			if startupChecked != nil {
+				startupChecked(done)
+			}
+			return done
+		})
 	}
 	return m
 }

@@ -1,9 +1,9 @@
 package coordinator_test
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,19 +26,34 @@ func TestStartedMemberHasMadeItsStartupWrites(t *testing.T) {
 	first.stop(false)
 	replayed := applies.Load() // every command of the first life, replayed on restart
 
+	// The first new entry, the metadata at the new address, is held (a
+	// slow apply, as on a loaded machine) until the harness has looked
+	// for it and found it missing: a harness that polls for the write
+	// then sees it applied; one that does not wait for it never looks,
+	// and returns while it is held.
 	var again atomic.Int64
+	held, release := make(chan struct{}), make(chan struct{})
+	var heldOnce, releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free() // before the cleanups stop the member, whose apply waits
 	hold := func(c *coordinator.Config) {
 		c.Raft.ApplyHook = func() {
 			if again.Add(1) == replayed+1 {
-				// The first new entry, the metadata at the new address:
-				// a slow apply, as on a loaded machine. Not a wait for
-				// anything: a harness that polls for the write passes
-				// however long it takes; one that does not returns
-				// while it is held.
-				time.Sleep(time.Second)
+				heldOnce.Do(func() { close(held) })
+				<-release
 			}
 		}
 	}
+	startupChecked = func(done bool) {
+		select {
+		case <-held:
+			if !done {
+				free()
+			}
+		default:
+		}
+	}
+	t.Cleanup(func() { startupChecked = nil })
 	m := startMemberAt(t, "m1", dir, true, nil, "", raftAddr, nil, hold)
 	require.NotEqual(t, first.addr, m.addr)
 	ms, err := m.c.Members()
