@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
@@ -158,19 +159,38 @@ func TestLayers(t *testing.T) {
 // the clock or waits on it: time comes in as data (Nomad lints its FSM the
 // same way).
 func TestPureNoClock(t *testing.T) {
-	pkgs := goList(t, purity.Pure...)
+	for root, calls := range scanPackages(t, purity.Pure, purity.ClockCalls) {
+		require.Empty(t, calls, "%s reads the clock; take the time as a value instead", root)
+	}
+}
+
+// scanPackages runs scan over the own (non-test) sources of each of roots
+// and returns what it found, by package.
+func scanPackages(t *testing.T, roots []string, scan func(*token.FileSet, *ast.File) []string) map[string][]string {
+	t.Helper()
+	pkgs := goList(t, roots...)
 	fset := token.NewFileSet()
-	for _, root := range purity.Pure {
+	out := map[string][]string{}
+	for _, root := range roots {
 		p := pkgs[root]
 		require.NotEmpty(t, p.GoFiles, root)
-		var calls []string
+		out[root] = nil
 		for _, name := range p.GoFiles {
 			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
 			require.NoError(t, err)
-			calls = append(calls, purity.ClockCalls(fset, f)...)
+			out[root] = append(out[root], scan(fset, f)...)
 		}
-		require.Empty(t, calls, "%s reads the clock; take the time as a value instead", root)
 	}
+	return out
+}
+
+// scanSource runs scan over src as the file x.go.
+func scanSource(t *testing.T, src string, scan func(*token.FileSet, *ast.File) []string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	return scan(fset, f)
 }
 
 // TestClockCalls is the clock scan's self-check: it finds clock reads
@@ -188,10 +208,7 @@ func TestClockCalls(t *testing.T) {
 		{"no time import", "package x\ntype c struct{ Now int }\nvar time c\nvar _ = time.Now\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "x.go", tc.src, parser.SkipObjectResolution)
-			require.NoError(t, err)
-			require.Equal(t, tc.want, purity.ClockCalls(fset, f))
+			require.Equal(t, tc.want, scanSource(t, tc.src, purity.ClockCalls))
 		})
 	}
 }
@@ -219,17 +236,7 @@ func TestRuleMatch(t *testing.T) {
 // aside) carries an encoding tag: what is encoded is its twin in api or in
 // the state machine's persisted format.
 func TestEngineTypesUntagged(t *testing.T) {
-	pkgs := goList(t, purity.Untagged...)
-	fset := token.NewFileSet()
-	for _, root := range purity.Untagged {
-		p := pkgs[root]
-		require.NotEmpty(t, p.GoFiles, root)
-		var tags []string
-		for _, name := range p.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
-			require.NoError(t, err)
-			tags = append(tags, purity.EncodingTags(fset, f)...)
-		}
+	for root, tags := range scanPackages(t, purity.Untagged, purity.EncodingTags) {
 		require.Empty(t, tags, "%s carries encoding tags; encode its wire twin (api) or persisted twin (coordinator/statemachine) instead", root)
 	}
 }
@@ -246,10 +253,7 @@ func TestEncodingTags(t *testing.T) {
 		{"other keys are fine", "package x\ntype T struct{ A int `db:\"a\"`; B int }\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "x.go", tc.src, parser.SkipObjectResolution)
-			require.NoError(t, err)
-			require.Equal(t, tc.want, purity.EncodingTags(fset, f))
+			require.Equal(t, tc.want, scanSource(t, tc.src, purity.EncodingTags))
 		})
 	}
 }
