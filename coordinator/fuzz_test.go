@@ -45,7 +45,7 @@ func fuzzHandler(m *member) (http.Handler, httpapi.Config) {
 	cfg := m.apiConfig
 	cfg.MaxPoll = 10 * time.Millisecond // long polls must not slow the fuzzer
 	cfg.AuditRefusalBurst = 1 << 30     // every refusal recorded: each one's record is checked
-	return httpapi.New(m.c, cfg), cfg
+	return httpapi.New(httpapi.ServicesOf(m.c), cfg), cfg
 }
 
 var (

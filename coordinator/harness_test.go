@@ -40,7 +40,7 @@ var wrapAPIListener func(id string, ln net.Listener) net.Listener
 
 // wrapService, when set, wraps what the API of every member started
 // serves (relay_test.go counts how heartbeats reach the leader).
-var wrapService func(id string, svc httpapi.Service) httpapi.Service
+var wrapService func(id string, s httpapi.Services) httpapi.Services
 
 // startupChecked, when set, hears each answer of startupWritesDone while
 // startMemberAt waits (startup_test.go holds a write until the harness
@@ -163,7 +163,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	cert := memberCert(t, id)
 	fwd := client.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
-	var svc httpapi.Service = m.c
+	svc := httpapi.ServicesOf(m.c)
 	if wrapService != nil {
 		svc = wrapService(id, svc)
 	}

@@ -21,34 +21,31 @@ import (
 // their own (an agent's beat at the leader, or one a follower forwarded)
 // or relayed by a follower in a batch.
 type beatCounter struct {
-	httpapi.Service
+	httpapi.AgentService
+	httpapi.HeartbeatRelay
 	direct, relayed atomic.Int64
 }
 
 func (s *beatCounter) Heartbeat(ctx context.Context, h api.AgentHealth) error {
 	s.direct.Add(1)
-	return s.Service.Heartbeat(ctx, h)
+	return s.AgentService.Heartbeat(ctx, h)
 }
 
 func (s *beatCounter) RelayedHeartbeats(ctx context.Context, beats []coordinator.RelayedBeat) ([]error, error) {
 	s.relayed.Add(int64(len(beats)))
-	return s.Service.RelayedHeartbeats(ctx, beats)
-}
-
-// LeaderChanged passes on what the API asks of the coordinator.
-func (s *beatCounter) LeaderChanged() <-chan struct{} {
-	return s.Service.(interface{ LeaderChanged() <-chan struct{} }).LeaderChanged()
+	return s.HeartbeatRelay.RelayedHeartbeats(ctx, beats)
 }
 
 // countBeats makes every member started from now on count its beats.
 func countBeats(t *testing.T) map[string]*beatCounter {
 	var mu sync.Mutex
 	counters := map[string]*beatCounter{}
-	wrapService = func(id string, svc httpapi.Service) httpapi.Service {
+	wrapService = func(id string, s httpapi.Services) httpapi.Services {
 		mu.Lock()
 		defer mu.Unlock()
-		counters[id] = &beatCounter{Service: svc}
-		return counters[id]
+		counters[id] = &beatCounter{AgentService: s.Agents, HeartbeatRelay: s.Relay}
+		s.Agents, s.Relay = counters[id], counters[id]
+		return s
 	}
 	t.Cleanup(func() { wrapService = nil })
 	return counters

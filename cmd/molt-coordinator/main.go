@@ -219,7 +219,7 @@ func run() error {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
-	srv := httpapi.NewServer(httpapi.New(c, httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport(),
+	srv := httpapi.NewServer(httpapi.New(httpapi.ServicesOf(c), httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport(),
 		DisableWeb: !*webView, SessionTTL: *webSessionTTL}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

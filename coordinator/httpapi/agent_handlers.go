@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -11,16 +13,40 @@ import (
 	"github.com/moltproject/molt/coordinator"
 )
 
+// AgentService is the leader's side of an agent's calls: what the agent
+// handlers need. (A follower's relay of heartbeats is HeartbeatRelay,
+// relay.go.)
+type AgentService interface {
+	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
+	Heartbeat(ctx context.Context, h api.AgentHealth) error
+	// PollAgent is an agent's long poll: its operations and the
+	// cluster's upgrade in progress.
+	PollAgent(ctx context.Context, cluster, node string, wait time.Duration) (api.OperationsResponse, error)
+	ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error
+}
+
+// agentHandlers serve /v1/agents: registration, heartbeats, long polls
+// (at most maxPoll long, and maxPolls open per node on this member) and
+// results.
+type agentHandlers struct {
+	svc      AgentService
+	maxPoll  time.Duration
+	maxPolls int
+
+	pollMu sync.Mutex
+	polls  map[string]int // open long polls by "cluster/node"
+}
+
 // enterPoll counts a long poll of node in, or refuses it beyond
 // Config.MaxPollsPerNode; the caller calls the returned function when the
 // poll ends.
-func (h *handlers) enterPoll(cluster, node string) (func(), error) {
+func (h *agentHandlers) enterPoll(cluster, node string) (func(), error) {
 	key := cluster + "/" + node
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
-	if h.polls[key] >= h.cfg.MaxPollsPerNode {
+	if h.polls[key] >= h.maxPolls {
 		return nil, &coordinator.RuleError{Rule: "poll-concurrency",
-			Detail: fmt.Sprintf("%s already has %d long poll(s) open; at most %d", key, h.polls[key], h.cfg.MaxPollsPerNode), Err: errTooManyPolls}
+			Detail: fmt.Sprintf("%s already has %d long poll(s) open; at most %d", key, h.polls[key], h.maxPolls), Err: errTooManyPolls}
 	}
 	h.polls[key]++
 	return func() {
@@ -32,7 +58,7 @@ func (h *handlers) enterPoll(cluster, node string) (func(), error) {
 	}, nil
 }
 
-func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
+func (h *agentHandlers) register(w http.ResponseWriter, r *http.Request) {
 	var req api.RegisterRequest
 	if err := decode(w, r, &req); err != nil {
 		writeProblem(w, r, err)
@@ -50,7 +76,7 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, resp)
 }
 
-func (h *handlers) heartbeat(w http.ResponseWriter, r *http.Request) {
+func (h *agentHandlers) heartbeat(w http.ResponseWriter, r *http.Request) {
 	hb, err := beatOf(w, r)
 	if err != nil {
 		writeProblem(w, r, err)
@@ -79,7 +105,7 @@ func beatOf(w http.ResponseWriter, r *http.Request) (api.AgentHealth, error) {
 	return hb, nil
 }
 
-func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
+func (h *agentHandlers) poll(w http.ResponseWriter, r *http.Request) {
 	wait := time.Duration(0)
 	if s := r.URL.Query().Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -87,7 +113,7 @@ func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, &coordinator.RuleError{Rule: "wait", Detail: fmt.Sprintf("wait=%q is not a duration", s), Err: coordinator.ErrInvalid})
 			return
 		}
-		wait = min(d, h.cfg.MaxPoll)
+		wait = min(d, h.maxPoll)
 	}
 	cluster, node := chi.URLParam(r, "cluster"), chi.URLParam(r, "node")
 	leave, err := h.enterPoll(cluster, node)
@@ -107,7 +133,7 @@ func (h *handlers) poll(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, resp)
 }
 
-func (h *handlers) result(w http.ResponseWriter, r *http.Request) {
+func (h *agentHandlers) result(w http.ResponseWriter, r *http.Request) {
 	var res api.OperationResult
 	if err := decode(w, r, &res); err != nil {
 		writeProblem(w, r, err)

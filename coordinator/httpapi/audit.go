@@ -41,6 +41,15 @@ const (
 	DefaultAuditRefusalBurst = 20
 )
 
+// AuditTrail is the audit log (audit.go in package coordinator): writes
+// proposed under a context that carries a coordinator.AuditIntent carry
+// its record; RecordAudit appends one on its own (a refusal, a write
+// outside the state machine); AuditLog reads this member's replica.
+type AuditTrail interface {
+	RecordAudit(ctx context.Context, r coordinator.AuditRecord) error
+	AuditLog(q api.AuditQuery) api.AuditPage
+}
+
 // auditTimeout bounds appending a record on its own.
 const auditTimeout = 10 * time.Second
 
@@ -116,7 +125,7 @@ func (h *handlers) recordOutcome(r *http.Request, p Principal, in *coordinator.A
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
-	if err := h.svc.RecordAudit(ctx, rec); err != nil {
+	if err := h.trail.RecordAudit(ctx, rec); err != nil {
 		h.cfg.Logger.Warn("audit record not stored", "principal", p.Name, "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
 }
@@ -216,7 +225,7 @@ func (h *handlers) audit(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.svc.AuditLog(q))
+	writeJSON(w, http.StatusOK, h.trail.AuditLog(q))
 }
 
 func parseAuditQuery(r *http.Request) (api.AuditQuery, error) {

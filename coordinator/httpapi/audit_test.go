@@ -21,7 +21,7 @@ import (
 // release, plans any upgrade, and keeps the audit records the API hands
 // it and the audit queries it is asked.
 type auditMember struct {
-	Service
+	fakeMember
 	mu      sync.Mutex
 	records []coordinator.AuditRecord
 	queries []api.AuditQuery
@@ -81,7 +81,7 @@ func send(h http.Handler, method, path, role, body string) *httptest.ResponseRec
 // are not.
 func TestRefusedWritesAreRecorded(t *testing.T) {
 	m := &auditMember{}
-	h := New(m, Config{})
+	h := New(servicesOf(m), Config{})
 	require.Equal(t, 403, send(h, "PUT", "/v1/releases/1.34.4", "operator", `{}`).Code)
 	require.Equal(t, 422, send(h, "PUT", "/v1/releases/1.34.4", "admin", `{}`).Code)
 	require.Equal(t, 401, send(h, "PUT", "/v1/releases/1.34.4", "", `{}`).Code)
@@ -105,7 +105,7 @@ func TestRefusedWritesAreRecorded(t *testing.T) {
 func TestRefusalsAreRecordedAtABoundedRate(t *testing.T) {
 	m := &auditMember{}
 	clock := clock.NewManual(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	h := New(m, Config{Clock: clock, AuditRefusalBurst: 3, AuditRefusalEvery: time.Minute})
+	h := New(servicesOf(m), Config{Clock: clock, AuditRefusalBurst: 3, AuditRefusalEvery: time.Minute})
 	for range 50 {
 		require.Equal(t, 403, send(h, "PUT", "/v1/releases/1.34.4", "viewer", `{}`).Code, "every refusal is answered")
 	}
@@ -136,7 +136,7 @@ func TestRefusalLimiterForgetsIdlePrincipals(t *testing.T) {
 // refuses a bad one with a problem naming the parameter.
 func TestAuditQueryIsChecked(t *testing.T) {
 	m := &auditMember{}
-	h := New(m, Config{})
+	h := New(servicesOf(m), Config{})
 	rec := send(h, "GET", "/v1/audit?cluster=lab&principal=token:aaaaaa&since=2026-11-23T12:00:00Z&until=2026-11-24T00:00:00.5Z&before=42&limit=7", "admin", "")
 	require.Equal(t, 200, rec.Code, rec.Body.String())
 	require.JSONEq(t, `{"entries":[]}`, rec.Body.String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/trust"
 )
@@ -89,6 +90,18 @@ func (q Requirement) String() string {
 
 var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
 
+// Authenticator checks credentials (trust.go in package coordinator):
+// what authentication needs, here and in session.go and relay.go.
+type Authenticator interface {
+	AuthenticateToken(token string) (api.Token, error)
+	// AuthenticateBootstrapToken checks an enrollment's bootstrap token
+	// (uses left included).
+	AuthenticateBootstrapToken(token string) (api.Token, error)
+	// AgentCertValid reports whether the agent certificate with serial
+	// is node's current one.
+	AgentCertValid(cluster, node, serial string) bool
+}
+
 // authenticate finds out who the caller is (routes.go puts it first on
 // every route). A credential that is present and wrong is refused (401),
 // never treated as anonymous, and so is no credential where the route
@@ -102,7 +115,7 @@ func (h *handlers) authenticate(rt route) func(http.Handler) http.Handler {
 	// no round trip to another member; it makes a leader new in its term
 	// apply what its predecessor acknowledged (a deletion) first.
 	fresh := q != Public && q != NeedBootstrapToken && !rt.serve.member
-	judgeHere := func() bool { return fresh && (!rt.serve.leader || h.svc.IsLeader()) }
+	judgeHere := func() bool { return fresh && (!rt.serve.leader || h.leader.IsLeader()) }
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if q == Public { // health checks: whatever credential comes along is not looked at
@@ -152,7 +165,7 @@ func (h *handlers) checkBootstrap(next http.Handler) http.Handler {
 			writeProblem(w, r, &coordinator.RuleError{Rule: "authentication-required", Detail: "enrollment needs a bootstrap token: Authorization: Bearer <token>", Err: coordinator.ErrUnauthorized})
 			return
 		}
-		t, err := h.svc.AuthenticateBootstrapToken(tok)
+		t, err := h.authn.AuthenticateBootstrapToken(tok)
 		if err != nil {
 			writeProblem(w, r, err)
 			return
@@ -197,7 +210,7 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 			return Principal{Kind: KindMember, Name: id.String()}, nil
 		case "agent":
 			serial := coordinator.SerialOf(cert.SerialNumber.Bytes())
-			if !h.svc.AgentCertValid(id.Cluster, id.Node, serial) {
+			if !h.authn.AgentCertValid(id.Cluster, id.Node, serial) {
 				return Principal{}, errCertRevoked(id.Cluster, id.Node, serial)
 			}
 			return Principal{Kind: KindAgent, Name: id.String(), Cluster: id.Cluster, Node: id.Node, Serial: serial}, nil
@@ -218,7 +231,7 @@ func (h *handlers) principal(r *http.Request, q Requirement) (Principal, error) 
 		// Enrollment checks its bootstrap token itself.
 		return Principal{Kind: KindBootstrap, Name: "bootstrap-token"}, nil
 	}
-	t, err := h.svc.AuthenticateToken(tok)
+	t, err := h.authn.AuthenticateToken(tok)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -241,13 +254,13 @@ func (h *handlers) forwardedPrincipal(r *http.Request, p Principal) (Principal, 
 				Detail: "a forwarded operator's request carries its API token (Authorization: Bearer), which the leader checks itself; this one has none (a member of an older release forwarded it): send it to the leader",
 				Err:    coordinator.ErrUnauthorized}
 		}
-		t, err := h.svc.AuthenticateToken(tok)
+		t, err := h.authn.AuthenticateToken(tok)
 		if err != nil {
 			return Principal{}, err
 		}
 		return tokenPrincipal(t), nil
 	case KindAgent:
-		if !h.svc.AgentCertValid(p.Cluster, p.Node, p.Serial) {
+		if !h.authn.AgentCertValid(p.Cluster, p.Node, p.Serial) {
 			return Principal{}, errCertRevoked(p.Cluster, p.Node, p.Serial)
 		}
 	}

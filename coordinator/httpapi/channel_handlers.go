@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -9,11 +10,24 @@ import (
 	"github.com/moltproject/molt/coordinator"
 )
 
-func (h *handlers) channels(w http.ResponseWriter, _ *http.Request) {
+// SchedulerService is the automatic upgrades' side of the API (channels,
+// and what the scheduler decided of a cluster): what the channel handlers
+// need (scheduler.go in package coordinator).
+type SchedulerService interface {
+	Channels() []api.Channel
+	Channel(name string) (api.Channel, error)
+	PutChannel(ctx context.Context, name string, u api.ChannelUpdate) error
+	UpgradeStatus(cluster string) (api.UpgradeStatus, error)
+}
+
+// schedulerHandlers serve /v1/channels and a cluster's upgrade-status.
+type schedulerHandlers struct{ svc SchedulerService }
+
+func (h *schedulerHandlers) channels(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, h.svc.Channels())
 }
 
-func (h *handlers) channel(w http.ResponseWriter, r *http.Request) {
+func (h *schedulerHandlers) channel(w http.ResponseWriter, r *http.Request) {
 	ch, err := h.svc.Channel(chi.URLParam(r, "name"))
 	if err != nil {
 		writeProblem(w, r, err)
@@ -30,7 +44,7 @@ type channelBody struct {
 	AutoUpgradeTarget *string `json:"autoUpgradeTarget"`
 }
 
-func (h *handlers) putChannel(w http.ResponseWriter, r *http.Request) {
+func (h *schedulerHandlers) putChannel(w http.ResponseWriter, r *http.Request) {
 	var b channelBody
 	if err := decode(w, r, &b); err != nil {
 		writeProblem(w, r, err)
@@ -48,7 +62,7 @@ func (h *handlers) putChannel(w http.ResponseWriter, r *http.Request) {
 	h.channel(w, r)
 }
 
-func (h *handlers) upgradeStatus(w http.ResponseWriter, r *http.Request) {
+func (h *schedulerHandlers) upgradeStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := h.svc.UpgradeStatus(chi.URLParam(r, "name"))
 	if err != nil {
 		writeProblem(w, r, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,10 +11,24 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
 
-func (h *handlers) clusters(w http.ResponseWriter, _ *http.Request) {
+// ClusterService stores clusters and reads them back: what the cluster
+// handlers need. PutCluster takes the engine's spec, which the handler
+// converts from the wire (api/convert).
+type ClusterService interface {
+	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error
+	DeleteCluster(ctx context.Context, name string) error
+	Cluster(name string) (api.Cluster, error)
+	Clusters() []api.Cluster
+}
+
+// clusterHandlers serve /v1/clusters and /v1/clusters/{name}.
+type clusterHandlers struct{ svc ClusterService }
+
+func (h *clusterHandlers) clusters(w http.ResponseWriter, _ *http.Request) {
 	cs := h.svc.Clusters()
 	if cs == nil {
 		cs = []api.Cluster{}
@@ -21,7 +36,7 @@ func (h *handlers) clusters(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, cs)
 }
 
-func (h *handlers) cluster(w http.ResponseWriter, r *http.Request) {
+func (h *clusterHandlers) cluster(w http.ResponseWriter, r *http.Request) {
 	c, err := h.svc.Cluster(chi.URLParam(r, "name"))
 	if err != nil {
 		writeProblem(w, r, err)
@@ -30,7 +45,7 @@ func (h *handlers) cluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, c)
 }
 
-func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
+func (h *clusterHandlers) putCluster(w http.ResponseWriter, r *http.Request) {
 	var body api.ClusterSpec
 	if err := decode(w, r, &body); err != nil {
 		writeProblem(w, r, err)
@@ -67,93 +82,8 @@ func (h *handlers) putCluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, c)
 }
 
-func (h *handlers) deleteCluster(w http.ResponseWriter, r *http.Request) {
+func (h *clusterHandlers) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	if err := h.svc.DeleteCluster(r.Context(), chi.URLParam(r, "name")); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *handlers) upgrade(w http.ResponseWriter, r *http.Request) {
-	u, err := h.svc.Upgrade(chi.URLParam(r, "name"))
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	out := convert.UpgradeToAPI(u)
-	// The forecast is made here, so that clients show the coordinator's
-	// estimate rather than each running the planner on its own copy.
-	out.Forecast = convert.UpgradeForecastToAPI(u, h.cfg.Clock.Now())
-	writeJSON(w, 200, out)
-}
-
-func (h *handlers) startUpgrade(w http.ResponseWriter, r *http.Request) {
-	var req api.UpgradeRequest
-	if err := decode(w, r, &req); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	name := chi.URLParam(r, "name")
-	if req.DryRun {
-		// A dry run changes nothing: not a write the audit log records.
-		if in := coordinator.AuditIntentFrom(r.Context()); in != nil {
-			in.Skip()
-		}
-		plan, err := h.svc.Plan(name, req)
-		if err != nil {
-			writeProblem(w, r, err)
-			return
-		}
-		writeJSON(w, 200, convert.PlanToAPI(plan))
-		return
-	}
-	u, err := h.svc.StartUpgrade(r.Context(), name, req)
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, convert.UpgradeToAPI(u))
-}
-
-func (h *handlers) poolCommand(w http.ResponseWriter, r *http.Request) {
-	h.runPoolCommand(w, r, chi.URLParam(r, "cmd"))
-}
-
-// poolVerb accepts the SPEC's "upgrade:cancel" form as well.
-func (h *handlers) poolVerb(w http.ResponseWriter, r *http.Request) {
-	verb := chi.URLParam(r, "verb")
-	const prefix = "upgrade:"
-	if len(verb) <= len(prefix) || verb[:len(prefix)] != prefix {
-		writeProblem(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, coordinator.ErrNotFound))
-		return
-	}
-	h.runPoolCommand(w, r, verb[len(prefix):])
-}
-
-func (h *handlers) runPoolCommand(w http.ResponseWriter, r *http.Request, cmd string) {
-	if err := decodeNone(w, r); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	if err := h.svc.PoolCommand(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "pool"), cmd); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	u, err := h.svc.Upgrade(chi.URLParam(r, "name"))
-	if err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, 200, convert.UpgradeToAPI(u))
-}
-
-func (h *handlers) retryNode(w http.ResponseWriter, r *http.Request) {
-	if err := decodeNone(w, r); err != nil {
-		writeProblem(w, r, err)
-		return
-	}
-	if err := h.svc.RetryNode(r.Context(), chi.URLParam(r, "name"), chi.URLParam(r, "node")); err != nil {
 		writeProblem(w, r, err)
 		return
 	}

@@ -50,7 +50,7 @@ func (h *handlers) consistentIndex(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(&indexWriter{ResponseWriter: w, svc: h.svc}, r)
+		next.ServeHTTP(&indexWriter{ResponseWriter: w, leader: h.leader}, r)
 	})
 }
 
@@ -58,20 +58,20 @@ func (h *handlers) consistentIndex(next http.Handler) http.Handler {
 // request names (api.MinIndexHeader).
 func (h *handlers) behind(r *http.Request) bool {
 	want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64)
-	return err == nil && h.svc.AppliedIndex() < want
+	return err == nil && h.leader.AppliedIndex() < want
 }
 
 // catchUp waits, up to Config.CatchUp, until this member has applied the
 // index the request names, and returns errLagging if it has not by then.
 func (h *handlers) catchUp(r *http.Request) error {
 	want, err := strconv.ParseUint(r.Header.Get(api.MinIndexHeader), 10, 64)
-	if err != nil || h.svc.AppliedIndex() >= want {
+	if err != nil || h.leader.AppliedIndex() >= want {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.CatchUp)
 	defer cancel()
-	if h.svc.WaitApplied(ctx, want) != nil {
-		return errLagging{applied: h.svc.AppliedIndex(), want: want}
+	if h.leader.WaitApplied(ctx, want) != nil {
+		return errLagging{applied: h.leader.AppliedIndex(), want: want}
 	}
 	return nil
 }
@@ -81,15 +81,15 @@ func (h *handlers) catchUp(r *http.Request) error {
 // leader's.
 type indexWriter struct {
 	http.ResponseWriter
-	svc   Service
-	wrote bool
+	leader Leadership
+	wrote  bool
 }
 
 func (w *indexWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.wrote = true
 		if w.Header().Get(api.IndexHeader) == "" {
-			w.Header().Set(api.IndexHeader, strconv.FormatUint(w.svc.AppliedIndex(), 10))
+			w.Header().Set(api.IndexHeader, strconv.FormatUint(w.leader.AppliedIndex(), 10))
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

@@ -21,7 +21,7 @@ import (
 // indexedMember is a member whose applied index the test moves by hand;
 // only the methods the read path calls are implemented.
 type indexedMember struct {
-	Service
+	fakeMember
 	applied atomic.Uint64
 	mu      sync.Mutex
 	waiting chan struct{} // closed when a read starts waiting
@@ -100,7 +100,7 @@ func getReleases(t *testing.T, url string, minIndex string) *http.Response {
 func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
 	m := &indexedMember{}
 	m.applied.Store(41)
-	srv := httptest.NewServer(New(m, Config{}))
+	srv := httptest.NewServer(New(servicesOf(m), Config{}))
 	t.Cleanup(srv.Close)
 
 	resp := getReleases(t, srv.URL, "")
@@ -120,7 +120,7 @@ func TestAnswersNameTheIndexTheyReflect(t *testing.T) {
 func TestReadWaitsForTheClientsIndex(t *testing.T) {
 	m := &indexedMember{waiting: make(chan struct{})}
 	m.applied.Store(5)
-	srv := httptest.NewServer(New(m, Config{CatchUp: time.Minute}))
+	srv := httptest.NewServer(New(servicesOf(m), Config{CatchUp: time.Minute}))
 	t.Cleanup(srv.Close)
 
 	waiting := m.waiting
@@ -136,7 +136,7 @@ func TestReadWaitsForTheClientsIndex(t *testing.T) {
 func TestReadFromAMemberThatStaysBehindIsRefusedAsLagging(t *testing.T) {
 	m := &indexedMember{}
 	m.applied.Store(5)
-	srv := httptest.NewServer(New(m, Config{CatchUp: 10 * time.Millisecond}))
+	srv := httptest.NewServer(New(servicesOf(m), Config{CatchUp: 10 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 
 	resp := getReleases(t, srv.URL, "9")
@@ -150,11 +150,11 @@ func TestReadFromAMemberThatStaysBehindIsRefusedAsLagging(t *testing.T) {
 func TestForwardedAnswerKeepsTheLeadersIndex(t *testing.T) {
 	leader := &indexedMember{}
 	leader.applied.Store(100)
-	ls := httptest.NewServer(New(leader, Config{}))
+	ls := httptest.NewServer(New(servicesOf(leader), Config{}))
 	t.Cleanup(ls.Close)
 	follower := &indexedMember{leader: ls.Listener.Addr().String()}
 	follower.applied.Store(90)
-	fs := httptest.NewServer(New(follower, Config{}))
+	fs := httptest.NewServer(New(servicesOf(follower), Config{}))
 	t.Cleanup(fs.Close)
 
 	c := client.New(fs.URL, nil)
@@ -185,7 +185,7 @@ func (m *lateTokenMember) AuthenticateToken(tok string) (api.Token, error) {
 func TestCredentialJudgedOnceCaughtUp(t *testing.T) {
 	m := &lateTokenMember{indexedMember{waiting: make(chan struct{})}}
 	m.applied.Store(5)
-	srv := httptest.NewServer(New(m, Config{CatchUp: time.Minute}))
+	srv := httptest.NewServer(New(servicesOf(m), Config{CatchUp: time.Minute}))
 	t.Cleanup(srv.Close)
 	put := func(minIndex string) *http.Response {
 		req, err := http.NewRequest(http.MethodPut, srv.URL+"/v1/releases/1.34.4", strings.NewReader(`{"version":"1.34.4"}`))
@@ -211,7 +211,7 @@ func TestCredentialJudgedOnceCaughtUp(t *testing.T) {
 
 	behind := &lateTokenMember{}
 	behind.applied.Store(5)
-	bs := httptest.NewServer(New(behind, Config{CatchUp: 10 * time.Millisecond}))
+	bs := httptest.NewServer(New(servicesOf(behind), Config{CatchUp: 10 * time.Millisecond}))
 	t.Cleanup(bs.Close)
 	resp := getReleases(t, bs.URL, "9")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

@@ -51,7 +51,7 @@ func (f *electingFollower) learn(addr string, observed bool) {
 // (the read index's route wants a member's certificate, which these
 // tests do not have) and returns its address.
 func plainLeader(t *testing.T) string {
-	srv := New(&indexedMember{}, Config{})
+	srv := New(servicesOf(&indexedMember{}), Config{})
 	ls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == readIndexPath {
 			writeJSON(w, http.StatusOK, api.ReadIndex{Index: 0})
@@ -86,7 +86,7 @@ func TestOperatorWaitsForALeader(t *testing.T) {
 			f := newElectingFollower()
 			// The hold ends when the leader is known; a deadline this far
 			// off never ends it.
-			fs := httptest.NewServer(New(f, Config{CatchUp: time.Hour}))
+			fs := httptest.NewServer(New(servicesOf(f), Config{CatchUp: time.Hour}))
 			t.Cleanup(fs.Close)
 			c := client.New(fs.URL, nil)
 			c.SetBearerToken(testToken)

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -19,7 +18,7 @@ import (
 
 // upgradeMember serves one upgrade.
 type upgradeMember struct {
-	Service
+	UpgradeService
 	u *phases.Upgrade
 }
 
@@ -36,7 +35,7 @@ func TestUpgradeCarriesForecast(t *testing.T) {
 	u := phases.NewUpgrade("lab-1", spec, phases.MustParseVersion("1.34.4"), phases.Options{}, t0)
 	now := t0.Add(5 * time.Minute)
 	m := &upgradeMember{u: u}
-	hs := &handlers{svc: m, cfg: Config{Clock: clock.NewManual(now), Logger: slog.New(slog.DiscardHandler)}}
+	hs := &upgradeHandlers{svc: m, clock: clock.NewManual(now)}
 	r := chi.NewRouter()
 	r.Get("/v1/clusters/{name}/upgrade", hs.upgrade)
 	get := func() api.Upgrade {

@@ -10,6 +10,28 @@ import (
 	"time"
 )
 
+// Leadership is what the API needs to know of Raft on this member: who
+// leads (to forward to the leader), and how far this replica has applied
+// (consistency.go, fresh.go).
+type Leadership interface {
+	IsLeader() bool
+	// LeaderHTTPAddr is the leader's REST address ("" when unknown).
+	LeaderHTTPAddr() string
+	// LeaderChanged is closed at the next leader change (this member
+	// comes to lead, stops, or learns of another leader); a forward in
+	// flight follows the change (leaderOnly). nil when the
+	// implementation cannot tell (test doubles): a forward then waits
+	// for its answer.
+	LeaderChanged() <-chan struct{}
+	// AppliedIndex and WaitApplied serve api.IndexHeader and
+	// api.MinIndexHeader (consistency.go).
+	AppliedIndex() uint64
+	WaitApplied(ctx context.Context, index uint64) error
+	// ReadIndex, on the leader, is an index that covers every write
+	// acknowledged before the call (fresh.go).
+	ReadIndex(ctx context.Context) (uint64, error)
+}
+
 // forwardedHeader marks a request a follower forwarded, so that two members
 // that each think the other leads cannot bounce a request forever.
 const forwardedHeader = "X-Molt-Forwarded-By"
@@ -20,23 +42,23 @@ func (h *handlers) leaderOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		forwarded := r.Header.Get(forwardedHeader) != ""
 		for attempt := 0; ; attempt++ {
-			if h.svc.IsLeader() {
+			if h.leader.IsLeader() {
 				next.ServeHTTP(w, r)
 				return
 			}
-			changed := h.leaderChanges()
-			leader := h.svc.LeaderHTTPAddr()
+			changed := h.leader.LeaderChanged()
+			leader := h.leader.LeaderHTTPAddr()
 			if leader == "" && attempt > 0 && changed != nil {
 				// The leader this request was forwarded to was lost: wait
 				// a little for the election rather than send the client
 				// round the members.
 				h.awaitLeader(r.Context())
-				if h.svc.IsLeader() {
+				if h.leader.IsLeader() {
 					next.ServeHTTP(w, r)
 					return
 				}
-				changed = h.leaderChanges()
-				leader = h.svc.LeaderHTTPAddr()
+				changed = h.leader.LeaderChanged()
+				leader = h.leader.LeaderHTTPAddr()
 			}
 			if leader == "" || forwarded {
 				writeProblem(w, r, errNoLeader)
@@ -56,15 +78,6 @@ const maxReforwards = 2
 // while it waited for the answer.
 var errLeaderChanged = errors.New("the leader changed while the request was forwarded")
 
-// leaderChanges returns the Service's leader-change channel, or nil when
-// it cannot tell (test doubles).
-func (h *handlers) leaderChanges() <-chan struct{} {
-	if lc, ok := h.svc.(interface{ LeaderChanged() <-chan struct{} }); ok {
-		return lc.LeaderChanged()
-	}
-	return nil
-}
-
 // awaitLeader waits up to CatchUp, or until ctx ends, for some leader to
 // be known (this member, or another whose address it knows).
 func (h *handlers) awaitLeader(ctx context.Context) {
@@ -77,8 +90,8 @@ func (h *handlers) awaitLeader(ctx context.Context) {
 	tick := time.NewTicker(leaderAddrPoll)
 	defer tick.Stop()
 	for {
-		changed := h.leaderChanges()
-		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
+		changed := h.leader.LeaderChanged()
+		if h.leader.IsLeader() || h.leader.LeaderHTTPAddr() != "" {
 			return
 		}
 		select {
@@ -108,7 +121,7 @@ const leaderAddrPoll = 20 * time.Millisecond
 // forwarding member follows the change itself (leaderOnly).
 func (h *handlers) holdForLeader(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(forwardedHeader) == "" && !h.svc.IsLeader() && h.svc.LeaderHTTPAddr() == "" {
+		if r.Header.Get(forwardedHeader) == "" && !h.leader.IsLeader() && h.leader.LeaderHTTPAddr() == "" {
 			h.awaitLeader(r.Context())
 		}
 		next.ServeHTTP(w, r)
@@ -162,8 +175,8 @@ func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.Canc
 		case <-ctx.Done():
 			return
 		}
-		changed = h.leaderChanges()
-		if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != leader {
+		changed = h.leader.LeaderChanged()
+		if h.leader.IsLeader() || h.leader.LeaderHTTPAddr() != leader {
 			cancel(cause)
 			return
 		}
@@ -171,7 +184,7 @@ func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.Canc
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
-	if h.svc.IsLeader() || h.svc.LeaderHTTPAddr() != "" {
+	if h.leader.IsLeader() || h.leader.LeaderHTTPAddr() != "" {
 		writeJSON(w, 200, map[string]string{"status": "ready"})
 		return
 	}

@@ -50,7 +50,7 @@ func (f *changingFollower) observe(addr string) {
 // reached it.
 func heldLeader(t *testing.T, release <-chan struct{}) (addr string, arrived <-chan struct{}) {
 	leader := &indexedMember{}
-	srv := New(leader, Config{})
+	srv := New(servicesOf(leader), Config{})
 	got := make(chan struct{}, 4)
 	ls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
@@ -67,7 +67,7 @@ func heldLeader(t *testing.T, release <-chan struct{}) (addr string, arrived <-c
 // write in the background, which it forwards; done receives its result.
 func forwardedWrite(t *testing.T, addr string) (f *changingFollower, done <-chan error) {
 	f = &changingFollower{addr: addr, signal: make(chan struct{})}
-	fs := httptest.NewServer(New(f, Config{}))
+	fs := httptest.NewServer(New(servicesOf(f), Config{}))
 	t.Cleanup(fs.Close)
 	c := client.New(fs.URL, nil)
 	c.SetBearerToken(testToken)

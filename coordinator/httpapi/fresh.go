@@ -72,11 +72,11 @@ func (h *handlers) freshen(ctx context.Context) error {
 			Detail: fmt.Sprintf("an API token or web session is checked against the leader's latest state, which this member cannot learn now (%v); try again or ask another member", err),
 			Err:    errNoLeader}
 	}
-	if h.svc.AppliedIndex() >= idx {
+	if h.leader.AppliedIndex() >= idx {
 		return nil
 	}
-	if h.svc.WaitApplied(ctx, idx) != nil {
-		return errLagging{applied: h.svc.AppliedIndex(), want: idx, credential: true}
+	if h.leader.WaitApplied(ctx, idx) != nil {
+		return errLagging{applied: h.leader.AppliedIndex(), want: idx, credential: true}
 	}
 	return nil
 }
@@ -84,18 +84,18 @@ func (h *handlers) freshen(ctx context.Context) error {
 // readIndex returns the leader's read index: this member's own when it
 // leads, else the leader's answer to GET /v1/read-index.
 func (h *handlers) readIndex(ctx context.Context) (uint64, error) {
-	if h.svc.IsLeader() {
-		return h.svc.ReadIndex(ctx)
+	if h.leader.IsLeader() {
+		return h.leader.ReadIndex(ctx)
 	}
-	leader := h.svc.LeaderHTTPAddr()
+	leader := h.leader.LeaderHTTPAddr()
 	if leader == "" {
 		// An election, or the leader's address not applied here yet:
 		// worth the wait within CatchUp (holdForLeader says why).
 		h.awaitLeader(ctx)
-		if h.svc.IsLeader() {
-			return h.svc.ReadIndex(ctx)
+		if h.leader.IsLeader() {
+			return h.leader.ReadIndex(ctx)
 		}
-		leader = h.svc.LeaderHTTPAddr()
+		leader = h.leader.LeaderHTTPAddr()
 	}
 	if leader == "" {
 		return 0, errNoLeader
@@ -130,11 +130,11 @@ func (h *handlers) readIndex(ctx context.Context) (uint64, error) {
 // serveReadIndex serves GET /v1/read-index, on the leader only: a member
 // that does not lead answers 503 not-leader and never forwards it.
 func (h *handlers) serveReadIndex(w http.ResponseWriter, r *http.Request) {
-	if !h.svc.IsLeader() {
+	if !h.leader.IsLeader() {
 		writeProblem(w, r, raftstore.ErrNotLeader)
 		return
 	}
-	idx, err := h.svc.ReadIndex(r.Context())
+	idx, err := h.leader.ReadIndex(r.Context())
 	if err != nil {
 		if !errors.Is(err, raftstore.ErrNotLeader) {
 			err = fmt.Errorf("%w: %w", errNoLeader, err)

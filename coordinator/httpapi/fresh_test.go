@@ -40,7 +40,7 @@ func TestTokenReadWaitsForTheLeadersReadIndex(t *testing.T) {
 	t.Cleanup(ls.Close)
 	follower := &indexedMember{leader: ls.Listener.Addr().String()}
 	follower.applied.Store(5)
-	fs := httptest.NewServer(New(follower, Config{CatchUp: 20 * time.Millisecond}))
+	fs := httptest.NewServer(New(servicesOf(follower), Config{CatchUp: 20 * time.Millisecond}))
 	t.Cleanup(fs.Close)
 
 	status, p := readAt(t, fs.URL)
@@ -59,7 +59,7 @@ func TestTokenReadWaitsForTheLeadersReadIndex(t *testing.T) {
 // by its own replica.
 func TestTokenReadWithoutALeaderIsRefused(t *testing.T) {
 	f := &changingFollower{signal: make(chan struct{})}
-	fs := httptest.NewServer(New(f, Config{CatchUp: 20 * time.Millisecond}))
+	fs := httptest.NewServer(New(servicesOf(f), Config{CatchUp: 20 * time.Millisecond}))
 	t.Cleanup(fs.Close)
 	status, p := readAt(t, fs.URL)
 	require.Equal(t, http.StatusServiceUnavailable, status)
@@ -76,7 +76,7 @@ func TestTokenReadUnderALeaderOfAnOlderRelease(t *testing.T) {
 	t.Cleanup(ls.Close)
 	follower := &indexedMember{leader: ls.Listener.Addr().String()}
 	follower.applied.Store(5)
-	fs := httptest.NewServer(New(follower, Config{}))
+	fs := httptest.NewServer(New(servicesOf(follower), Config{}))
 	t.Cleanup(fs.Close)
 	status, p := readAt(t, fs.URL)
 	require.Equal(t, http.StatusOK, status, "%+v", p)

@@ -18,7 +18,7 @@ import (
 
 // panickyMember panics where the API reads releases.
 type panickyMember struct {
-	Service
+	fakeMember
 	adminTokens
 }
 
@@ -45,7 +45,7 @@ func requireProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, su
 
 func TestPanicAnswersTheInternalProblemAndIsLogged(t *testing.T) {
 	var logs bytes.Buffer
-	h := asAdmin(New(&panickyMember{}, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	h := asAdmin(New(servicesOf(&panickyMember{}), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/releases", nil))
 	p := requireProblem(t, rec, http.StatusInternalServerError, api.ProblemInternal)
@@ -57,7 +57,7 @@ func TestPanicAnswersTheInternalProblemAndIsLogged(t *testing.T) {
 func TestMetricsAnswersOnlyGetAndHead(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "molt_test_total", Help: "test"}))
-	h := asAdmin(New(&tokensOnly{}, Config{Gatherer: reg}))
+	h := asAdmin(New(servicesOf(&tokensOnly{}), Config{Gatherer: reg}))
 	for _, m := range []string{http.MethodGet, http.MethodHead} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(m, "/metrics", nil))

@@ -19,9 +19,51 @@ func (adminTokens) AuthenticateToken(tok string) (api.Token, error) {
 	return api.Token{ID: "abcdef", Kind: api.TokenAPI, Role: string(RoleAdmin)}, nil
 }
 
+// fakeMember is embedded in fake members: every interface of Services,
+// nil, so that a fake defines only what its test reaches (anything else
+// panics), and LeaderChanged answers nil (a fake cannot tell).
+type fakeMember struct {
+	Leadership
+	Authenticator
+	AuditTrail
+	HeartbeatRelay
+	ReleaseService
+	ClusterService
+	UpgradeService
+	PreflightService
+	MaintenanceService
+	SchedulerService
+	MemberService
+	CredentialService
+	SecretService
+	AgentService
+}
+
+func (fakeMember) LeaderChanged() <-chan struct{} { return nil }
+
+// servicesOf serves the API from fake m alone.
+func servicesOf(m any) Services {
+	var s Services
+	s.Leadership, _ = m.(Leadership)
+	s.Auth, _ = m.(Authenticator)
+	s.Audit, _ = m.(AuditTrail)
+	s.Relay, _ = m.(HeartbeatRelay)
+	s.Releases, _ = m.(ReleaseService)
+	s.Clusters, _ = m.(ClusterService)
+	s.Upgrades, _ = m.(UpgradeService)
+	s.Preflights, _ = m.(PreflightService)
+	s.Maintenance, _ = m.(MaintenanceService)
+	s.Scheduler, _ = m.(SchedulerService)
+	s.Members, _ = m.(MemberService)
+	s.Credentials, _ = m.(CredentialService)
+	s.Secrets, _ = m.(SecretService)
+	s.Agents, _ = m.(AgentService)
+	return s
+}
+
 // tokensOnly is a member that only authenticates testToken.
 type tokensOnly struct {
-	Service
+	fakeMember
 	adminTokens
 }
 
@@ -52,5 +94,4 @@ func (m *webMember) ReadIndex(context.Context) (uint64, error)     { return m.Ap
 func (m *auditMember) ReadIndex(context.Context) (uint64, error)   { return 0, nil }
 func (m *panickyMember) ReadIndex(context.Context) (uint64, error) { return 0, nil }
 func (m *tokensOnly) ReadIndex(context.Context) (uint64, error)    { return 0, nil }
-func (m *pollingMember) ReadIndex(context.Context) (uint64, error) { return 0, nil }
 func (m *beatMember) ReadIndex(context.Context) (uint64, error)    { return 0, nil }

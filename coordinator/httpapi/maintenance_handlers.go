@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,7 +15,24 @@ import (
 	"github.com/moltproject/molt/maintenance"
 )
 
-func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
+// MaintenanceService holds clusters' maintenance policies: what the
+// maintenance-policy handlers need. It speaks the engine's policy, which
+// the handlers convert from and to the wire (api/convert).
+type MaintenanceService interface {
+	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
+	Policy(cluster string) (maintenance.Policy, error)
+	// CheckMaintenance judges at the member's own clock when at is zero.
+	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
+}
+
+// maintenanceHandlers serve a cluster's maintenance policy, its check and
+// its calendar; clock is the calendar's today.
+type maintenanceHandlers struct {
+	svc   MaintenanceService
+	clock coordinator.Clock
+}
+
+func (h *maintenanceHandlers) policy(w http.ResponseWriter, r *http.Request) {
 	p, err := h.svc.Policy(chi.URLParam(r, "name"))
 	if err != nil {
 		writeProblem(w, r, err)
@@ -23,7 +41,7 @@ func (h *handlers) policy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, convert.MaintenancePolicyToAPI(p))
 }
 
-func (h *handlers) putPolicy(w http.ResponseWriter, r *http.Request) {
+func (h *maintenanceHandlers) putPolicy(w http.ResponseWriter, r *http.Request) {
 	var p api.MaintenancePolicy
 	if err := decode(w, r, &p); err != nil {
 		writeProblem(w, r, err)
@@ -36,7 +54,7 @@ func (h *handlers) putPolicy(w http.ResponseWriter, r *http.Request) {
 	h.policy(w, r)
 }
 
-func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
+func (h *maintenanceHandlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	bad := func(rule, detail string) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: rule, Detail: detail, Err: coordinator.ErrInvalid})
@@ -50,7 +68,7 @@ func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 		bad("change", fmt.Sprintf("change=%q: want minor, patch or disruption", ch.Kind))
 		return
 	}
-	var at time.Time // zero: the member's clock (Service.CheckMaintenance)
+	var at time.Time // zero: the member's clock (MaintenanceService.CheckMaintenance)
 	if s := q.Get("at"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -71,13 +89,13 @@ func (h *handlers) checkPolicy(w http.ResponseWriter, r *http.Request) {
 // 60, at most maintenance.MaxCalendarSpan) from from (default: today,
 // 00:00 UTC, on the API's clock): the window's open stretches and the
 // exclusions in that range.
-func (h *handlers) calendar(w http.ResponseWriter, r *http.Request) {
+func (h *maintenanceHandlers) calendar(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	bad := func(rule, detail string) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: rule, Detail: detail, Err: coordinator.ErrInvalid})
 	}
 	const day = 24 * time.Hour
-	from := h.cfg.Clock.Now().UTC().Truncate(day)
+	from := h.clock.Now().UTC().Truncate(day)
 	if s := q.Get("from"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

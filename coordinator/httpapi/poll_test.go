@@ -20,7 +20,9 @@ import (
 // pollingMember answers long polls: it waits the whole wait unless the
 // request's context ends first (counted in cut) or release is closed.
 type pollingMember struct {
-	Service
+	AgentService
+	ReleaseService // PUT /v1/releases, whose body never arrives
+
 	started chan struct{} // receives when a poll starts waiting
 	release chan struct{}
 	cut     atomic.Int32
@@ -44,17 +46,17 @@ func (m *pollingMember) PollAgent(ctx context.Context, _, _ string, wait time.Du
 
 // pollRouter serves the poll handler alone: authentication is tested
 // elsewhere (coordinator/auth_test.go).
-func pollRouter(m Service, cfg Config) http.Handler {
-	hs := &handlers{svc: m, cfg: cfg, polls: map[string]int{}}
-	if hs.cfg.MaxPollsPerNode <= 0 {
-		hs.cfg.MaxPollsPerNode = DefaultMaxPollsPerNode
+func pollRouter(m *pollingMember, cfg Config) http.Handler {
+	hs := &agentHandlers{svc: m, maxPoll: cfg.MaxPoll, maxPolls: cfg.MaxPollsPerNode, polls: map[string]int{}}
+	if hs.maxPolls <= 0 {
+		hs.maxPolls = DefaultMaxPollsPerNode
 	}
-	if hs.cfg.MaxPoll <= 0 {
-		hs.cfg.MaxPoll = time.Minute
+	if hs.maxPoll <= 0 {
+		hs.maxPoll = time.Minute
 	}
 	r := chi.NewRouter()
 	r.Get("/v1/agents/{cluster}/{node}/operations", hs.poll)
-	r.Put("/v1/releases/{version}", hs.putRelease)
+	r.Put("/v1/releases/{version}", (&releaseHandlers{svc: m}).putRelease)
 	return r
 }
 

@@ -1,14 +1,30 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/coordinator"
 )
 
-func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
+// PreflightService starts and reads preflight runs: what the preflight
+// handlers need. It speaks the coordinator's stored runs, which wire.go
+// renders.
+type PreflightService interface {
+	StartPreflight(ctx context.Context, cluster, version string) (string, error)
+	Preflight(cluster, id string) (coordinator.PreflightRun, error)
+	// Preflights lists a cluster's stored runs, newest first, without
+	// their operations and results.
+	Preflights(cluster string) ([]coordinator.PreflightSummary, error)
+}
+
+// preflightHandlers serve a cluster's preflight runs.
+type preflightHandlers struct{ svc PreflightService }
+
+func (h *preflightHandlers) startPreflight(w http.ResponseWriter, r *http.Request) {
 	var req api.PreflightRequest
 	if err := decode(w, r, &req); err != nil {
 		writeProblem(w, r, err)
@@ -28,7 +44,7 @@ func (h *handlers) startPreflight(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, preflightRunToAPI(run))
 }
 
-func (h *handlers) preflights(w http.ResponseWriter, r *http.Request) {
+func (h *preflightHandlers) preflights(w http.ResponseWriter, r *http.Request) {
 	runs, err := h.svc.Preflights(chi.URLParam(r, "name"))
 	if err != nil {
 		writeProblem(w, r, err)
@@ -41,7 +57,7 @@ func (h *handlers) preflights(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
-func (h *handlers) preflight(w http.ResponseWriter, r *http.Request) {
+func (h *preflightHandlers) preflight(w http.ResponseWriter, r *http.Request) {
 	run, err := h.svc.Preflight(chi.URLParam(r, "name"), chi.URLParam(r, "id"))
 	if err != nil {
 		writeProblem(w, r, err)

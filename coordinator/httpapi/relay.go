@@ -156,6 +156,16 @@ func (b *beatRelay) send(batch []*pendingBeat) {
 	}
 }
 
+// HeartbeatRelay is what the relay of heartbeats needs: on a follower,
+// whether a beat may wait for a batch; on the leader, the batch's beats.
+type HeartbeatRelay interface {
+	// BeatRelayable reports whether h changes nothing this replica
+	// holds, so that the leader needs it for liveness only and a
+	// follower may relay it in a batch (a refusal is the error).
+	BeatRelayable(h api.AgentHealth) (bool, error)
+	RelayedHeartbeats(ctx context.Context, beats []coordinator.RelayedBeat) ([]error, error)
+}
+
 // errRelayLeaderChanged ends a relayed batch whose leader was replaced.
 var errRelayLeaderChanged = errors.New("the leader changed while heartbeats were relayed")
 
@@ -169,11 +179,11 @@ func (b *beatRelay) deliver(batch []*pendingBeat) ([]*api.Problem, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), relayTimeout, errors.New("relaying heartbeats timed out"))
 	defer cancel()
-	changed := b.h.leaderChanges()
-	if b.h.svc.IsLeader() {
+	changed := b.h.leader.LeaderChanged()
+	if b.h.leader.IsLeader() {
 		return b.h.noteRelayed(ctx, req)
 	}
-	leader := b.h.svc.LeaderHTTPAddr()
+	leader := b.h.leader.LeaderHTTPAddr()
 	if leader == "" {
 		return nil, errNoLeader
 	}
@@ -227,7 +237,7 @@ func (h *handlers) noteRelayed(ctx context.Context, req api.RelayedBeats) ([]*ap
 	var beats []coordinator.RelayedBeat
 	var at []int // beats[j] is req.Beats[at[j]]
 	for i, rb := range req.Beats {
-		if rb.Serial != "" && !h.svc.AgentCertValid(rb.Health.Cluster, rb.Health.Node, rb.Serial) {
+		if rb.Serial != "" && !h.authn.AgentCertValid(rb.Health.Cluster, rb.Health.Node, rb.Serial) {
 			problems[i] = problemFor(errCertRevoked(rb.Health.Cluster, rb.Health.Node, rb.Serial))
 			problems[i].Instance = agentPath(rb.Health, "/heartbeat")
 			continue
@@ -238,7 +248,7 @@ func (h *handlers) noteRelayed(ctx context.Context, req api.RelayedBeats) ([]*ap
 	if len(beats) == 0 {
 		return problems, nil
 	}
-	errs, err := h.svc.RelayedHeartbeats(ctx, beats)
+	errs, err := h.relay.RelayedHeartbeats(ctx, beats)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +280,7 @@ func (h *handlers) relayedBeats(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "relayed-beats", Detail: fmt.Sprintf("%d beats; at most %d in one batch", len(req.Beats), MaxRelayedBeats), Err: coordinator.ErrInvalid})
 		return
 	}
-	if !h.svc.IsLeader() {
+	if !h.leader.IsLeader() {
 		writeProblem(w, r, raftstore.ErrNotLeader)
 		return
 	}
@@ -293,7 +303,7 @@ func (h *handlers) relayedBeats(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) relayBeats(next http.Handler) http.Handler {
 	forward := h.leaderOnly(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.beats == nil || h.svc.IsLeader() || r.Header.Get(forwardedHeader) != "" {
+		if h.beats == nil || h.leader.IsLeader() || r.Header.Get(forwardedHeader) != "" {
 			forward.ServeHTTP(w, r)
 			return
 		}
@@ -319,7 +329,7 @@ func (h *handlers) relayBeats(next http.Handler) http.Handler {
 			writeProblem(w, r, err)
 			return
 		}
-		relay, err := h.svc.BeatRelayable(hb)
+		relay, err := h.relay.BeatRelayable(hb)
 		if err != nil {
 			writeProblem(w, r, err)
 			return

@@ -25,7 +25,7 @@ import (
 // that knows the leader's address. It records the beats that reach it,
 // on their own (Heartbeat) or relayed, and refuses the nodes in refuse.
 type beatMember struct {
-	Service
+	fakeMember
 	leader     bool
 	leaderAddr string
 	// notRelayable names nodes whose beats change the replica's record.
@@ -72,14 +72,14 @@ func (m *beatMember) seen() (direct []string, batches [][]coordinator.RelayedBea
 // taken to be the agent of the node the path names (authentication is
 // tested in coordinator/auth_test.go), and the relayed route without
 // authentication.
-func beatRouter(m Service, cfg Config) http.Handler {
+func beatRouter(m *beatMember, cfg Config) http.Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	hs := &handlers{svc: m, cfg: cfg}
+	hs := newHandlers(servicesOf(m), cfg)
 	if cfg.BeatRelayWindow > 0 {
 		hs.beats = newBeatRelay(hs)
 	}
@@ -91,7 +91,7 @@ func beatRouter(m Service, cfg Config) http.Handler {
 		})
 	}
 	r := chi.NewRouter()
-	r.With(asAgent, hs.relayBeats).Post("/v1/agents/{cluster}/{node}/heartbeat", hs.heartbeat)
+	r.With(asAgent, hs.relayBeats).Post("/v1/agents/{cluster}/{node}/heartbeat", hs.agents.heartbeat)
 	r.Post(relayedBeatsPath, hs.relayedBeats)
 	return r
 }
@@ -184,7 +184,7 @@ func TestBeatsThatMustReachTheLeaderAlone(t *testing.T) {
 	t.Run("an older leader", func(t *testing.T) {
 		follower := &beatMember{}
 		old := &beatMember{leader: true}
-		hs := &handlers{svc: old, cfg: Config{Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}}
+		hs := &agentHandlers{svc: old}
 		r := chi.NewRouter() // no relayed route: 404
 		r.Post("/v1/agents/{cluster}/{node}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(withPrincipal(r.Context(), Principal{Kind: KindAgent, Cluster: "lab", Node: chi.URLParam(r, "node")}))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,7 +13,17 @@ import (
 	"github.com/moltproject/molt/phases"
 )
 
-func (h *handlers) releases(w http.ResponseWriter, _ *http.Request) {
+// ReleaseService is the release catalog: what the release handlers need.
+type ReleaseService interface {
+	PutRelease(ctx context.Context, r api.Release) error
+	Release(version string) (api.Release, error)
+	Releases() []api.Release
+}
+
+// releaseHandlers serve /v1/releases.
+type releaseHandlers struct{ svc ReleaseService }
+
+func (h *releaseHandlers) releases(w http.ResponseWriter, _ *http.Request) {
 	rs := h.svc.Releases()
 	if rs == nil {
 		rs = []api.Release{}
@@ -20,7 +31,7 @@ func (h *handlers) releases(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, rs)
 }
 
-func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
+func (h *releaseHandlers) release(w http.ResponseWriter, r *http.Request) {
 	rel, err := h.svc.Release(chi.URLParam(r, "version"))
 	if err != nil {
 		writeProblem(w, r, err)
@@ -29,7 +40,7 @@ func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, rel)
 }
 
-func (h *handlers) putRelease(w http.ResponseWriter, r *http.Request) {
+func (h *releaseHandlers) putRelease(w http.ResponseWriter, r *http.Request) {
 	var rel api.Release
 	if err := decode(w, r, &rel); err != nil {
 		writeProblem(w, r, err)

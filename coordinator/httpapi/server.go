@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,95 +14,41 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/internal/clock"
-	"github.com/moltproject/molt/maintenance"
-	"github.com/moltproject/molt/phases"
 )
 
-// Service is what the API needs of a coordinator member. Where the
-// coordinator works with engine values (phases' cluster specs, upgrades
-// and plans) or records of its own (stored preflight runs), the Service
-// speaks those, and the handlers convert at the edge: answers through
-// api/convert or wire.go, the cluster spec of a PUT through api/convert.
-type Service interface {
-	IsLeader() bool
-	// LeaderHTTPAddr is the leader's REST address ("" when unknown).
-	LeaderHTTPAddr() string
-	// AppliedIndex and WaitApplied serve api.IndexHeader and
-	// api.MinIndexHeader (consistency.go).
-	AppliedIndex() uint64
-	WaitApplied(ctx context.Context, index uint64) error
-	// ReadIndex, on the leader, is an index that covers every write
-	// acknowledged before the call (fresh.go).
-	ReadIndex(ctx context.Context) (uint64, error)
+// Services are what the API needs of a coordinator member, one small
+// interface per concern, each declared beside the handlers that use it.
+// Where the coordinator works with engine values (phases' cluster specs,
+// upgrades and plans, maintenance policies) or records of its own (stored
+// preflight runs), the interfaces speak those, and the handlers convert at
+// the edge: answers through api/convert or wire.go, bodies through
+// api/convert. ServicesOf fills every field with one coordinator; a test
+// fills the fields its requests reach.
+type Services struct {
+	Leadership  Leadership         // forward.go: who leads, what is applied
+	Auth        Authenticator      // auth.go: checks credentials
+	Audit       AuditTrail         // audit.go: records and reads the audit log
+	Relay       HeartbeatRelay     // relay.go: heartbeats relayed in batches
+	Releases    ReleaseService     // release_handlers.go
+	Clusters    ClusterService     // cluster_handlers.go
+	Upgrades    UpgradeService     // upgrade_handlers.go
+	Preflights  PreflightService   // preflight_handlers.go
+	Maintenance MaintenanceService // maintenance_handlers.go
+	Scheduler   SchedulerService   // channel_handlers.go
+	Members     MemberService      // member_handlers.go
+	Credentials CredentialService  // trust_handlers.go
+	Secrets     SecretService      // secrets_handlers.go
+	Agents      AgentService       // agent_handlers.go
+}
 
-	PutRelease(ctx context.Context, r api.Release) error
-	Release(version string) (api.Release, error)
-	Releases() []api.Release
-	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error
-	DeleteCluster(ctx context.Context, name string) error
-	Cluster(name string) (api.Cluster, error)
-	Clusters() []api.Cluster
-	Upgrade(cluster string) (*phases.Upgrade, error)
-	Plan(cluster string, req api.UpgradeRequest) (phases.Plan, error)
-	StartUpgrade(ctx context.Context, cluster string, req api.UpgradeRequest) (*phases.Upgrade, error)
-	PoolCommand(ctx context.Context, cluster, pool, command string) error
-	RetryNode(ctx context.Context, cluster, node string) error
-	Members() ([]api.Member, error)
-	Join(ctx context.Context, r api.JoinRequest) error
-	// MemberCertificate signs a member's certificate before it joins.
-	MemberCertificate(ctx context.Context, r api.JoinRequest) (api.JoinResponse, error)
-	RemoveMember(ctx context.Context, id string) error
-
-	StartPreflight(ctx context.Context, cluster, version string) (string, error)
-	Preflight(cluster, id string) (coordinator.PreflightRun, error)
-	// Preflights lists a cluster's stored runs, newest first, without
-	// their operations and results.
-	Preflights(cluster string) ([]coordinator.PreflightSummary, error)
-
-	// Automatic upgrades (scheduler.go in package coordinator).
-	Channels() []api.Channel
-	Channel(name string) (api.Channel, error)
-	PutChannel(ctx context.Context, name string, u api.ChannelUpdate) error
-	UpgradeStatus(cluster string) (api.UpgradeStatus, error)
-
-	SetPolicy(ctx context.Context, cluster string, p maintenance.Policy) error
-	Policy(cluster string) (maintenance.Policy, error)
-	// CheckMaintenance judges at the member's own clock when at is zero.
-	CheckMaintenance(cluster string, ch maintenance.Change, at time.Time) (api.MaintenanceCheck, error)
-
-	// Credentials (trust.go in package coordinator).
-	AuthenticateToken(token string) (api.Token, error)
-	// AuthenticateBootstrapToken checks an enrollment's bootstrap token
-	// (uses left included).
-	AuthenticateBootstrapToken(token string) (api.Token, error)
-	AgentCertValid(cluster, node, serial string) bool
-	CreateToken(ctx context.Context, req api.TokenRequest, by string) (api.Token, error)
-	Tokens() []api.Token
-	DeleteToken(ctx context.Context, id string) error
-	Enroll(ctx context.Context, bearer string, req api.EnrollRequest) (api.EnrollResponse, error)
-	RenewAgentCert(ctx context.Context, cluster, node, oldSerial string, req api.RenewRequest) (api.EnrollResponse, error)
-
-	// RewrapSecrets seals every stored secret again with the primary
-	// encryption key (secrets.go in package coordinator).
-	RewrapSecrets(ctx context.Context) (api.RewrapResult, error)
-
-	// The audit log (audit.go in package coordinator): writes proposed
-	// under a context that carries a coordinator.AuditIntent carry its
-	// record; RecordAudit appends one on its own; AuditLog reads this
-	// member's replica.
-	RecordAudit(ctx context.Context, r coordinator.AuditRecord) error
-	AuditLog(q api.AuditQuery) api.AuditPage
-
-	Register(ctx context.Context, r api.RegisterRequest) (api.RegisterResponse, error)
-	Heartbeat(ctx context.Context, h api.AgentHealth) error
-	// BeatRelayable and RelayedHeartbeats serve the beats a follower
-	// relays to the leader in batches (relay.go).
-	BeatRelayable(h api.AgentHealth) (bool, error)
-	RelayedHeartbeats(ctx context.Context, beats []coordinator.RelayedBeat) ([]error, error)
-	// PollAgent is an agent's long poll: its operations and the
-	// cluster's upgrade in progress.
-	PollAgent(ctx context.Context, cluster, node string, wait time.Duration) (api.OperationsResponse, error)
-	ReportResult(ctx context.Context, cluster, node string, r api.OperationResult) error
+// ServicesOf serves the API from one coordinator member, which implements
+// every interface (the compiler checks each here).
+func ServicesOf(c *coordinator.Coordinator) Services {
+	return Services{
+		Leadership: c, Auth: c, Audit: c, Relay: c,
+		Releases: c, Clusters: c, Upgrades: c, Preflights: c, Maintenance: c, Scheduler: c,
+		Members: c, Credentials: c, Secrets: c, Agents: c,
+	}
 }
 
 // Config configures the API server.
@@ -156,7 +100,7 @@ type Config struct {
 const DefaultMaxPollsPerNode = 1
 
 // New returns the HTTP handler of the API.
-func New(svc Service, cfg Config) http.Handler {
+func New(s Services, cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -187,7 +131,8 @@ func New(svc Service, cfg Config) http.Handler {
 	if cfg.BeatRelayWindow == 0 {
 		cfg.BeatRelayWindow = DefaultBeatRelayWindow
 	}
-	h := &handlers{svc: svc, cfg: cfg, polls: map[string]int{}, refusals: newRefusalLimiter(cfg.AuditRefusalEvery, cfg.AuditRefusalBurst)}
+	h := newHandlers(s, cfg)
+	h.refusals = newRefusalLimiter(cfg.AuditRefusalEvery, cfg.AuditRefusalBurst)
 	if cfg.BeatRelayWindow > 0 {
 		h.beats = newBeatRelay(h)
 	}
@@ -251,15 +196,30 @@ func writeJSONProblem(w http.ResponseWriter, r *http.Request, status int, suffix
 	_ = jsonEncode(w, p)
 }
 
+// handlers is the API's middleware (authentication, forwarding,
+// consistency, the audit log, the heartbeat relay) and its groups of
+// handlers, each holding the one interface it serves from.
 type handlers struct {
-	svc Service
-	cfg Config
+	cfg    Config
+	leader Leadership
+	authn  Authenticator
+	trail  AuditTrail
+	relay  HeartbeatRelay
+
+	releases    *releaseHandlers
+	clusters    *clusterHandlers
+	upgrades    *upgradeHandlers
+	preflights  *preflightHandlers
+	maintenance *maintenanceHandlers
+	scheduler   *schedulerHandlers
+	members     *memberHandlers
+	credentials *credentialHandlers
+	secrets     *secretHandlers
+	agents      *agentHandlers
+
 	// sessions are the web view's sessions on this member (session.go);
 	// nil with Config.DisableWeb.
 	sessions *sessionStore
-
-	pollMu sync.Mutex
-	polls  map[string]int // open long polls by "cluster/node"
 
 	// refusals rates the refused writes the audit log records.
 	refusals *refusalLimiter
@@ -267,4 +227,22 @@ type handlers struct {
 	// beats relays agents' heartbeats from a follower to the leader
 	// (relay.go); nil forwards each beat.
 	beats *beatRelay
+}
+
+// newHandlers hands each group of handlers its interface; cfg has its
+// defaults.
+func newHandlers(s Services, cfg Config) *handlers {
+	return &handlers{
+		cfg: cfg, leader: s.Leadership, authn: s.Auth, trail: s.Audit, relay: s.Relay,
+		releases:    &releaseHandlers{svc: s.Releases},
+		clusters:    &clusterHandlers{svc: s.Clusters},
+		upgrades:    &upgradeHandlers{svc: s.Upgrades, clock: cfg.Clock},
+		preflights:  &preflightHandlers{svc: s.Preflights},
+		maintenance: &maintenanceHandlers{svc: s.Maintenance, clock: cfg.Clock},
+		scheduler:   &schedulerHandlers{svc: s.Scheduler},
+		members:     &memberHandlers{svc: s.Members},
+		credentials: &credentialHandlers{svc: s.Credentials},
+		secrets:     &secretHandlers{svc: s.Secrets},
+		agents:      &agentHandlers{svc: s.Agents, maxPoll: cfg.MaxPoll, maxPolls: cfg.MaxPollsPerNode, polls: map[string]int{}},
+	}
 }

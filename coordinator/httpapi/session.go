@@ -152,7 +152,7 @@ func (h *handlers) sessionPrincipal(r *http.Request) (p Principal, ok bool, err 
 			}
 		}
 	}
-	t, aerr := h.svc.AuthenticateToken(sess.token)
+	t, aerr := h.authn.AuthenticateToken(sess.token)
 	if aerr != nil {
 		h.sessions.delete(c.Value)
 		return Principal{}, true, aerr
@@ -188,7 +188,7 @@ func (h *handlers) createSession(w http.ResponseWriter, r *http.Request) {
 			Detail: "sign in with an API token as bearer credential (Authorization: Bearer <token>)", Err: coordinator.ErrUnauthorized})
 		return
 	}
-	t, err := h.svc.AuthenticateToken(tok)
+	t, err := h.authn.AuthenticateToken(tok)
 	if err != nil {
 		writeProblem(w, r, err)
 		return

@@ -24,7 +24,7 @@ import (
 // webMember is a member with a viewer and an operator token whose
 // expiry and validity the test sets, and a node retry it counts.
 type webMember struct {
-	Service
+	fakeMember
 	mu      sync.Mutex
 	revoked map[string]bool
 	expires time.Time
@@ -131,7 +131,7 @@ func signIn(t *testing.T, h http.Handler, tok string) (*http.Cookie, api.Session
 func TestSessionCookieStandsForTheToken(t *testing.T) {
 	clock := clock.NewManual(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
 	m := &webMember{}
-	h := New(m, Config{Clock: clock})
+	h := New(servicesOf(m), Config{Clock: clock})
 
 	c, s := signIn(t, h, operatorToken)
 	require.Equal(t, api.SessionCookie, c.Name)
@@ -177,7 +177,7 @@ func TestSessionCookieStandsForTheToken(t *testing.T) {
 
 func TestSessionRolesApply(t *testing.T) {
 	m := &webMember{}
-	h := New(m, Config{})
+	h := New(servicesOf(m), Config{})
 	c, s := signIn(t, h, viewerToken)
 	require.Equal(t, "viewer", s.Role)
 	p := requireProblem(t, serve(h, webReq{method: "POST", path: "/v1/clusters/lab/nodes/w-1/retry", body: "{}", cookie: c.Value, csrf: s.CSRF}), http.StatusForbidden, api.ProblemForbidden)
@@ -190,7 +190,7 @@ func TestSessionEnds(t *testing.T) {
 	start := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 	clock := clock.NewManual(start)
 	m := &webMember{}
-	h := New(m, Config{Clock: clock, SessionTTL: time.Hour})
+	h := New(servicesOf(m), Config{Clock: clock, SessionTTL: time.Hour})
 	get := func(cookie string) *httptest.ResponseRecorder {
 		return serve(h, webReq{method: "GET", path: "/v1/session", cookie: cookie})
 	}
@@ -242,7 +242,7 @@ func TestSessionEnds(t *testing.T) {
 }
 
 func TestSessionNeedsABearerToken(t *testing.T) {
-	h := New(&webMember{}, Config{})
+	h := New(servicesOf(&webMember{}), Config{})
 	c, s := signIn(t, h, operatorToken)
 	p := requireProblem(t, serve(h, webReq{method: "POST", path: "/v1/session", cookie: c.Value, csrf: s.CSRF}), http.StatusUnauthorized, api.ProblemUnauthorized)
 	require.Equal(t, "session-needs-token", p.Rule, "a session does not make another")
@@ -252,7 +252,7 @@ func TestSessionNeedsABearerToken(t *testing.T) {
 
 func TestSessionLimit(t *testing.T) {
 	clock := clock.NewManual(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
-	h := New(&webMember{}, Config{Clock: clock, SessionTTL: time.Hour, MaxSessions: 2})
+	h := New(servicesOf(&webMember{}), Config{Clock: clock, SessionTTL: time.Hour, MaxSessions: 2})
 	signIn(t, h, viewerToken)
 	signIn(t, h, viewerToken)
 	p := requireProblem(t, serve(h, webReq{method: "POST", path: "/v1/session", bearer: viewerToken}), http.StatusTooManyRequests, api.ProblemTooManyRequests)
@@ -262,7 +262,7 @@ func TestSessionLimit(t *testing.T) {
 }
 
 func TestWebDisabled(t *testing.T) {
-	h := New(&webMember{}, Config{DisableWeb: true})
+	h := New(servicesOf(&webMember{}), Config{DisableWeb: true})
 	requireProblem(t, serve(h, webReq{method: "GET", path: "/ui/"}), http.StatusNotFound, api.ProblemNotFound)
 	requireProblem(t, serve(h, webReq{method: "POST", path: "/v1/session", bearer: viewerToken}), http.StatusMethodNotAllowed, api.ProblemMethodNotAllowed)
 	p := requireProblem(t, serve(h, webReq{method: "GET", path: "/v1/session", cookie: "anything"}), http.StatusUnauthorized, api.ProblemUnauthorized)
@@ -285,7 +285,7 @@ func TestForwardedRequestsLeaveTheSessionCookieBehind(t *testing.T) {
 }
 
 func TestWebFiles(t *testing.T) {
-	h := New(&webMember{}, Config{})
+	h := New(servicesOf(&webMember{}), Config{})
 	for _, p := range []string{"/", "/ui"} {
 		rec := serve(h, webReq{method: "GET", path: p})
 		require.Equal(t, http.StatusOK, rec.Code, p)
@@ -334,7 +334,7 @@ func TestMaintenanceCalendar(t *testing.T) {
 			{Name: "later", Start: today.Add(70 * day), End: today.Add(71 * day)},
 		},
 	}}
-	h := asAdmin(New(m, Config{Clock: clock.NewManual(today.Add(15 * time.Hour))}))
+	h := asAdmin(New(servicesOf(m), Config{Clock: clock.NewManual(today.Add(15 * time.Hour))}))
 	rec := serve(h, webReq{method: "GET", path: "/v1/clusters/lab/maintenance-policy/calendar"})
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	var cal api.MaintenanceCalendar
@@ -365,7 +365,7 @@ func TestMaintenanceCalendar(t *testing.T) {
 // TestReadsAreCompressed: an operator's read answers gzip to a client that
 // accepts it, and plain JSON to one that does not.
 func TestReadsAreCompressed(t *testing.T) {
-	h := New(&webMember{policy: maintenance.Policy{}}, Config{})
+	h := New(servicesOf(&webMember{policy: maintenance.Policy{}}), Config{})
 	for _, gz := range []bool{true, false} {
 		r := httptest.NewRequest("GET", "/v1/clusters/lab/maintenance-policy", nil)
 		r.Header.Set("Authorization", "Bearer "+viewerToken)

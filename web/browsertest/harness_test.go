@@ -85,7 +85,7 @@ func startMember(t testing.TB, mutate ...func(*coordinator.Config)) *member {
 	}
 	m.c, err = coordinator.New(cfg)
 	require.NoError(t, err)
-	srv := httpapi.NewServer(httpapi.New(m.c, httpapi.Config{Logger: cfg.Logger, MaxPoll: 2 * time.Second}))
+	srv := httpapi.NewServer(httpapi.New(httpapi.ServicesOf(m.c), httpapi.Config{Logger: cfg.Logger, MaxPoll: 2 * time.Second}))
 	srv.ErrorLog = log.New(io.Discard, "", 0) // the browser's closed probe connections
 	go func() { _ = srv.Serve(tls.NewListener(ln, trust.ServerConfig(ca.Pool(), get))) }()
 	ctx, cancel := context.WithCancel(context.Background())
