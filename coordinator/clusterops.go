@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -107,3 +108,34 @@ type Connector interface {
 // ErrNoClusterAccess is returned for work on a cluster the coordinator has
 // no way to reach (no kubeconfig, or no connector configured).
 var ErrNoClusterAccess = errors.New("no access to the cluster's API server")
+
+// clusterOps connects to a cluster with its kubeconfig as stored
+// (statemachine.ClusterRecord.StoredKubeconfig), opening it when sealed,
+// and reuses the connection while the stored kubeconfig is unchanged.
+func (c *Coordinator) clusterOps(cluster, stored string) (ClusterOps, error) {
+	if c.cfg.Connector == nil || stored == "" {
+		return nil, fmt.Errorf("cluster %s: %w", cluster, ErrNoClusterAccess)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if co, ok := c.opsCache[cluster]; ok && co.kubeconfig == stored {
+		return co.ops, nil
+	}
+	kubeconfig, err := c.openKubeconfig(cluster, stored)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoClusterAccess, err)
+	}
+	ops, err := c.cfg.Connector.Connect(cluster, kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w: %w", cluster, ErrNoClusterAccess, err)
+	}
+	c.opsCache[cluster] = cachedOps{kubeconfig: stored, ops: ops}
+	return ops, nil
+}
+
+// cachedOps is a cluster's connection and the stored (sealed) kubeconfig
+// it was made with.
+type cachedOps struct {
+	kubeconfig string
+	ops        ClusterOps
+}

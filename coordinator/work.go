@@ -27,30 +27,6 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 	t.start(id, fn)
 }
 
-// clusterOps connects to a cluster with its kubeconfig as stored
-// (statemachine.ClusterRecord.StoredKubeconfig), opening it when sealed,
-// and reuses the connection while the stored kubeconfig is unchanged.
-func (c *Coordinator) clusterOps(cluster, stored string) (ClusterOps, error) {
-	if c.cfg.Connector == nil || stored == "" {
-		return nil, fmt.Errorf("cluster %s: %w", cluster, ErrNoClusterAccess)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if co, ok := c.opsCache[cluster]; ok && co.kubeconfig == stored {
-		return co.ops, nil
-	}
-	kubeconfig, err := c.openKubeconfig(cluster, stored)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoClusterAccess, err)
-	}
-	ops, err := c.cfg.Connector.Connect(cluster, kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w: %w", cluster, ErrNoClusterAccess, err)
-	}
-	c.opsCache[cluster] = cachedOps{kubeconfig: stored, ops: ops}
-	return ops, nil
-}
-
 // retry runs fn until it succeeds. A failure counts against WorkRetries,
 // backing off longer after each; a failure because the API server is
 // unavailable (ErrAPIUnavailable) does not: fn is repeated RetryBackoff
