@@ -21,7 +21,12 @@ import (
 // release, plans any upgrade, and keeps the audit records the API hands
 // it and the audit queries it is asked.
 type auditMember struct {
-	fakeMember
+	fakeLeadership
+	Authenticator
+	AuditTrail
+	ReleaseService
+	UpgradeService
+
 	mu      sync.Mutex
 	records []coordinator.AuditRecord
 	queries []api.AuditQuery

@@ -12,7 +12,7 @@ import (
 
 // SchedulerService is the automatic upgrades' side of the API (channels,
 // and what the scheduler decided of a cluster): what the channel handlers
-// need (scheduler.go in package coordinator).
+// need (channels.go in package coordinator).
 type SchedulerService interface {
 	Channels() []api.Channel
 	Channel(name string) (api.Channel, error)

@@ -21,7 +21,11 @@ import (
 // indexedMember is a member whose applied index the test moves by hand;
 // only the methods the read path calls are implemented.
 type indexedMember struct {
-	fakeMember
+	fakeLeadership
+	Authenticator
+	AuditTrail
+	ReleaseService
+
 	applied atomic.Uint64
 	mu      sync.Mutex
 	waiting chan struct{} // closed when a read starts waiting

@@ -18,7 +18,9 @@ import (
 
 // panickyMember panics where the API reads releases.
 type panickyMember struct {
-	fakeMember
+	fakeLeadership
+	Authenticator
+	ReleaseService
 	adminTokens
 }
 

@@ -19,29 +19,16 @@ func (adminTokens) AuthenticateToken(tok string) (api.Token, error) {
 	return api.Token{ID: "abcdef", Kind: api.TokenAPI, Role: string(RoleAdmin)}, nil
 }
 
-// fakeMember is embedded in fake members: every interface of Services,
-// nil, so that a fake defines only what its test reaches (anything else
-// panics), and LeaderChanged answers nil (a fake cannot tell).
-type fakeMember struct {
-	Leadership
-	Authenticator
-	AuditTrail
-	HeartbeatRelay
-	ReleaseService
-	ClusterService
-	UpgradeService
-	PreflightService
-	MaintenanceService
-	SchedulerService
-	MemberService
-	CredentialService
-	SecretService
-	AgentService
-}
+// fakeLeadership is embedded in fake members: it makes them a
+// Leadership whose methods panic unless the fake defines them, and whose
+// LeaderChanged answers nil (a fake cannot tell).
+type fakeLeadership struct{ Leadership }
 
-func (fakeMember) LeaderChanged() <-chan struct{} { return nil }
+func (fakeLeadership) LeaderChanged() <-chan struct{} { return nil }
 
-// servicesOf serves the API from fake m alone.
+// servicesOf serves the API from fake m alone: each interface of
+// Services the fake embeds or implements is m, the others are nil (a
+// request that reaches one panics, and its test fails).
 func servicesOf(m any) Services {
 	var s Services
 	s.Leadership, _ = m.(Leadership)
@@ -63,7 +50,8 @@ func servicesOf(m any) Services {
 
 // tokensOnly is a member that only authenticates testToken.
 type tokensOnly struct {
-	fakeMember
+	fakeLeadership
+	Authenticator
 	adminTokens
 }
 

@@ -25,7 +25,10 @@ import (
 // that knows the leader's address. It records the beats that reach it,
 // on their own (Heartbeat) or relayed, and refuses the nodes in refuse.
 type beatMember struct {
-	fakeMember
+	fakeLeadership
+	AgentService
+	HeartbeatRelay
+
 	leader     bool
 	leaderAddr string
 	// notRelayable names nodes whose beats change the replica's record.

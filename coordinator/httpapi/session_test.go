@@ -24,7 +24,12 @@ import (
 // webMember is a member with a viewer and an operator token whose
 // expiry and validity the test sets, and a node retry it counts.
 type webMember struct {
-	fakeMember
+	fakeLeadership
+	Authenticator
+	AuditTrail
+	UpgradeService     // RetryNode
+	MaintenanceService // Policy
+
 	mu      sync.Mutex
 	revoked map[string]bool
 	expires time.Time
