@@ -97,9 +97,9 @@ func (c *Coordinator) admitCloud(ctx context.Context, spec *phases.ClusterSpec) 
 // step needs them, or the instance timeout passes. done returns a wait
 // reason when the provider reports a condition that passes (stockout,
 // quota), which ends the wait.
-func (c *Coordinator) waitInstances(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, what string,
+func (l *leader) waitInstances(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, what string,
 	done func([]cloud.Instance) (ok bool, wait string, err error)) (string, error) {
-	deadline := time.Now().Add(c.cfg.InstanceTimeout)
+	deadline := time.Now().Add(l.cfg.InstanceTimeout)
 	for {
 		insts, err := prov.ListInstances(ctx, g)
 		if err == nil {
@@ -111,12 +111,12 @@ func (c *Coordinator) waitInstances(ctx context.Context, prov cloud.Provider, g 
 			return "", err
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%s: not done after %s", what, c.cfg.InstanceTimeout)
+			return "", fmt.Errorf("%s: not done after %s", what, l.cfg.InstanceTimeout)
 		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(c.cfg.InstancePoll):
+		case <-time.After(l.cfg.InstancePoll):
 		}
 	}
 }

@@ -35,9 +35,6 @@ type Coordinator struct {
 	// gates evaluates PromQL health gates (Config.Gates).
 	gates GateQuerier
 
-	// sched is the scheduler's memory between passes (scheduler.go); only
-	// the leader loop touches it, and each term starts it afresh.
-	sched schedState
 	// autoStarted, when set (tests), is called with every start decision
 	// the leader committed.
 	autoStarted atomic.Pointer[func(statemachine.AutoStartCmd)]

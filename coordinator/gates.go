@@ -25,7 +25,7 @@ type GateQuerier interface {
 // soak; either way the step is looked at again after GateInterval.
 // accessErr is why the cluster's API server cannot be reached, if it
 // cannot: the checks that need it are red with that reason.
-func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action, ops ClusterOps, accessErr error) {
+func (l *leader) runGates(ctx context.Context, p tickPlan, a phases.Action, ops ClusterOps, accessErr error) {
 	n, ok := p.upgrade.Node(a.Node)
 	if !ok {
 		return
@@ -51,12 +51,12 @@ func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action,
 		}()
 		go func() { defer wg.Done(); check(2, phases.CheckWorkloads, ops.WorkloadsReady(ctx, n.Drained)) }()
 	}
-	check(1, phases.CheckAgent, c.agentHealthy(p.cluster, live, pool.Backing == phases.BackingMIG))
+	check(1, phases.CheckAgent, l.agentHealthy(p.cluster, live, pool.Backing == phases.BackingMIG))
 	for i, g := range pool.Gates {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := c.gates.Query(ctx, g.Prometheus, g.Expr)
+			res, err := l.gates.Query(ctx, g.Prometheus, g.Expr)
 			checks[3+i] = phases.GateCheck{Name: g.Name, OK: err == nil && res.Holds, Value: res.Value}
 			if err != nil {
 				checks[3+i].Value = err.Error()
@@ -67,19 +67,19 @@ func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action,
 	if ctx.Err() != nil {
 		return
 	}
-	now := c.cfg.Clock.Now()
+	now := l.cfg.Clock.Now()
 	r := phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: true,
-		Gates: checks, RetryAt: now.Add(c.cfg.GateInterval)}
+		Gates: checks, RetryAt: now.Add(l.cfg.GateInterval)}
 	for _, ch := range checks {
 		if !ch.OK {
-			c.log.Info("health gate red", "cluster", p.cluster, "node", a.Node, "gate", ch.Name, "value", ch.Value)
+			l.log.Info("health gate red", "cluster", p.cluster, "node", a.Node, "gate", ch.Name, "value", ch.Value)
 			break
 		}
 	}
-	c.commitNode(ctx, p.cluster, r, a.ID)
-	if c.cfg.Recorder != nil {
+	l.commitNode(ctx, p.cluster, r, a.ID)
+	if l.cfg.Recorder != nil {
 		for _, ch := range checks {
-			c.cfg.Recorder.Gate(p.cluster, n.Pool, ch.Name, ch.OK)
+			l.cfg.Recorder.Gate(p.cluster, n.Pool, ch.Name, ch.OK)
 		}
 	}
 }
@@ -98,8 +98,8 @@ func (c *Coordinator) runGates(ctx context.Context, p tickPlan, a phases.Action,
 // a node whose wait already passed — and changes nothing else: a
 // registration is never undone while the node is in the cluster, so an
 // agent that goes away later is "missing", which no pool passes.
-func (c *Coordinator) agentHealthy(cluster, node string, mig bool) error {
-	a, ok := c.sm.Agent(cluster, node)
+func (l *leader) agentHealthy(cluster, node string, mig bool) error {
+	a, ok := l.sm.Agent(cluster, node)
 	if mig && (!ok || !a.Registered) {
 		return nil
 	}
@@ -110,8 +110,8 @@ func (c *Coordinator) agentHealthy(cluster, node string, mig bool) error {
 // registered, reporting and healthy (agentHealthy's checks, without its
 // exemption) with the release's kubelet (AgentRecord.Kubelet as the agent
 // reports `kubelet --version`, "v1.34.4").
-func (c *Coordinator) agentManaged(cluster, node string, release phases.Version) error {
-	a, ok := c.sm.Agent(cluster, node)
+func (l *leader) agentManaged(cluster, node string, release phases.Version) error {
+	a, ok := l.sm.Agent(cluster, node)
 	if err := agentState(node, a, ok); err != nil {
 		return err
 	}

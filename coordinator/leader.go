@@ -5,12 +5,28 @@ import (
 	"time"
 )
 
+// leader is the runtime of one leadership term: the leader loop (lead),
+// its ticks (tick.go), the work they start (work.go, migwork.go, the
+// gates of gates.go, a preflight run's work in preflightwork.go) and the
+// scheduler's passes (scheduler.go). startTerm makes a new one for every
+// term, so nothing of a term's memory reaches the next; what outlives a
+// term — the replica, the store, the dispatcher of agents' polls, agents'
+// liveness, the cluster connections — is the member's (the embedded
+// Coordinator), which the request service shares. Everything it starts
+// runs under the term's context (term.go).
+type leader struct {
+	*Coordinator
+	// sched is the scheduler's memory between passes (scheduler.go).
+	sched schedState
+}
+
 // startTerm begins a leadership term: the dispatcher serves agents' polls
-// again and the leader loop starts under the term.
+// again and a new leader's loop starts under the term.
 func (c *Coordinator) startTerm(parent context.Context) *term {
 	t := newTerm(parent, c.cfg.MaxConcurrentWork, c.poke)
 	c.dispatch.serve()
-	t.goLoop(c.lead)
+	l := &leader{Coordinator: c}
+	t.goLoop(l.lead)
 	return t
 }
 
@@ -26,10 +42,10 @@ func (c *Coordinator) endTerm(t *term) {
 // committed entry, then a tick on every change, at the earliest time a
 // decision changes by itself (phases.Decision.NextWake), and at least every
 // TickInterval.
-func (c *Coordinator) lead(ctx context.Context) {
-	log := c.log.With("role", "leader")
+func (l *leader) lead(ctx context.Context) {
+	log := l.log.With("role", "leader")
 	for {
-		if err := c.store.Barrier(ctx); err == nil {
+		if err := l.store.Barrier(ctx); err == nil {
 			break
 		} else if ctx.Err() != nil {
 			return
@@ -42,17 +58,16 @@ func (c *Coordinator) lead(ctx context.Context) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	c.live.reset(c.cfg.Clock.Now())
-	c.sched = schedState{}
-	c.ensureBootstrapAdmin(ctx)
-	if c.cfg.Recorder != nil {
-		c.cfg.Recorder.LeaderChange()
+	l.live.reset(l.cfg.Clock.Now())
+	l.ensureBootstrapAdmin(ctx)
+	if l.cfg.Recorder != nil {
+		l.cfg.Recorder.LeaderChange()
 	}
 	log.Info("leading")
-	timer := time.NewTimer(c.cfg.TickInterval)
+	timer := time.NewTimer(l.cfg.TickInterval)
 	defer timer.Stop()
 	for {
-		again, sleep := c.tick(ctx)
+		again, sleep := l.tick(ctx)
 		if again && ctx.Err() == nil {
 			continue
 		}
@@ -61,7 +76,7 @@ func (c *Coordinator) lead(ctx context.Context) {
 		case <-ctx.Done():
 			log.Info("no longer leading")
 			return
-		case <-c.wake:
+		case <-l.wake:
 		case <-timer.C:
 		}
 	}

@@ -22,8 +22,8 @@ import (
 // migNodeStep performs a MIG node step (surge, unavailable, undo paths).
 // It returns a wait reason when the step could not run for a reason that
 // passes.
-func (c *Coordinator) migNodeStep(ctx context.Context, p tickPlan, a phases.Action, ops ClusterOps) (string, error) {
-	prov, err := c.cloudFor(p.cloud)
+func (l *leader) migNodeStep(ctx context.Context, p tickPlan, a phases.Action, ops ClusterOps) (string, error) {
+	prov, err := l.cloudFor(p.cloud)
 	if err != nil {
 		return "", err
 	}
@@ -34,7 +34,7 @@ func (c *Coordinator) migNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 	req := reqOf(a.ID, n.RetryAt)
 	switch a.NodeStep.Kind {
 	case phases.NodeCreateReplacement:
-		return c.createReplacement(ctx, prov, g, n.Live(), n.Replacement, target, req)
+		return l.createReplacement(ctx, prov, g, n.Live(), n.Replacement, target, req)
 	case phases.NodeWaitReplacement:
 		// The replacement, or — a spot pool waits at the end, after the
 		// old instance was deleted and the replacement stands for the
@@ -43,16 +43,16 @@ func (c *Coordinator) migNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 		if repl == "" {
 			repl = n.Live()
 		}
-		return "", c.waitInstanceReady(ctx, ops, p.cluster, repl, target)
+		return "", l.waitInstanceReady(ctx, ops, p.cluster, repl, target)
 	case phases.NodeDeleteInstance:
-		return "", c.deleteInstance(ctx, prov, ops, g, n.Live(), req("delete"))
+		return "", l.deleteInstance(ctx, prov, ops, g, n.Live(), req("delete"))
 	case phases.NodeRecreateInstance:
-		return c.recreateInstance(ctx, prov, g, n.Live(), target, req)
+		return l.recreateInstance(ctx, prov, g, n.Live(), target, req)
 	case phases.NodeUndoReplacement:
-		if err := c.deleteInstance(ctx, prov, ops, g, n.Replacement, req("delete")); err != nil {
+		if err := l.deleteInstance(ctx, prov, ops, g, n.Replacement, req("delete")); err != nil {
 			return "", err
 		}
-		return "", c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, n.Live()) })
+		return "", l.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, n.Live()) })
 	}
 	return "", fmt.Errorf("node step %s is not a MIG step", a.NodeStep.Kind)
 }
@@ -81,7 +81,7 @@ func templateFor(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, bas
 // createReplacement creates the surge replacement of live in g at release
 // and waits until the instance runs. No quota or capacity is a wait; an
 // instance the zone could not run is deleted, so none is left behind.
-func (c *Coordinator) createReplacement(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, live, repl string, release phases.Version, req func(string) string) (string, error) {
+func (l *leader) createReplacement(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, live, repl string, release phases.Version, req func(string) string) (string, error) {
 	insts, err := prov.ListInstances(ctx, g)
 	if err != nil {
 		return "", err
@@ -108,7 +108,7 @@ func (c *Coordinator) createReplacement(ctx context.Context, prov cloud.Provider
 		}
 		return "", err
 	}
-	wait, err := c.waitInstances(ctx, prov, g, "replacement "+repl, func(insts []cloud.Instance) (bool, string, error) {
+	wait, err := l.waitInstances(ctx, prov, g, "replacement "+repl, func(insts []cloud.Instance) (bool, string, error) {
 		in, ok := findInstance(insts, repl)
 		switch {
 		case !ok:
@@ -131,7 +131,7 @@ func (c *Coordinator) createReplacement(ctx context.Context, prov cloud.Provider
 }
 
 // recreateInstance recreates live in place from the template of release.
-func (c *Coordinator) recreateInstance(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, live string, release phases.Version, req func(string) string) (string, error) {
+func (l *leader) recreateInstance(ctx context.Context, prov cloud.Provider, g cloud.GroupRef, live string, release phases.Version, req func(string) string) (string, error) {
 	tmpl, err := templateFor(ctx, prov, g, live, release, req("template"))
 	if err != nil {
 		return "", err
@@ -151,7 +151,7 @@ func (c *Coordinator) recreateInstance(ctx context.Context, prov cloud.Provider,
 			return "", err
 		}
 	}
-	return c.waitInstances(ctx, prov, g, "recreated "+live, func(insts []cloud.Instance) (bool, string, error) {
+	return l.waitInstances(ctx, prov, g, "recreated "+live, func(insts []cloud.Instance) (bool, string, error) {
 		in, ok := findInstance(insts, live)
 		switch {
 		case ok && in.Status == cloud.StatusRunning && in.Template == tmpl:
@@ -164,25 +164,25 @@ func (c *Coordinator) recreateInstance(ctx context.Context, prov cloud.Provider,
 }
 
 // deleteInstance deletes an instance and its Node.
-func (c *Coordinator) deleteInstance(ctx context.Context, prov cloud.Provider, ops ClusterOps, g cloud.GroupRef, name, req string) error {
+func (l *leader) deleteInstance(ctx context.Context, prov cloud.Provider, ops ClusterOps, g cloud.GroupRef, name, req string) error {
 	if name == "" {
 		return nil
 	}
 	if err := prov.DeleteInstances(ctx, g, []string{name}, req); err != nil {
 		return err
 	}
-	if _, err := c.waitInstances(ctx, prov, g, "deletion of "+name, func(insts []cloud.Instance) (bool, string, error) {
+	if _, err := l.waitInstances(ctx, prov, g, "deletion of "+name, func(insts []cloud.Instance) (bool, string, error) {
 		_, ok := findInstance(insts, name)
 		return !ok, "", nil
 	}); err != nil {
 		return err
 	}
-	return c.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, name) })
+	return l.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, name) })
 }
 
 // waitReady waits until node is Ready at release, within WaitReadyTimeout.
-func (c *Coordinator) waitReady(ctx context.Context, ops ClusterOps, node string, release phases.Version) error {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+func (l *leader) waitReady(ctx context.Context, ops ClusterOps, node string, release phases.Version) error {
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WaitReadyTimeout)
 	defer cancel()
 	return ops.WaitReady(wctx, node, release.KubeletVersion())
 }
@@ -200,8 +200,8 @@ func (c *Coordinator) waitReady(ctx context.Context, ops ClusterOps, node string
 // asks every node's agent. A blue/green pool that ended COMPLETED on Ready
 // Nodes alone had the next upgrade, started seconds later, refused for
 // its green agents "not registered".
-func (c *Coordinator) waitInstanceReady(ctx context.Context, ops ClusterOps, cluster, node string, release phases.Version) error {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+func (l *leader) waitInstanceReady(ctx context.Context, ops ClusterOps, cluster, node string, release phases.Version) error {
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WaitReadyTimeout)
 	defer cancel()
 	if err := ops.WaitReady(wctx, node, release.KubeletVersion()); err != nil {
 		return err
@@ -213,10 +213,10 @@ func (c *Coordinator) waitInstanceReady(ctx context.Context, ops ClusterOps, clu
 	// wait's poll too. A finer poll finds nothing sooner (agents beat
 	// every HeartbeatInterval); the leader's tick would tie a cloud wait
 	// to the scheduler's pace.
-	tick := time.NewTicker(c.cfg.InstancePoll)
+	tick := time.NewTicker(l.cfg.InstancePoll)
 	defer tick.Stop()
 	for {
-		err := c.agentManaged(cluster, node, release)
+		err := l.agentManaged(cluster, node, release)
 		if err == nil {
 			return nil
 		}
@@ -226,17 +226,17 @@ func (c *Coordinator) waitInstanceReady(ctx context.Context, ops ClusterOps, clu
 			if ctx.Err() != nil {
 				return ctx.Err() // leadership lost: not this instance's failure
 			}
-			return fmt.Errorf("node %s is Ready at %s but not manageable within %s: %w", node, release.KubeletVersion(), c.cfg.WaitReadyTimeout, err)
+			return fmt.Errorf("node %s is Ready at %s but not manageable within %s: %w", node, release.KubeletVersion(), l.cfg.WaitReadyTimeout, err)
 		}
 	}
 }
 
 // runPoolWork performs a blue/green pool's work for its phase and commits
 // the outcome, pinned to the phase and attempt.
-func (c *Coordinator) runPoolWork(ctx context.Context, p tickPlan, a phases.Action) {
-	log := c.log.With("cluster", p.cluster, "pool", a.Pool, "work", a.Reason, "id", a.ID)
+func (l *leader) runPoolWork(ctx context.Context, p tickPlan, a phases.Action) {
+	log := l.log.With("cluster", p.cluster, "pool", a.Pool, "work", a.Reason, "id", a.ID)
 	res := phases.PoolWorkResult{Upgrade: a.Upgrade, Pool: a.Pool, Work: a.Reason, Phase: phases.BlueGreenPhase(a.Phase), Attempt: a.Attempt}
-	wait, err := c.poolWork(ctx, p, a, &res)
+	wait, err := l.poolWork(ctx, p, a, &res)
 	if ctx.Err() != nil {
 		return // leadership lost: the next leader redoes this work
 	}
@@ -245,39 +245,39 @@ func (c *Coordinator) runPoolWork(ctx context.Context, p tickPlan, a phases.Acti
 		res.Message = err.Error()
 		log.Warn("pool work failed; retried", "err", err)
 	case wait != "":
-		res.Wait, res.RetryAt, res.Message = wait, c.cloudRetryAt(), wait
+		res.Wait, res.RetryAt, res.Message = wait, l.cloudRetryAt(), wait
 		log.Info("pool work waits", "reason", wait)
 	default:
 		res.OK, res.Message = true, "done"
 		log.Info("pool work done")
 	}
-	if _, err := c.apply(ctx, statemachine.PoolWorkResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
+	if _, err := l.apply(ctx, statemachine.PoolWorkResultCmd{Cluster: p.cluster, Result: res, Now: l.cfg.Clock.Now()}); err != nil && !isStale(err) {
 		log.Warn("commit pool work result", "err", err)
 	}
 }
 
-func (c *Coordinator) poolWork(ctx context.Context, p tickPlan, a phases.Action, res *phases.PoolWorkResult) (string, error) {
-	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+func (l *leader) poolWork(ctx context.Context, p tickPlan, a phases.Action, res *phases.PoolWorkResult) (string, error) {
+	ops, err := l.clusterOps(p.cluster, p.kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	prov, err := c.cloudFor(p.cloud)
+	prov, err := l.cloudFor(p.cloud)
 	if err != nil {
 		return "", err
 	}
 	track, _ := p.upgrade.Pool(a.Pool)
 	r := reqOf(a.ID, track.BlueGreen.RetryAt)
 	req := func(g cloud.GroupRef, call string) string { return r(call + "/" + g.String()) }
-	limits := c.poolAutoscaling(p, a.Pool)
+	limits := l.poolAutoscaling(p, a.Pool)
 	switch a.Reason {
 	case phases.WorkCreateGreen:
-		return c.createGreen(ctx, prov, ops, p.upgrade, track, req, res)
+		return l.createGreen(ctx, prov, ops, p.upgrade, track, req, res)
 	case phases.WorkReleaseGreen:
-		return "", c.setGreenAutoscaling(ctx, prov, p.upgrade, track, limits, req)
+		return "", l.setGreenAutoscaling(ctx, prov, p.upgrade, track, limits, req)
 	case phases.WorkDeleteBlue:
-		return "", c.deleteBlue(ctx, prov, ops, p.cluster, p.upgrade, track, limits, req)
+		return "", l.deleteBlue(ctx, prov, ops, p.cluster, p.upgrade, track, limits, req)
 	case phases.WorkRollback:
-		return "", c.rollbackBlueGreen(ctx, prov, ops, p.upgrade, track, limits, req)
+		return "", l.rollbackBlueGreen(ctx, prov, ops, p.upgrade, track, limits, req)
 	}
 	return "", fmt.Errorf("unknown pool work %q", a.Reason)
 }
@@ -303,7 +303,7 @@ func reqOf(action string, retryAt time.Time) func(call string) string {
 
 // poolAutoscaling is the pool's autoscaling range as registered (zero: no
 // autoscaler limits).
-func (c *Coordinator) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling {
+func (l *leader) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling {
 	a := p.autoscaling[pool]
 	return cloud.Autoscaling{Min: a.MinNodes, Max: a.MaxNodes}
 }
@@ -318,9 +318,9 @@ func (c *Coordinator) poolAutoscaling(p tickPlan, pool string) cloud.Autoscaling
 // joins the cluster's spec, and its agent may enroll, only when this
 // work's result commits (phases.PoolWorkMembership), so such a wait here
 // could only time out. deleteBlue waits for them, before blue goes.
-func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack,
+func (l *leader) createGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack,
 	req func(cloud.GroupRef, string) string, res *phases.PoolWorkResult) (string, error) {
-	if err := c.freezeBlue(ctx, ops, u, track); err != nil {
+	if err := l.freezeBlue(ctx, ops, u, track); err != nil {
 		return "", err
 	}
 	type plan struct {
@@ -379,7 +379,7 @@ func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops 
 	res.Green = nil
 	for _, pl := range plans {
 		var names []string
-		wait, err := c.waitInstances(ctx, prov, pl.green, "green group "+pl.green.String(), func(insts []cloud.Instance) (bool, string, error) {
+		wait, err := l.waitInstances(ctx, prov, pl.green, "green group "+pl.green.String(), func(insts []cloud.Instance) (bool, string, error) {
 			names = names[:0]
 			running := 0
 			for _, in := range insts {
@@ -396,7 +396,7 @@ func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops 
 			return wait, err
 		}
 		for _, name := range names {
-			if err := c.waitReady(ctx, ops, name, u.To); err != nil {
+			if err := l.waitReady(ctx, ops, name, u.To); err != nil {
 				return "", fmt.Errorf("green node %s: %w", name, err)
 			}
 		}
@@ -406,7 +406,7 @@ func (c *Coordinator) createGreen(ctx context.Context, prov cloud.Provider, ops 
 }
 
 // setGreenAutoscaling gives the green groups the pool's autoscaling range.
-func (c *Coordinator) setGreenAutoscaling(ctx context.Context, prov cloud.Provider, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
+func (l *leader) setGreenAutoscaling(ctx context.Context, prov cloud.Provider, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
 	req func(cloud.GroupRef, string) string) error {
 	for _, g := range track.Groups {
 		green := cloud.GroupRef{Zone: g.Zone, Name: phases.GreenGroupName(g.Name, u.ID)}
@@ -425,7 +425,7 @@ func (c *Coordinator) setGreenAutoscaling(ctx context.Context, prov cloud.Provid
 // the first work after green's agents may enroll that every pool runs
 // before it is COMPLETED, and before anything of blue is deleted: a green
 // agent that does not come fails the attempt (retried), blue intact.
-func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops ClusterOps, cluster string, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
+func (l *leader) deleteBlue(ctx context.Context, prov cloud.Provider, ops ClusterOps, cluster string, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
 	req func(cloud.GroupRef, string) string) error {
 	for _, g := range track.BlueGreen.Green {
 		insts, err := prov.ListInstances(ctx, cloud.GroupRef{Zone: g.Zone, Name: g.Name})
@@ -436,7 +436,7 @@ func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops C
 			if _, ok := findInstance(insts, name); !ok {
 				continue // the autoscaler sizes green from the soak on
 			}
-			if err := c.waitInstanceReady(ctx, ops, cluster, name, u.To); err != nil {
+			if err := l.waitInstanceReady(ctx, ops, cluster, name, u.To); err != nil {
 				return fmt.Errorf("green node %s: %w", name, err)
 			}
 		}
@@ -448,7 +448,7 @@ func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops C
 			return fmt.Errorf("delete pods on %s: %w", n.Live(), err)
 		}
 		if len(left) > 0 {
-			c.log.Warn("pods still terminating on a blue node at the grace cap; deleting it anyway", "node", n.Live(), "pods", len(left))
+			l.log.Warn("pods still terminating on a blue node at the grace cap; deleting it anyway", "node", n.Live(), "pods", len(left))
 		}
 	}
 	for _, g := range track.Groups {
@@ -458,11 +458,11 @@ func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops C
 		}
 	}
 	for _, n := range blue {
-		if err := c.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, n.Live()) }); err != nil {
+		if err := l.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, n.Live()) }); err != nil {
 			return err
 		}
 	}
-	return c.setGreenAutoscaling(ctx, prov, u, track, limits, req)
+	return l.setGreenAutoscaling(ctx, prov, u, track, limits, req)
 }
 
 // freezeBlue marks every blue node for the Kubernetes cluster
@@ -473,9 +473,9 @@ func (c *Coordinator) deleteBlue(ctx context.Context, prov cloud.Provider, ops C
 // §10; kube.TaintBluePool says why it must be put on before the cordon).
 // The marks stay until blue's Nodes are deleted; a rollback takes them
 // off (rollbackBlueGreen), as the blue pool may be scaled again then.
-func (c *Coordinator) freezeBlue(ctx context.Context, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack) error {
+func (l *leader) freezeBlue(ctx context.Context, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack) error {
 	for _, n := range u.PoolNodes(track) {
-		if err := c.retry(ctx, "freeze blue node", func() error { return ops.FreezeBlueNode(ctx, n.Live()) }); err != nil {
+		if err := l.retry(ctx, "freeze blue node", func() error { return ops.FreezeBlueNode(ctx, n.Live()) }); err != nil {
 			return err
 		}
 	}
@@ -485,13 +485,13 @@ func (c *Coordinator) freezeBlue(ctx context.Context, ops ClusterOps, u *phases.
 // rollbackBlueGreen uncordons blue and takes off its autoscaler marks
 // (freezeBlue), gives its groups the pool's autoscaling range back and
 // deletes the green groups and their Nodes.
-func (c *Coordinator) rollbackBlueGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
+func (l *leader) rollbackBlueGreen(ctx context.Context, prov cloud.Provider, ops ClusterOps, u *phases.Upgrade, track *phases.PoolTrack, limits cloud.Autoscaling,
 	req func(cloud.GroupRef, string) string) error {
 	for _, n := range u.PoolNodes(track) {
-		if err := c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, n.Live()) }); err != nil {
+		if err := l.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, n.Live()) }); err != nil {
 			return err
 		}
-		if err := c.retry(ctx, "thaw blue node", func() error { return ops.ThawBlueNode(ctx, n.Live()) }); err != nil {
+		if err := l.retry(ctx, "thaw blue node", func() error { return ops.ThawBlueNode(ctx, n.Live()) }); err != nil {
 			return err
 		}
 	}
@@ -512,7 +512,7 @@ func (c *Coordinator) rollbackBlueGreen(ctx context.Context, prov cloud.Provider
 			return err
 		}
 		for _, in := range insts {
-			if err := c.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, in.Name) }); err != nil {
+			if err := l.retry(ctx, "delete node", func() error { return ops.DeleteNode(ctx, in.Name) }); err != nil {
 				return err
 			}
 		}
@@ -521,6 +521,6 @@ func (c *Coordinator) rollbackBlueGreen(ctx context.Context, prov cloud.Provider
 }
 
 // cloudRetryAt is when a waiting step is tried again.
-func (c *Coordinator) cloudRetryAt() time.Time {
-	return c.cfg.Clock.Now().Add(c.cfg.CloudRetryInterval)
+func (l *leader) cloudRetryAt() time.Time {
+	return l.cfg.Clock.Now().Add(l.cfg.CloudRetryInterval)
 }

@@ -80,12 +80,12 @@ func artifactWave(p statemachine.PreflightProgress, size int) map[string]bool {
 
 // preflightWork adds the host operations of running preflights that have
 // no final result yet, and finishes runs that are complete or overdue.
-func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers map[string]map[string][]api.Operation) {
-	for _, p := range c.sm.RunningPreflights() {
+func (l *leader) preflightWork(ctx context.Context, now time.Time, offers map[string]map[string][]api.Operation) {
+	for _, p := range l.sm.RunningPreflights() {
 		if offers[p.Cluster] == nil && len(p.Waiting) > 0 {
 			offers[p.Cluster] = map[string][]api.Operation{}
 		}
-		wave := artifactWave(p, c.cfg.PreflightArtifactWave)
+		wave := artifactWave(p, l.cfg.PreflightArtifactWave)
 		for node, ops := range p.Waiting {
 			for _, op := range ops {
 				if op.Kind == api.OpCheckArtifacts && wave != nil && !wave[node] {
@@ -101,13 +101,13 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 		// declare the silent ones missing), at most MissingAfter after the
 		// term began.
 		for _, node := range p.Reporting {
-			if c.live.awaiting(nodeKey(p.Cluster, node), now, c.cfg.MissingAfter) {
+			if l.live.awaiting(nodeKey(p.Cluster, node), now, l.cfg.MissingAfter) {
 				pending++
 			}
 		}
 		if pending == 0 || !now.Before(p.Deadline) {
 			cluster, run := p.Cluster, p.Run
-			c.startWork(ctx, "preflight/"+cluster+"/"+run, func(ctx context.Context) { c.finishPreflight(ctx, cluster, run) })
+			l.startWork(ctx, "preflight/"+cluster+"/"+run, func(ctx context.Context) { l.finishPreflight(ctx, cluster, run) })
 		}
 	}
 }
@@ -123,12 +123,12 @@ func (c *Coordinator) preflightWork(ctx context.Context, now time.Time, offers m
 // an upgrade for nothing. The last report is the one committed, so a
 // control plane that stays unhealthy still refuses the upgrade, about 12 s
 // later by default.
-func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
-	run, err := c.sm.Preflight(cluster, id)
+func (l *leader) finishPreflight(ctx context.Context, cluster, id string) {
+	run, err := l.sm.Preflight(cluster, id)
 	if err != nil || run.State != "running" {
 		return
 	}
-	r, err := c.sm.Cluster(cluster)
+	r, err := l.sm.Cluster(cluster)
 	if err != nil {
 		return
 	}
@@ -151,14 +151,14 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 		}
 	}
 	var reader preflight.ClusterReader
-	if ops, err := c.clusterOps(cluster, r.StoredKubeconfig()); err == nil {
+	if ops, err := l.clusterOps(cluster, r.StoredKubeconfig()); err == nil {
 		reader = ops.PreflightReader()
 	}
 	var rep preflight.Report
 	var now time.Time
-	_ = c.retry(ctx, "preflight "+id+" of cluster "+cluster, func() error {
-		now = c.cfg.Clock.Now()
-		in, err := c.preflightInput(cluster, run.Target, now)
+	_ = l.retry(ctx, "preflight "+id+" of cluster "+cluster, func() error {
+		now = l.cfg.Clock.Now()
+		in, err := l.preflightInput(cluster, run.Target, now)
 		if err != nil {
 			return err
 		}
@@ -176,12 +176,12 @@ func (c *Coordinator) finishPreflight(ctx context.Context, cluster, id string) {
 	if rep.Results == nil || ctx.Err() != nil {
 		return // no report made (the cluster went away), or the term ended
 	}
-	if c.cfg.Recorder != nil {
+	if l.cfg.Recorder != nil {
 		for _, r := range rep.Results {
-			c.cfg.Recorder.PreflightCheck(cluster, r.Check, string(r.Status))
+			l.cfg.Recorder.PreflightCheck(cluster, r.Check, string(r.Status))
 		}
 	}
-	if _, err := c.apply(ctx, statemachine.PreflightFinishCmd{Cluster: cluster, Run: id, Report: rep, Now: now}); err != nil && !isStale(err) {
-		c.log.Warn("commit preflight report", "cluster", cluster, "run", id, "err", err)
+	if _, err := l.apply(ctx, statemachine.PreflightFinishCmd{Cluster: cluster, Run: id, Report: rep, Now: now}); err != nil && !isStale(err) {
+		l.log.Warn("commit preflight report", "cluster", cluster, "run", id, "err", err)
 	}
 }

@@ -54,12 +54,12 @@ func (s *schedState) due(interval time.Duration) time.Time {
 // scheduleAuto runs a scheduler pass when one is due and commits its
 // decisions. It reports whether any was applied (the loop decides again at
 // once) and when the next pass is due without a change.
-func (c *Coordinator) scheduleAuto(ctx context.Context, now time.Time) (applied bool, next time.Time) {
-	st := &c.sched
-	fleet := c.sm.SchedulerFleet(c.cfg.AutoUpgradeLimits)
+func (l *leader) scheduleAuto(ctx context.Context, now time.Time) (applied bool, next time.Time) {
+	st := &l.sched
+	fleet := l.sm.SchedulerFleet(l.cfg.AutoUpgradeLimits)
 	key := fleetKey(fleet)
-	if st.passed && key == st.key && now.Before(st.due(c.cfg.SchedulerInterval)) {
-		return false, st.due(c.cfg.SchedulerInterval)
+	if st.passed && key == st.key && now.Before(st.due(l.cfg.SchedulerInterval)) {
+		return false, st.due(l.cfg.SchedulerInterval)
 	}
 	p := schedule.Evaluate(fleet, now)
 	st.passed, st.key, st.last, st.wake = true, key, now, p.Wake
@@ -70,21 +70,21 @@ func (c *Coordinator) scheduleAuto(ctx context.Context, now time.Time) (applied 
 	for _, d := range p.Decisions {
 		switch d.Action {
 		case schedule.ActRecord:
-			applied = c.autoRecord(ctx, now, d) || applied
+			applied = l.autoRecord(ctx, now, d) || applied
 		case schedule.ActStart:
-			applied = c.autoStart(ctx, now, d, seq[d.Cluster]) || applied
+			applied = l.autoStart(ctx, now, d, seq[d.Cluster]) || applied
 		}
 	}
-	return applied, st.due(c.cfg.SchedulerInterval)
+	return applied, st.due(l.cfg.SchedulerInterval)
 }
 
-func (c *Coordinator) autoRecord(ctx context.Context, now time.Time, d schedule.Decision) bool {
-	_, err := c.apply(ctx, statemachine.AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: now})
+func (l *leader) autoRecord(ctx context.Context, now time.Time, d schedule.Decision) bool {
+	_, err := l.apply(ctx, statemachine.AutoRecordCmd{Cluster: d.Cluster, Upgrade: d.Record.Upgrade, Outcome: d.Record.Outcome, Now: now})
 	if err != nil {
-		c.logDecision(d, err)
+		l.logDecision(d, err)
 		return false
 	}
-	log := c.log.With("cluster", d.Cluster, "upgrade", d.Record.Upgrade, "outcome", d.Record.Outcome)
+	log := l.log.With("cluster", d.Cluster, "upgrade", d.Record.Upgrade, "outcome", d.Record.Outcome)
 	if d.Record.Outcome != schedule.OutcomeDone {
 		log.Warn("automatic upgrade did not finish; backing off", "detail", d.Record.Detail, "failures", d.State.Failures, "next_attempt", d.State.NextAttempt)
 	} else {
@@ -96,33 +96,33 @@ func (c *Coordinator) autoRecord(ctx context.Context, now time.Time, d schedule.
 // autoStart proposes a start decision with the preflight run it begins:
 // the upgrade starts in state preflight and runs only if the run passes
 // (SPEC §4), exactly as a manual start does.
-func (c *Coordinator) autoStart(ctx context.Context, now time.Time, d schedule.Decision, seq int) bool {
-	run, err := c.newPreflightRun(d.Cluster, d.To)
+func (l *leader) autoStart(ctx context.Context, now time.Time, d schedule.Decision, seq int) bool {
+	run, err := l.newPreflightRun(d.Cluster, d.To)
 	if err != nil {
-		c.logDecision(d, err)
+		l.logDecision(d, err)
 		return false
 	}
 	cmd := statemachine.AutoStartCmd{Cluster: d.Cluster, To: d.To, Kind: d.Kind, EndOfSupport: d.EndOfSupport, Reason: d.Reason,
-		Seq: seq, Limits: c.cfg.AutoUpgradeLimits, Options: c.upgradeOptions(api.UpgradeRequest{Automatic: true}), Preflight: &run, Now: now}
-	v, err := c.apply(ctx, cmd)
+		Seq: seq, Limits: l.cfg.AutoUpgradeLimits, Options: l.upgradeOptions(api.UpgradeRequest{Automatic: true}), Preflight: &run, Now: now}
+	v, err := l.apply(ctx, cmd)
 	if err != nil {
-		c.logDecision(d, err)
+		l.logDecision(d, err)
 		return false
 	}
-	if fn := c.autoStarted.Load(); fn != nil {
+	if fn := l.autoStarted.Load(); fn != nil {
 		(*fn)(cmd)
 	}
-	c.log.Info("automatic upgrade started", "cluster", d.Cluster, "upgrade", v, "to", d.To.String(), "kind", string(d.Kind),
+	l.log.Info("automatic upgrade started", "cluster", d.Cluster, "upgrade", v, "to", d.To.String(), "kind", string(d.Kind),
 		"end_of_support", d.EndOfSupport, "reason", d.Reason)
 	return true
 }
 
-func (c *Coordinator) logDecision(d schedule.Decision, err error) {
+func (l *leader) logDecision(d schedule.Decision, err error) {
 	if isStale(err) {
-		c.log.Debug("scheduler decision refused as stale", "cluster", d.Cluster, "action", string(d.Action), "err", err)
+		l.log.Debug("scheduler decision refused as stale", "cluster", d.Cluster, "action", string(d.Action), "err", err)
 		return
 	}
-	c.log.Warn("commit scheduler decision", "cluster", d.Cluster, "action", string(d.Action), "err", err)
+	l.log.Warn("commit scheduler decision", "cluster", d.Cluster, "action", string(d.Action), "err", err)
 }
 
 // fleetKey digests everything a pass decides on, so that a leader tick

@@ -189,18 +189,19 @@ func TestTickCountsOnlyAppliedActions(t *testing.T) {
 	defer tm.end()
 	c.dispatch.serve()
 	defer c.dispatch.stop()
-	plans := c.plan(now)
+	l := &leader{Coordinator: c}
+	plans := l.plan(now)
 	require.Len(t, plans, 1)
 	require.NotEmpty(t, plans[0].decision.Actions)
 	for _, a := range plans[0].decision.Actions {
 		require.True(t, a.Commits(), "the first decision only commits: %s", a.ID)
 	}
-	require.True(t, c.act(tm.ctx, now, plans), "the first commit applies")
+	require.True(t, l.act(tm.ctx, now, plans), "the first commit applies")
 	before := c.AppliedIndex()
-	require.False(t, c.act(tm.ctx, now, plans), "the same decision again is stale: no progress")
+	require.False(t, l.act(tm.ctx, now, plans), "the same decision again is stale: no progress")
 	require.Greater(t, c.AppliedIndex(), before, "it was committed, and refused")
 
-	again, sleep := c.tick(tm.ctx)
+	again, sleep := l.tick(tm.ctx)
 	require.True(t, again, "a fresh decision on the new state applies")
 	require.Positive(t, sleep)
 }

@@ -35,16 +35,16 @@ const minWake = 10 * time.Millisecond
 // Otherwise the loop may sleep for sleep: until the earliest time a
 // decision changes by itself (phases.Decision.NextWake), at most
 // TickInterval.
-func (c *Coordinator) tick(ctx context.Context) (again bool, sleep time.Duration) {
-	now := c.cfg.Clock.Now()
-	plans := c.plan(now)
-	again = c.act(ctx, now, plans)
-	scheduled, due := c.scheduleAuto(ctx, now) // scheduler.go
+func (l *leader) tick(ctx context.Context) (again bool, sleep time.Duration) {
+	now := l.cfg.Clock.Now()
+	plans := l.plan(now)
+	again = l.act(ctx, now, plans)
+	scheduled, due := l.scheduleAuto(ctx, now) // scheduler.go
 	next := earliestWake(plans)
 	if next.IsZero() || due.Before(next) {
 		next = due
 	}
-	return again || scheduled, wakeDelay(now, next, c.cfg.TickInterval)
+	return again || scheduled, wakeDelay(now, next, l.cfg.TickInterval)
 }
 
 // earliestWake is the earliest NextWake of the plans' decisions (zero when
@@ -73,13 +73,13 @@ func wakeDelay(now, next time.Time, interval time.Duration) time.Duration {
 // plan decides for every cluster, on copies of the running upgrades the
 // state machine holds (ActiveUpgrades); a decision made on a state that has
 // moved on since is refused when its advance applies.
-func (c *Coordinator) plan(now time.Time) []tickPlan {
+func (l *leader) plan(now time.Time) []tickPlan {
 	active := map[string]statemachine.ActiveUpgrade{}
-	for _, a := range c.sm.ActiveUpgrades() {
+	for _, a := range l.sm.ActiveUpgrades() {
 		active[a.Cluster] = a
 	}
 	var plans []tickPlan
-	for _, name := range c.sm.ClusterNames() {
+	for _, name := range l.sm.ClusterNames() {
 		a, ok := active[name]
 		if !ok {
 			plans = append(plans, tickPlan{cluster: name})
@@ -97,17 +97,17 @@ func (c *Coordinator) plan(now time.Time) []tickPlan {
 // act commits the plans' transitions, offers their dispatches and starts
 // their work, then runs the preflights and the liveness sweep. It reports
 // whether the FSM applied any committed action.
-func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) bool {
+func (l *leader) act(ctx context.Context, now time.Time, plans []tickPlan) bool {
 	applied := false
 	allOffers := map[string]map[string][]api.Operation{}
-	c.preflightWork(ctx, now, allOffers)
+	l.preflightWork(ctx, now, allOffers)
 	for _, p := range plans {
 		offers := allOffers[p.cluster]
 		if offers == nil {
 			offers = map[string][]api.Operation{}
 		}
 		if p.upgrade == nil {
-			c.dispatch.setCluster(p.cluster, offers)
+			l.dispatch.setCluster(p.cluster, offers)
 			continue
 		}
 		var commits []phases.Action
@@ -117,7 +117,7 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 				// The pool's protected pods are read first and committed
 				// with the start (SPEC §8); until then Decide offers the
 				// same start again.
-				c.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { c.startProtectedPool(ctx, p, a) })
+				l.startWork(ctx, "protect/"+a.ID, func(ctx context.Context) { l.startProtectedPool(ctx, p, a) })
 			case a.Commits():
 				commits = append(commits, a)
 			case a.Kind == phases.ActDispatch:
@@ -126,35 +126,35 @@ func (c *Coordinator) act(ctx context.Context, now time.Time, plans []tickPlan) 
 					op, nothing = rollbackOp(a, p.upgrade)
 				}
 				if nothing != "" {
-					c.startWork(ctx, a.ID, func(ctx context.Context) {
-						c.commitNodeResult(ctx, p.cluster, a, nil, nothing, nil)
+					l.startWork(ctx, a.ID, func(ctx context.Context) {
+						l.commitNodeResult(ctx, p.cluster, a, nil, nothing, nil)
 					})
 					continue
 				}
 				offers[a.Node] = append(offers[a.Node], op)
 			case a.Kind == phases.ActRunNodeStep:
-				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runNodeStep(ctx, p, a) })
+				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runNodeStep(ctx, p, a) })
 			case a.Kind == phases.ActRunStep:
-				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runStep(ctx, p, a) })
+				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runStep(ctx, p, a) })
 			case a.Kind == phases.ActRunPoolWork:
-				c.startWork(ctx, a.ID, func(ctx context.Context) { c.runPoolWork(ctx, p, a) })
+				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runPoolWork(ctx, p, a) })
 			}
 		}
-		c.dispatch.setCluster(p.cluster, offers)
+		l.dispatch.setCluster(p.cluster, offers)
 		if len(commits) > 0 {
-			v, err := c.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
+			v, err := l.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: commits, Now: now})
 			if err != nil {
-				c.log.Warn("commit decisions", "cluster", p.cluster, "err", err)
+				l.log.Warn("commit decisions", "cluster", p.cluster, "err", err)
 				continue
 			}
 			res, _ := v.(statemachine.AdvanceResult)
 			if len(res.Stale) > 0 {
-				c.log.Debug("decisions refused as stale", "cluster", p.cluster, "stale", res.Stale)
+				l.log.Debug("decisions refused as stale", "cluster", p.cluster, "stale", res.Stale)
 			}
 			applied = applied || len(res.Applied) > 0
 		}
 	}
-	c.live.sweep(ctx, c, now)
+	l.live.sweep(ctx, l.Coordinator, now)
 	return applied
 }
 

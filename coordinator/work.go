@@ -18,10 +18,10 @@ import (
 // start now; a later tick decides the same action again and starts it then.
 // After a leader change the new leader starts the same IDs again; the work
 // is idempotent.
-func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.Context)) {
+func (l *leader) startWork(ctx context.Context, id string, fn func(context.Context)) {
 	t := termOf(ctx)
 	if t == nil {
-		c.log.Error("work started outside a leadership term; not run", "id", id)
+		l.log.Error("work started outside a leadership term; not run", "id", id)
 		return
 	}
 	t.start(id, fn)
@@ -34,22 +34,22 @@ func (c *Coordinator) startWork(ctx context.Context, id string, fn func(context.
 // row. Upgrading a control-plane LB or an API server makes the API go away
 // by itself for a while, and the step after it (the next node's drain)
 // must wait for it rather than fail.
-func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) error {
-	limit := c.cfg.APIUnavailableTimeout
+func (l *leader) retry(ctx context.Context, what string, fn func() error) error {
+	limit := l.cfg.APIUnavailableTimeout
 	var unavailableSince time.Time
 	for failures := 0; ; {
 		err := fn()
 		if err == nil || ctx.Err() != nil {
 			if err == nil && !unavailableSince.IsZero() {
-				c.log.Info("API server available again", "what", what, "after", time.Since(unavailableSince).Round(time.Millisecond))
+				l.log.Info("API server available again", "what", what, "after", time.Since(unavailableSince).Round(time.Millisecond))
 			}
 			return err
 		}
-		wait := c.cfg.RetryBackoff
+		wait := l.cfg.RetryBackoff
 		if errors.Is(err, ErrAPIUnavailable) {
 			if unavailableSince.IsZero() {
 				unavailableSince = time.Now()
-				c.log.Warn("API server unavailable; repeating the call until it answers", "what", what, "for_at_most", limit, "err", err)
+				l.log.Warn("API server unavailable; repeating the call until it answers", "what", what, "for_at_most", limit, "err", err)
 			}
 			if away := time.Since(unavailableSince); away >= limit {
 				return fmt.Errorf("unavailable for %s (the API unavailable timeout): %w", away.Round(time.Second), err)
@@ -57,8 +57,8 @@ func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) e
 		} else {
 			unavailableSince = time.Time{}
 			failures++
-			c.log.Warn("cluster call failed", "what", what, "attempt", failures, "err", err)
-			if failures > c.cfg.WorkRetries {
+			l.log.Warn("cluster call failed", "what", what, "attempt", failures, "err", err)
+			if failures > l.cfg.WorkRetries {
 				return err
 			}
 			wait *= time.Duration(failures)
@@ -73,17 +73,17 @@ func (c *Coordinator) retry(ctx context.Context, what string, fn func() error) e
 
 // runNodeStep performs a node step that goes through the API server and
 // commits its outcome.
-func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Action) {
-	log := c.log.With("cluster", p.cluster, "node", a.Node, "step", a.NodeStep.String(), "id", a.ID)
+func (l *leader) runNodeStep(ctx context.Context, p tickPlan, a phases.Action) {
+	log := l.log.With("cluster", p.cluster, "node", a.Node, "step", a.NodeStep.String(), "id", a.ID)
 	// The machine the step acts on (a surge replacement once it replaced
 	// the node) and the version it goes to (the From of a rollback).
 	live, target := a.Node, p.upgrade.To
 	if n, ok := p.upgrade.Node(a.Node); ok {
 		live, target = n.Live(), p.upgrade.TargetOf(n)
 	}
-	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+	ops, err := l.clusterOps(p.cluster, p.kubeconfig)
 	if a.NodeStep.Kind == phases.NodeGates {
-		c.runGates(ctx, p, a, ops, err)
+		l.runGates(ctx, p, a, ops, err)
 		return
 	}
 	var drained Drained
@@ -91,26 +91,26 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 	if err == nil {
 		switch a.NodeStep.Kind {
 		case phases.NodeCordon:
-			err = c.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, live) })
+			err = l.retry(ctx, "cordon", func() error { return ops.Cordon(ctx, live) })
 		case phases.NodeDrain:
 			start := time.Now()
-			err = c.retry(ctx, "drain", func() (e error) { drained, e = ops.Drain(ctx, live, drainOptions(p.upgrade, a.Pool)); return e })
+			err = l.retry(ctx, "drain", func() (e error) { drained, e = ops.Drain(ctx, live, drainOptions(p.upgrade, a.Pool)); return e })
 			if err == nil {
-				c.observeDrain(p.cluster, a.Pool, time.Since(start), drained.Left)
+				l.observeDrain(p.cluster, a.Pool, time.Since(start), drained.Left)
 			}
 		case phases.NodeWaitReady:
 			if pool, ok := p.upgrade.Pool(a.Pool); ok && pool.Backing == phases.BackingMIG {
-				err = c.waitInstanceReady(ctx, ops, p.cluster, live, target) // recreated in place: its agent too
+				err = l.waitInstanceReady(ctx, ops, p.cluster, live, target) // recreated in place: its agent too
 			} else {
-				err = c.waitReady(ctx, ops, live, target)
+				err = l.waitReady(ctx, ops, live, target)
 			}
 			if pool, ok := p.upgrade.Pool(a.Pool); err == nil && ok && serves(pool.Role) {
-				err = c.waitServing(ctx, ops, live)
+				err = l.waitServing(ctx, ops, live)
 			}
 		case phases.NodeUncordon:
-			err = c.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, live) })
+			err = l.retry(ctx, "uncordon", func() error { return ops.Uncordon(ctx, live) })
 		default:
-			wait, err = c.migNodeStep(ctx, p, a, ops)
+			wait, err = l.migNodeStep(ctx, p, a, ops)
 		}
 	}
 	if ctx.Err() != nil {
@@ -121,8 +121,8 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 		log.Warn("node step failed", "err", err)
 	case wait != "":
 		log.Info("node step waits", "reason", wait)
-		c.commitNode(ctx, p.cluster, phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt,
-			Wait: wait, RetryAt: c.cloudRetryAt(), Message: wait}, a.ID)
+		l.commitNode(ctx, p.cluster, phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt,
+			Wait: wait, RetryAt: l.cloudRetryAt(), Message: wait}, a.ID)
 		return
 	default:
 		log.Info("node step done", "left_behind", len(drained.Left), "workloads", len(drained.Workloads))
@@ -132,7 +132,7 @@ func (c *Coordinator) runNodeStep(ctx context.Context, p tickPlan, a phases.Acti
 	if err != nil {
 		r.Message = err.Error()
 	}
-	c.commitNode(ctx, p.cluster, r, a.ID)
+	l.commitNode(ctx, p.cluster, r, a.ID)
 }
 
 // serves says whether a pool of role carries traffic for others (the API
@@ -148,33 +148,33 @@ func serves(r phases.Role) bool {
 // containerd changed); calling the LB node done then made the next node's
 // first call find the API unreachable. An LB that goes away again after
 // this reading is covered by APIUnavailableTimeout.
-func (c *Coordinator) waitServing(ctx context.Context, ops ClusterOps, node string) error {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.WaitReadyTimeout)
+func (l *leader) waitServing(ctx context.Context, ops ClusterOps, node string) error {
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WaitReadyTimeout)
 	defer cancel()
 	return ops.WaitServing(wctx, node)
 }
 
-func (c *Coordinator) commitNodeResult(ctx context.Context, cluster string, a phases.Action, err error, msg string, left []phases.LeftPod) {
+func (l *leader) commitNodeResult(ctx context.Context, cluster string, a phases.Action, err error, msg string, left []phases.LeftPod) {
 	r := phases.NodeStepResult{Upgrade: a.Upgrade, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: err == nil, Message: msg, LeftBehind: left}
 	if err != nil {
 		r.Message = err.Error()
 	}
-	c.commitNode(ctx, cluster, r, a.ID)
+	l.commitNode(ctx, cluster, r, a.ID)
 }
 
 // commitNode commits a node step's result: done, failed, or waiting for a
 // reason that passes (tried again at its RetryAt).
-func (c *Coordinator) commitNode(ctx context.Context, cluster string, r phases.NodeStepResult, id string) {
-	v, err := c.apply(ctx, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: c.cfg.Clock.Now()})
+func (l *leader) commitNode(ctx context.Context, cluster string, r phases.NodeStepResult, id string) {
+	v, err := l.apply(ctx, statemachine.NodeStepResultCmd{Cluster: cluster, Result: r, Now: l.cfg.Clock.Now()})
 	if err != nil && !isStale(err) {
-		c.log.Warn("commit node step result", "cluster", cluster, "id", id, "err", err)
+		l.log.Warn("commit node step result", "cluster", cluster, "id", id, "err", err)
 	}
-	c.observeNode(cluster, v)
+	l.observeNode(cluster, v)
 }
 
 // observeDrain records a drain's duration and the pods it left behind.
-func (c *Coordinator) observeDrain(cluster, pool string, d time.Duration, left []phases.LeftPod) {
-	if c.cfg.Recorder == nil {
+func (l *leader) observeDrain(cluster, pool string, d time.Duration, left []phases.LeftPod) {
+	if l.cfg.Recorder == nil {
 		return
 	}
 	reasons := map[string]int{}
@@ -183,7 +183,7 @@ func (c *Coordinator) observeDrain(cluster, pool string, d time.Duration, left [
 		reasons[l.Reason]++
 		timedOut = timedOut || l.Reason != "protected"
 	}
-	c.cfg.Recorder.Drained(cluster, pool, d, timedOut, reasons)
+	l.cfg.Recorder.Drained(cluster, pool, d, timedOut, reasons)
 }
 
 // observeNode records a node upgrade that the committed result v (the
@@ -204,12 +204,12 @@ func (c *Coordinator) observeNode(cluster string, v any) {
 
 // runStep performs a cluster-level step (add-ons, health; lifecycle only in
 // upgrades laid out before phases.StepLayoutNoLifecycle).
-func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) {
-	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+func (l *leader) runStep(ctx context.Context, p tickPlan, a phases.Action) {
+	ops, err := l.clusterOps(p.cluster, p.kubeconfig)
 	if err == nil {
 		switch a.Step {
 		case phases.StepIDAddons:
-			err = c.applyAddons(ctx, ops, p)
+			err = l.applyAddons(ctx, ops, p)
 		case phases.StepIDHealth:
 			// The nodes as they are now: a MIG pool's replacements and
 			// green nodes, not the instances they replaced.
@@ -227,10 +227,10 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 	}
 	if err != nil {
 		res.Message = err.Error()
-		c.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)
+		l.log.Warn("step attempt failed; retried", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
-	if _, err := c.apply(ctx, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: c.cfg.Clock.Now()}); err != nil && !isStale(err) {
-		c.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
+	if _, err := l.apply(ctx, statemachine.StepResultCmd{Cluster: p.cluster, Result: res, Now: l.cfg.Clock.Now()}); err != nil && !isStale(err) {
+		l.log.Warn("commit step result", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
 }
 
@@ -240,14 +240,14 @@ func (c *Coordinator) runStep(ctx context.Context, p tickPlan, a phases.Action) 
 // and a rollout still unfinished at it fails this attempt of the step with
 // the objects and counts that were not done. The step's own retries
 // (phases) make the next attempt.
-func (c *Coordinator) applyAddons(ctx context.Context, ops ClusterOps, p tickPlan) error {
+func (l *leader) applyAddons(ctx context.Context, ops ClusterOps, p tickPlan) error {
 	var addons []api.AddonManifest
 	if p.release != nil {
 		addons = p.release.Components.Addons
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.AddonRolloutTimeout)
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.AddonRolloutTimeout)
 	defer cancel()
-	return c.retry(wctx, "addons", func() error { return ops.ApplyAddons(wctx, p.upgrade.To, addons) })
+	return l.retry(wctx, "addons", func() error { return ops.ApplyAddons(wctx, p.upgrade.To, addons) })
 }
 
 // startProtectedPool starts an automatic upgrade's pool step together with
@@ -256,10 +256,10 @@ func (c *Coordinator) applyAddons(ctx context.Context, ops ClusterOps, p tickPla
 // advance, so such nodes go last and not before. A node it cannot read
 // leaves the step unstarted: the next tick decides the start again and this
 // runs again, rather than a protected pod being evicted.
-func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phases.Action) {
-	ops, err := c.clusterOps(p.cluster, p.kubeconfig)
+func (l *leader) startProtectedPool(ctx context.Context, p tickPlan, a phases.Action) {
+	ops, err := l.clusterOps(p.cluster, p.kubeconfig)
 	if err != nil {
-		c.log.Warn("pool start waits: no access to the cluster to read protected pods", "cluster", p.cluster, "step", a.Step, "err", err)
+		l.log.Warn("pool start waits: no access to the cluster to read protected pods", "cluster", p.cluster, "step", a.Step, "err", err)
 		return
 	}
 	// p.upgrade is the tick's copy: the pool's nodes as decided on.
@@ -269,20 +269,20 @@ func (c *Coordinator) startProtectedPool(ctx context.Context, p tickPlan, a phas
 	for _, n := range p.upgrade.PoolNodes(pool) {
 		nodes = append(nodes, n.Node)
 	}
-	now := c.cfg.Clock.Now()
+	now := l.cfg.Clock.Now()
 	protect := map[string]time.Time{}
 	for _, node := range nodes {
 		info, err := ops.ProtectedUntil(ctx, node, now)
 		if err != nil {
-			c.log.Warn("pool start waits: read protected pods", "cluster", p.cluster, "node", node, "err", err)
+			l.log.Warn("pool start waits: read protected pods", "cluster", p.cluster, "node", node, "err", err)
 			return
 		}
 		if info.Pods > 0 {
 			protect[node] = info.Until
 		}
 	}
-	_, err = c.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
+	_, err = l.apply(ctx, statemachine.AdvanceCmd{Cluster: p.cluster, Upgrade: p.upgrade.ID, Actions: []phases.Action{a}, Now: now, Protections: protect})
 	if err != nil && !isStale(err) {
-		c.log.Warn("commit pool start", "cluster", p.cluster, "step", a.Step, "err", err)
+		l.log.Warn("commit pool start", "cluster", p.cluster, "step", a.Step, "err", err)
 	}
 }
