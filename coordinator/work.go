@@ -186,22 +186,6 @@ func (l *leader) observeDrain(cluster, pool string, d time.Duration, left []phas
 	l.cfg.Recorder.Drained(cluster, pool, d, timedOut, reasons)
 }
 
-// observeNode records a node upgrade that the committed result v (the
-// node's task after it, see state.nodeStepResult) finished or failed.
-func (c *Coordinator) observeNode(cluster string, v any) {
-	n, ok := v.(phases.NodeTask)
-	if c.cfg.Recorder == nil || !ok {
-		return
-	}
-	switch {
-	case n.State != phases.StateDone && n.State != phases.StateFailed:
-	case n.Rollback:
-		c.cfg.Recorder.NodeRolledBack(cluster, n.Pool, n.State == phases.StateDone)
-	default:
-		c.cfg.Recorder.NodeUpgraded(cluster, n.Pool, n.FinishedAt.Sub(n.StartedAt), n.State == phases.StateDone)
-	}
-}
-
 // runStep performs a cluster-level step (add-ons, health; lifecycle only in
 // upgrades laid out before phases.StepLayoutNoLifecycle).
 func (l *leader) runStep(ctx context.Context, p tickPlan, a phases.Action) {
