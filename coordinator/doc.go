@@ -12,11 +12,12 @@
 // leader runtime is leader, one per leadership term (leader.go): the
 // leader loop that calls the pure engine (phases) on every tick and
 // commits its decisions before acting on them (tick.go), the work
-// runners that act on clusters and cloud groups and hand typed operations
-// to agents (work.go, migwork.go, gates.go, preflightwork.go), and the
-// scheduler of automatic upgrades (scheduler.go). Both share what
-// outlives a term: the replica and store, the dispatcher of agents'
-// polls, agent liveness and the cluster connections.
+// runners that act on clusters and cloud groups and hand typed
+// operations to agents (work.go, migwork.go, cloudwait.go, gates.go,
+// preflightwork.go), and the scheduler of automatic upgrades
+// (scheduler.go). Both share what outlives a term: the replica and
+// store, the dispatcher of agents' polls, agent liveness and the cluster
+// connections.
 //
 // See DESIGN.md for how a decision travels from Decide to the Raft log to a
 // host, and why a leader change neither loses nor repeats a step.

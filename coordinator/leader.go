@@ -6,9 +6,9 @@ import (
 )
 
 // leader is the runtime of one leadership term: the leader loop (lead),
-// its ticks (tick.go), the work they start (work.go, migwork.go, the
-// gates of gates.go, a preflight run's work in preflightwork.go) and the
-// scheduler's passes (scheduler.go). startTerm makes a new one for every
+// its ticks (tick.go), the work they start (work.go, migwork.go,
+// cloudwait.go, the gates of gates.go, a preflight run's work in
+// preflightwork.go) and the scheduler's passes (scheduler.go). startTerm makes a new one for every
 // term, so nothing of a term's memory reaches the next; what outlives a
 // term — the replica, the store, the dispatcher of agents' polls, agents'
 // liveness, the cluster connections — is the member's (the embedded
