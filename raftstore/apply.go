@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Apply commits one command and returns what its ApplyFunc returned. Only the
@@ -31,7 +33,7 @@ func (s *Store) Apply(ctx context.Context, c Command) (any, error) {
 	}
 	if _, ok := s.fsm.handlers[t]; !ok {
 		// Refuse before writing: an entry no handler knows would make every
-		// replica panic (or, flagged, be skipped and do nothing).
+		// replica halt (or, flagged, be skipped and do nothing).
 		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, t)
 	}
 	return s.propose(ctx, c)
@@ -44,7 +46,7 @@ func (s *Store) propose(ctx context.Context, c Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.checkServing(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -53,7 +55,9 @@ func (s *Store) propose(ctx context.Context, c Command) (any, error) {
 	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	f := s.raft.Apply(b, remaining(ctx))
+	// The entry carries the lowest release that reads it, for a member
+	// too old to read it to name (HaltInfo.NeedsVersion).
+	f := s.raft.ApplyLog(raft.Log{Data: b, Extensions: command.EncodeExtensions(s.minVersion(c))}, remaining(ctx))
 	if err := s.wait(ctx, f); err != nil {
 		return nil, fmt.Errorf("raftstore: apply %s: %w", t, err)
 	}
@@ -90,7 +94,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // Barrier waits until every entry committed before it has been applied to
 // this leader's FSM. A new leader calls it before trusting its state.
 func (s *Store) Barrier(ctx context.Context) error {
-	if err := s.checkLeader(); err != nil {
+	if err := s.checkServing(); err != nil {
 		return err
 	}
 	ctx, cancel := s.withTimeout(ctx)
@@ -112,7 +116,7 @@ func (s *Store) Barrier(ctx context.Context) error {
 // A leader new in its term may not yet have applied what its predecessor
 // acknowledged, so the first ReadIndex of a term waits for a Barrier.
 func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
-	if err := s.checkLeader(); err != nil {
+	if err := s.checkServing(); err != nil {
 		return 0, err
 	}
 	term := s.raft.CurrentTerm()
@@ -141,6 +145,19 @@ func (s *Store) checkLeader() error {
 			return fmt.Errorf("%w (leader %s at %q)", ErrNotLeader, id, httpAddr)
 		}
 		return fmt.Errorf("%w (%w)", ErrNotLeader, ErrLeaderNotFound)
+	}
+	return nil
+}
+
+// checkServing is checkLeader for what a leader does from its state
+// (writes, barriers, reads): a halted member does none of them, leader
+// or not (Store.Halted).
+func (s *Store) checkServing() error {
+	if err := s.checkLeader(); err != nil {
+		return err
+	}
+	if h, halted := s.Halted(); halted {
+		return fmt.Errorf("%w: %s", ErrHalted, h)
 	}
 	return nil
 }

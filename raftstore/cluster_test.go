@@ -126,15 +126,30 @@ func TestKillLeaderElectsNewLeaderWithAllCommitted(t *testing.T) {
 	waitKV(t, nodes, want)
 }
 
+// A leader that closes hands leadership over first: its successor is
+// elected by a transfer (its vote request says so), not after an election
+// timeout; Kill, the crash, is the contrast.
 func TestGracefulCloseHandsOverLeadership(t *testing.T) {
-	nodes := newCluster(t, 3, nil)
-	v := putAny(t, nodes, "a", "1")
-	leader := waitLeader(t, nodes)
-	require.NoError(t, leader.s.Close())
-	rest := without(nodes, leader)
-	newLeader := waitLeader(t, rest)
-	require.NoError(t, newLeader.s.Barrier(ctx(t)))
-	require.Equal(t, map[string]kvEntry{"a": {"1", v}}, newLeader.kv.dump())
+	for _, graceful := range []bool{true, false} {
+		t.Run(fmt.Sprintf("graceful=%v", graceful), func(t *testing.T) {
+			nodes := newCluster(t, 3, nil)
+			v := putAny(t, nodes, "a", "1")
+			leader := waitLeader(t, nodes)
+			if graceful {
+				require.NoError(t, leader.s.Close())
+			} else {
+				require.NoError(t, leader.s.Kill())
+			}
+			rest := without(nodes, leader)
+			newLeader := waitLeader(t, rest)
+			require.NoError(t, newLeader.s.Barrier(ctx(t)))
+			require.Equal(t, map[string]kvEntry{"a": {"1", v}}, newLeader.kv.dump())
+			voter := without(rest, newLeader)[0]
+			term, transfer := voter.s.LastVoteRequest()
+			require.Equal(t, newLeader.s.Stats().Term, term, "the new leader asked the remaining member for its vote in its term")
+			require.Equal(t, graceful, transfer, "the vote request was marked as a leadership transfer")
+		})
+	}
 }
 
 func TestTransferLeadershipKeepsOldLeaderUp(t *testing.T) {

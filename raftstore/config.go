@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/moltproject/molt/internal/version"
 )
 
 // Config configures a Store. Start from DefaultConfig; a zero duration or
@@ -36,6 +38,11 @@ type Config struct {
 	// leader with it (a follower that trails) while its Raft still
 	// answers. nil in production.
 	HoldApply func(index uint64)
+	// Version is this binary's molt release; empty means
+	// internal/version.Version. An entry whose extensions name a newer
+	// release halts the replica (Store.Halted); tests set it to play a
+	// member of another release.
+	Version string
 	// HTTPAddr is this member's REST address, stored in replicated member
 	// metadata so that followers can forward writes to the leader.
 	HTTPAddr string
@@ -116,6 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.Version == "" {
+		c.Version = version.Version
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -15,6 +15,15 @@
 // own commands, which replicate each member's HTTP address so that a follower
 // can forward writes to the leader (Store.Leader).
 //
+// A replica that meets an entry or a snapshot a newer release wrote and
+// this one cannot read (an unknown command, an unknown field, anything a
+// handler reports as command.ErrCannotRead, an entry whose extensions name
+// a newer release) halts there instead of panicking or refusing it: it
+// applies nothing more, takes no snapshot, hands leadership over and
+// reports why (Store.Halted), until its binary is replaced and it replays
+// its log. Every entry Store.Apply writes names, in raft.Log.Extensions,
+// the lowest release that reads it.
+//
 // See DESIGN.md for the framing, the snapshot format and the membership
 // metadata.
 package raftstore

@@ -38,6 +38,16 @@ var (
 	// Machine did not register, before anything is written to the log.
 	ErrUnknownCommand = errors.New("raftstore: unknown command type")
 
+	// ErrHalted is returned by Apply, Barrier, ReadIndex and membership
+	// changes on a member that stopped applying its log because it met an
+	// entry or a snapshot this release cannot read (Store.Halted), and by
+	// the FSM for every entry after that one.
+	ErrHalted = errors.New("raftstore: this member stopped applying its log")
+
+	// ErrCannotRead marks an entry or snapshot written by a newer release
+	// in a form this one cannot read (see command.ErrCannotRead).
+	ErrCannotRead = command.ErrCannotRead
+
 	// ErrBadCommand means bytes could not be framed or unframed as a command
 	// (empty entry, type 0, body that does not marshal).
 	ErrBadCommand = command.ErrBadCommand
@@ -46,7 +56,7 @@ var (
 	ErrBadSnapshot = command.ErrBadSnapshot
 
 	// ErrUnknownField means a command body or snapshot holds a field this
-	// release does not declare; the command is refused (see
+	// release does not declare; the replica halts there (see
 	// command.ErrUnknownField).
 	ErrUnknownField = command.ErrUnknownField
 )

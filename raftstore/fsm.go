@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // applyResult is what the FSM returns to Raft for each command; Raft hands it
@@ -26,6 +27,14 @@ type fsm struct {
 	handlers map[CommandType]ApplyFunc // domain handlers plus internal ones
 	log      *slog.Logger
 	hold     func(index uint64) // Config.HoldApply, or nil
+	// version is this binary's molt release (Config.Version): an entry
+	// whose extensions name a newer one halts the replica.
+	version string
+	// halt is set when the replica met what it cannot read (HaltInfo);
+	// from then on it applies nothing. A snapshot restored in full clears
+	// it. onHalt, when set, is called once it is set.
+	halt   atomic.Pointer[HaltInfo]
+	onHalt func()
 
 	// applied is the index of the last command entry the FSM applied (or the
 	// index recorded in the last restored snapshot). Raft's no-op and
@@ -71,13 +80,16 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 	return f, nil
 }
 
-// Apply decodes one entry and runs its handler. It panics only when the entry
-// cannot be understood at all: undecodable bytes, or a type without
-// IgnoreUnknown that this binary does not know. Going on would make this
-// replica's state differ from its peers' without anyone noticing. A body
-// with a field its type does not declare is refused by the handler
-// (ErrUnknownField) and logged here, with the index, the type and the
-// field.
+// Apply decodes one entry and runs its handler. It panics only when the
+// entry is corrupt: undecodable bytes (an empty entry, type 0), or an
+// internal body that does not parse. What a newer release wrote and this
+// one cannot read — a type without IgnoreUnknown it does not know, a
+// field it does not declare (ErrUnknownField), anything a handler says it
+// cannot read (ErrCannotRead), an entry whose extensions name a newer
+// release — halts the replica at that entry (halt): nothing is applied
+// from it on, so the replica never differs from its peers, and its
+// upgraded binary replays the log from its last snapshot. A domain
+// refusal is an applied entry like any other.
 func (f *fsm) Apply(l *raft.Log) any {
 	defer f.leave(f.enter())
 	if f.hook != nil {
@@ -86,35 +98,65 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if f.hold != nil {
 		f.hold(l.Index)
 	}
+	if h := f.halt.Load(); h != nil {
+		return applyResult{Err: fmt.Errorf("%w: %s", ErrHalted, h)}
+	}
 	t, body, err := Decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: log entry %d undecodable, replicas diverged: %v", l.Index, err))
 	}
+	need := command.DecodeExtensions(l.Extensions)
+	if below, ok := command.VersionBelow(f.version, need); ok && below {
+		return f.stop(HaltInfo{Index: l.Index, Type: t, NeedsVersion: need,
+			Detail: fmt.Sprintf("the entry needs molt %s and this member runs %s", need, f.version)})
+	}
 	h, ok := f.handlers[t]
 	if !ok {
 		if t&IgnoreUnknown == 0 {
-			panic(fmt.Sprintf("raftstore: log entry %d has unknown command type %s, replicas diverged (upgrade this binary)", l.Index, t))
+			return f.stop(HaltInfo{Index: l.Index, Type: t, NeedsVersion: need,
+				Detail: fmt.Sprintf("command %s is unknown to this release", t)})
 		}
 		f.log.Warn("skipping unknown command type flagged IgnoreUnknown", "index", l.Index, "type", t.String())
 		f.applied.Store(l.Index)
 		return nil
 	}
 	v, err := h(l.Index, body)
-	f.applied.Store(l.Index)
-	if errors.Is(err, ErrUnknownField) {
-		// Every member reports it, not only the leader that proposed it:
-		// on followers the refusal has no caller to return to. It is
-		// either a newer release's entry (upgrade this member) or a
-		// hand-written one.
-		f.log.Error("command refused: it holds a field this release does not know", "index", l.Index, "type", t.String(), "err", err)
+	if command.CannotRead(err) {
+		// Every member of this release stops here, not only the leader
+		// that proposed it: refusing it instead would leave this replica
+		// behind the members that applied it.
+		return f.stop(HaltInfo{Index: l.Index, Type: t, NeedsVersion: need, Detail: err.Error()})
 	}
+	f.applied.Store(l.Index)
 	return applyResult{Value: v, Err: err}
+}
+
+// stop halts the replica (see HaltInfo), logs why once, and returns the
+// response of the entry it stopped at.
+func (f *fsm) stop(h HaltInfo) any {
+	f.halt.Store(&h)
+	f.log.Error("this member cannot read its log and stopped applying it; it applies nothing more until its binary is replaced",
+		"index", h.Index, "type", h.Type.String(), "snapshot", h.Snapshot, "needs", h.Needs(), "detail", h.Detail,
+		"applied", f.applied.Load(), "version", f.version)
+	if f.onHalt != nil {
+		f.onHalt()
+	}
+	return applyResult{Err: fmt.Errorf("%w: %s", ErrHalted, h)}
 }
 
 // Snapshot takes the point-in-time copy. Raft calls it on the FSM goroutine,
 // between two Apply calls, so Machine.Snapshot sees a consistent state.
+//
+// A halted replica takes none: its state stops at the entry it could not
+// read, while Raft counts every later entry as handed to it, so a
+// snapshot would be labelled with an index its state does not reach and
+// the log it compacted away would be lost to the upgraded binary.
+// hashicorp/raft logs the error and keeps the log as it is.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	defer f.leave(f.enter())
+	if h := f.halt.Load(); h != nil {
+		return nil, fmt.Errorf("%w: no snapshot is taken, the log is kept for the upgraded binary: %s", ErrHalted, h)
+	}
 	data, err := f.machine.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: machine snapshot: %w", err)
@@ -127,20 +169,40 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore replaces all state with a snapshot's. Everything is parsed before
 // anything is swapped, so a bad snapshot leaves the old state in place.
+//
+// A snapshot this release cannot read (a newer format, a field it does not
+// know, anything the Machine says it cannot read) halts the replica
+// instead of failing: at start, hashicorp/raft would otherwise refuse to
+// open, or fall back to an older snapshot whose log may be compacted; and
+// sent by the leader, it would be sent again for ever. Halted, the member
+// keeps the snapshot on disk for its upgraded binary. A snapshot restored
+// in full replaces everything, the entry a halt stopped at included, so
+// it ends a halt.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer f.leave(f.enter())
 	defer rc.Close()
 	s, err := readSnapshot(rc)
 	if err != nil {
+		if command.CannotRead(err) {
+			f.stop(HaltInfo{Index: s.index, Snapshot: true, Detail: err.Error()})
+			return nil
+		}
 		return err
 	}
 	if err := f.machine.Restore(s.machine); err != nil {
+		if command.CannotRead(err) {
+			f.stop(HaltInfo{Index: s.index, Snapshot: true, Detail: err.Error()})
+			return nil
+		}
 		return fmt.Errorf("raftstore: machine restore: %w", err)
 	}
 	f.mu.Lock()
 	f.members = s.members
 	f.mu.Unlock()
 	f.applied.Store(s.index)
+	if h := f.halt.Swap(nil); h != nil {
+		f.log.Info("a snapshot this release reads replaced the state this member had halted at; applying again", "index", s.index, "was", h.String())
+	}
 	return nil
 }
 

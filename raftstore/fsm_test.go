@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -58,9 +59,10 @@ func TestFSMApply(t *testing.T) {
 			wantKV:  map[string]kvEntry{"a": {Value: "1", Version: 3}},
 		},
 		{
-			name:      "unknown type without the flag panics",
-			log:       func(t *testing.T) *raft.Log { return entry(t, 5, rawCmd{unknownPlain, 1}) },
-			wantPanic: true,
+			name:    "unknown type without the flag halts the replica",
+			log:     func(t *testing.T) *raft.Log { return entry(t, 5, rawCmd{unknownPlain, 1}) },
+			wantErr: ErrHalted,
+			wantKV:  map[string]kvEntry{"a": {Value: "1", Version: 3}},
 		},
 		{
 			name:      "empty entry panics",
@@ -102,6 +104,10 @@ func TestFSMApply(t *testing.T) {
 				}
 			}
 			require.Equal(t, tt.wantKV, kv.dump())
+			if errors.Is(tt.wantErr, ErrHalted) {
+				require.Equal(t, uint64(3), f.applied.Load(), "a halted replica does not count the entry it stopped at")
+				return
+			}
 			require.Equal(t, uint64(5), f.applied.Load(), "applied index moves even for refused and skipped entries")
 		})
 	}
@@ -180,7 +186,7 @@ func TestFSMRestoreRefusesBadSnapshotAndKeepsState(t *testing.T) {
 	tests := map[string][]byte{
 		"empty":               nil,
 		"bad magic":           append([]byte("NOTASNAP"), good[8:]...),
-		"future version":      append(append([]byte(snapshotMagic), 9), good[9:]...),
+		"version 0":           append(append([]byte(snapshotMagic), 0), good[9:]...),
 		"truncated":           good[:len(good)-1],
 		"unknown section":     append(append([]byte(nil), good...), 0x7f, 0, 0, 0, 0, 0, 0, 0, 0),
 		"missing sections":    good[:17],
@@ -241,32 +247,36 @@ func TestFSMCallInProgress(t *testing.T) {
 }
 
 // An internal body with a field this release does not declare (a newer
-// release wrote it) is refused, changes nothing, and is logged with its
-// index, type and field; it does not panic. Before bodies were decoded
-// strictly, the field was dropped and the rest applied.
-func TestFSMRefusesUnknownFieldInInternalCommand(t *testing.T) {
-	var logs bytes.Buffer
-	f, err := newFSM(newKV(), slog.New(slog.NewTextHandler(&logs, nil)))
-	require.NoError(t, err)
-	require.Equal(t, applyResult{}, f.Apply(entry(t, 2, setMemberBody{ID: "n0", RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"})))
-
+// release wrote it) halts the replica: nothing changes, nothing after it
+// is applied, and the member logs why with the index, the type and the
+// field; it does not panic. Before bodies were decoded strictly, the field
+// was dropped and the rest applied; then the entry was refused, which left
+// this replica behind the newer members that applied it.
+func TestFSMHaltsOnUnknownFieldInInternalCommand(t *testing.T) {
 	for name, body := range map[string]string{
 		"set member":    `{"id":"n0","raft_addr":"127.0.0.1:9","http_addr":"n0:9","zone":"b"}`,
 		"remove member": `{"id":"n0","zone":"b"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			f, err := newFSM(newKV(), slog.New(slog.NewTextHandler(&logs, nil)))
+			require.NoError(t, err)
+			require.Equal(t, applyResult{}, f.Apply(entry(t, 2, setMemberBody{ID: "n0", RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"})))
 			typ := cmdSetMember
 			if name == "remove member" {
 				typ = cmdRemoveMember
 			}
-			logs.Reset()
 			var resp any
 			require.NotPanics(t, func() { resp = f.Apply(entry(t, 5, rawCmd{typ, json.RawMessage(body)})) })
 			r, ok := resp.(applyResult)
 			require.True(t, ok, "response %T", resp)
-			require.ErrorIs(t, r.Err, ErrUnknownField)
+			require.ErrorIs(t, r.Err, ErrHalted)
 			require.ErrorContains(t, r.Err, `"zone"`)
 			require.Equal(t, map[string]memberMeta{"n0": {RaftAddr: "127.0.0.1:1", HTTPAddr: "n0:8443"}}, f.memberSnapshot(), "nothing changed")
+			h := f.halt.Load()
+			require.NotNil(t, h)
+			require.Equal(t, uint64(5), h.Index)
+			require.Equal(t, typ, h.Type)
 			require.Contains(t, logs.String(), "index=5")
 			require.Contains(t, logs.String(), "type="+typ.String())
 			require.Contains(t, logs.String(), `unknown field \"zone\"`)
@@ -274,24 +284,10 @@ func TestFSMRefusesUnknownFieldInInternalCommand(t *testing.T) {
 	}
 }
 
-// A domain handler that decodes with command.DecodeBody refuses an
-// unknown field the same way, and the FSM logs it.
-func TestFSMRefusesUnknownFieldInDomainCommand(t *testing.T) {
-	var logs bytes.Buffer
-	kv := newKV()
-	f, err := newFSM(kv, slog.New(slog.NewTextHandler(&logs, nil)))
-	require.NoError(t, err)
-	r, ok := f.Apply(entry(t, 3, rawCmd{cmdPut, json.RawMessage(`{"key":"a","value":"1","ttl":5}`)})).(applyResult)
-	require.True(t, ok)
-	require.ErrorIs(t, r.Err, ErrUnknownField)
-	require.Empty(t, kv.dump())
-	require.Contains(t, logs.String(), "type="+cmdPut.String())
-	require.Contains(t, logs.String(), `unknown field \"ttl\"`)
-}
-
 // The members section of a snapshot decodes strictly too: a restore that
-// meets a field this release does not know fails and keeps the state.
-func TestFSMRestoreRefusesUnknownFieldInMembers(t *testing.T) {
+// meets a field this release does not know halts the replica and keeps
+// the state.
+func TestFSMRestoreHaltsOnUnknownFieldInMembers(t *testing.T) {
 	members := []byte(`{"n0":{"raft_addr":"127.0.0.1:1","http_addr":"n0:8443","zone":"b"}}`)
 	data := []byte("MOLTSNAP\x01\x00\x00\x00\x00\x00\x00\x00\x07")
 	data = append(data, sectionMembers, 0, 0, 0, 0, 0, 0, 0, byte(len(members)))
@@ -300,10 +296,12 @@ func TestFSMRestoreRefusesUnknownFieldInMembers(t *testing.T) {
 
 	f, kv := newTestFSM(t)
 	f.Apply(entry(t, 3, putBody{Key: "a", Value: "1"}))
-	err := f.Restore(io.NopCloser(bytes.NewReader(data)))
-	require.ErrorIs(t, err, ErrBadSnapshot)
-	require.ErrorIs(t, err, ErrUnknownField)
-	require.ErrorContains(t, err, `"zone"`)
+	require.NoError(t, f.Restore(io.NopCloser(bytes.NewReader(data))))
+	h := f.halt.Load()
+	require.NotNil(t, h)
+	require.True(t, h.Snapshot)
+	require.Equal(t, uint64(7), h.Index)
+	require.Contains(t, h.Detail, `"zone"`)
 	require.Equal(t, map[string]kvEntry{"a": {Value: "1", Version: 3}}, kv.dump())
 	require.Equal(t, uint64(3), f.applied.Load())
 }

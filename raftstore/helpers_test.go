@@ -47,9 +47,14 @@ type node struct {
 }
 
 // open starts (or restarts) n with a fresh machine, rebuilt from disk.
-func (n *node) open(t testing.TB) {
+func (n *node) open(t testing.TB) { n.openAs(t, false) }
+
+// openAs is open with a machine of the release before cmdTag when old is
+// set: a member running an older binary.
+func (n *node) openAs(t testing.TB, old bool) {
 	t.Helper()
 	n.kv = newKV()
+	n.kv.old = old
 	s, err := Open(n.cfg, n.kv)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -154,7 +159,8 @@ func retryOnLeaderChange(t testing.TB, nodes []*node, op func(leader *node) erro
 		if err == nil {
 			return
 		}
-		if attempt >= 5 || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrTimeout)) {
+		// ErrHalted: a halted member was elected and is handing over.
+		if attempt >= 5 || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrHalted)) {
 			require.NoError(t, err)
 		}
 		t.Logf("retrying after leadership moved: %v", err)

@@ -26,6 +26,19 @@ const (
 // binaries shipped would be.
 const cmdNote = (FirstDomainType + 10) | IgnoreUnknown
 
+// cmdTag is a command "introduced in 0.2.0": a kvMachine of the older
+// release (old) does not register it, so a member running one halts at
+// the first entry of it (halt_test.go).
+const cmdTag = FirstDomainType + 20
+
+// tagBody is the body of cmdTag: it sets key to "tag:"+Tag.
+type tagBody struct {
+	Key string `json:"key"`
+	Tag string `json:"tag"`
+}
+
+func (tagBody) Type() CommandType { return cmdTag }
+
 type putBody struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
@@ -62,6 +75,8 @@ type kvEntry struct {
 }
 
 type kvMachine struct {
+	// old plays the release before cmdTag: it does not register it.
+	old      bool
 	mu       sync.RWMutex
 	data     map[string]kvEntry
 	notes    int
@@ -71,7 +86,31 @@ type kvMachine struct {
 func newKV() *kvMachine { return &kvMachine{data: map[string]kvEntry{}} }
 
 func (m *kvMachine) Handlers() map[CommandType]ApplyFunc {
-	return map[CommandType]ApplyFunc{cmdPut: m.put, cmdDel: m.del, cmdNote: m.note}
+	h := map[CommandType]ApplyFunc{cmdPut: m.put, cmdDel: m.del, cmdNote: m.note}
+	if !m.old {
+		h[cmdTag] = m.tag
+	}
+	return h
+}
+
+// MinVersion makes kvMachine a VersionedMachine: cmdTag came with 0.2.0,
+// the rest with the baseline.
+func (m *kvMachine) MinVersion(c Command) string {
+	if c.Type() == cmdTag {
+		return "0.2.0"
+	}
+	return command.BaselineVersion
+}
+
+func (m *kvMachine) tag(index uint64, body []byte) (any, error) {
+	var b tagBody
+	if err := command.DecodeBody(body, &b); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data[b.Key] = kvEntry{Value: "tag:" + b.Tag, Version: index}
+	return index, nil
 }
 
 func (m *kvMachine) put(index uint64, body []byte) (any, error) {

@@ -44,8 +44,8 @@ type removeMemberBody struct {
 // applySetMember is the internal handler of cmdSetMember. Internal bodies are
 // written by this package only, so one that does not parse means the log is
 // corrupt: panic, like an undecodable entry. A field this release does not
-// know (a newer release wrote it) is refused instead, as domain commands'
-// are (decodeMemberBody).
+// know (a newer release wrote it) halts the replica instead, as domain
+// commands' do (decodeMemberBody).
 func (f *fsm) applySetMember(index uint64, body []byte) (any, error) {
 	var b setMemberBody
 	if err := decodeMemberBody(index, body, &b); err != nil {
@@ -70,7 +70,8 @@ func (f *fsm) applyRemoveMember(index uint64, body []byte) (any, error) {
 }
 
 // decodeMemberBody decodes an internal body strictly: an unknown field is
-// returned, to be refused; any other error panics (the log is corrupt).
+// returned, and halts the replica (a newer release wrote it); any other
+// error panics (the log is corrupt).
 func decodeMemberBody(index uint64, body []byte, v Command) error {
 	err := command.DecodeBody(body, v)
 	if err != nil && !errors.Is(err, ErrUnknownField) {

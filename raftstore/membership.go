@@ -18,7 +18,7 @@ func (s *Store) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 	if id == "" || raftAddr == "" {
 		return errors.New("raftstore: join: id and raft address are required")
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.checkServing(); err != nil {
 		return err
 	}
 	ctx, cancel := s.withTimeout(ctx)
@@ -61,7 +61,7 @@ func (s *Store) Join(ctx context.Context, id, raftAddr, httpAddr string) error {
 // in the metadata, can be removed again). The leader may remove itself:
 // its metadata goes first, while it can still commit, then it steps down.
 func (s *Store) Remove(ctx context.Context, id string) error {
-	if err := s.checkLeader(); err != nil {
+	if err := s.checkServing(); err != nil {
 		return err
 	}
 	ctx, cancel := s.withTimeout(ctx)

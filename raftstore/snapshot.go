@@ -84,10 +84,15 @@ func readSnapshot(r io.Reader) (snapshotData, error) {
 	if len(all) < 17 || !bytes.Equal(all[:8], []byte(snapshotMagic)) {
 		return s, fmt.Errorf("%w: bad header", ErrBadSnapshot)
 	}
+	// The index is read first: a newer version is expected to keep the
+	// header, and the halted member names the index it stopped at.
+	s.index = binary.BigEndian.Uint64(all[9:17])
+	if all[8] > snapshotVersion {
+		return s, fmt.Errorf("%w: %w: raftstore snapshot format %d is newer than this release reads (up to %d)", ErrBadSnapshot, command.ErrCannotRead, all[8], snapshotVersion)
+	}
 	if all[8] != snapshotVersion {
 		return s, fmt.Errorf("%w: version %d not supported", ErrBadSnapshot, all[8])
 	}
-	s.index = binary.BigEndian.Uint64(all[9:17])
 	rest := all[17:]
 	var sawMembers, sawMachine bool
 	for len(rest) > 0 {

@@ -47,7 +47,17 @@ type Store struct {
 	lock   *os.File // lockDataDir's
 
 	notifyCh chan bool // raft.Config.NotifyCh, read by watchLeadership
-	fanout   leaderFanout
+	// haltCh is signalled when the FSM halts (fsm.onHalt), so that a
+	// halted leader hands leadership over (watchLeadership).
+	haltCh chan struct{}
+	// voteTerm is the term of the last vote request this member received,
+	// and voteTransfer whether a leadership transfer asked for it
+	// (LastVoteRequest).
+	voteMu       sync.Mutex
+	voteTerm     uint64
+	voteTransfer bool
+
+	fanout leaderFanout
 	// observed receives Raft's leader observations (watchLeader);
 	// leaderMu guards leaderGen, the channel closed at the next change of
 	// leader (LeaderChanged).
@@ -83,6 +93,7 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	}
 	f.hook = cfg.ApplyHook
 	f.hold = cfg.HoldApply
+	f.version = cfg.Version
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}
@@ -160,7 +171,14 @@ func Open(cfg Config, m Machine) (*Store, error) {
 		logs:     logs,
 		lock:     lock,
 		notifyCh: make(chan bool, 8),
+		haltCh:   make(chan struct{}, 1),
 		done:     make(chan struct{}),
+	}
+	f.onHalt = func() {
+		select {
+		case s.haltCh <- struct{}{}:
+		default:
+		}
 	}
 
 	rc := raft.DefaultConfig()
@@ -210,6 +228,12 @@ func Open(cfg Config, m Machine) (*Store, error) {
 	s.observed = make(chan raft.Observation, 8)
 	s.leaderGen = make(chan struct{})
 	r.RegisterObserver(raft.NewObserver(s.observed, false, func(o *raft.Observation) bool {
+		if v, ok := o.Data.(raft.RequestVoteRequest); ok {
+			// Recorded here, on Raft's goroutine, rather than sent on:
+			// a non-blocking observer drops what its channel cannot hold.
+			s.recordVoteRequest(v)
+			return false
+		}
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	}))
@@ -349,9 +373,15 @@ func (s *Store) AppliedIndex() uint64 { return s.fsm.applied.Load() }
 
 // Snapshot makes Raft take a snapshot now and compact the log. Meant for
 // tests and operators; Raft also snapshots by itself (SnapshotThreshold).
+// A halted member takes none (ErrHalted; see fsm.Snapshot).
 func (s *Store) Snapshot() error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if h, halted := s.Halted(); halted {
+		// The FSM would refuse it too (fsm.Snapshot), but hashicorp/raft
+		// flattens that error into a string.
+		return fmt.Errorf("%w: no snapshot is taken, the log is kept for the upgraded binary: %s", ErrHalted, h)
 	}
 	err := s.raft.Snapshot().Error()
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
@@ -374,8 +404,17 @@ func (s *Store) watchLeadership() {
 			s.fanout.publish(v)
 			stopRecord()
 			stopRecord = func() {}
-			if v {
+			if _, halted := s.Halted(); v && halted {
+				// It may be elected: its log can be the most complete
+				// even though it cannot apply it.
+				stopRecord = s.startHandOff()
+			} else if v {
 				stopRecord = s.startRecordSelf()
+			}
+		case <-s.haltCh:
+			if s.IsLeader() {
+				stopRecord()
+				stopRecord = s.startHandOff()
 			}
 		case <-s.done:
 			// Raft is shut down: pass on what it said on the way out.
@@ -426,6 +465,39 @@ func (s *Store) watchLeader() {
 			return
 		}
 	}
+}
+
+// startHandOff runs handOffIfHalted in the background and returns its
+// stop.
+func (s *Store) startHandOff() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.handOffIfHalted(ctx)
+	}()
+	return cancel
+}
+
+// recordVoteRequest notes a vote request this member received.
+func (s *Store) recordVoteRequest(v raft.RequestVoteRequest) {
+	s.voteMu.Lock()
+	defer s.voteMu.Unlock()
+	if v.Term >= s.voteTerm {
+		s.voteTerm, s.voteTransfer = v.Term, v.LeadershipTransfer
+	}
+}
+
+// LastVoteRequest returns the term of the newest vote request this member
+// received (0: none) and whether a leadership transfer asked for it: a
+// leader that hands over on Close (or TransferLeadership) makes its
+// successor ask for votes with that mark, so a member that sees the new
+// leader's term marked knows the leader changed by a hand-over, not by an
+// election after a timeout.
+func (s *Store) LastVoteRequest() (term uint64, transfer bool) {
+	s.voteMu.Lock()
+	defer s.voteMu.Unlock()
+	return s.voteTerm, s.voteTransfer
 }
 
 // startRecordSelf runs recordSelf in the background and returns its stop.

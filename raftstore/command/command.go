@@ -25,8 +25,9 @@ type Type uint8
 const (
 	// IgnoreUnknown is a flag bit, part of a type's number. A replica that
 	// meets an unregistered type with this bit set skips the entry; without
-	// it, the replica panics, because applying a log it does not understand
-	// would silently diverge from its peers. Define a command that older
+	// it, the replica halts there (raftstore's Store.Halted), because
+	// applying a log it does not understand would silently diverge from
+	// its peers. Define a command that older
 	// versions may safely skip as, e.g., `CmdNote = 20 | IgnoreUnknown`.
 	IgnoreUnknown Type = 0x80
 
@@ -72,9 +73,10 @@ var (
 	// that this release's type does not declare: it was written by a
 	// newer release, or by hand. DecodeBody refuses it rather than drop
 	// the field, because applying the rest would give a state that
-	// differs from what the writer meant. An ApplyFunc returns it as a
-	// refusal (every replica of this release refuses the entry alike, and
-	// the Store logs it); it does not panic.
+	// differs from what the writer meant. An ApplyFunc returns it,
+	// changing nothing, and the Store halts the replica at the entry (see
+	// ErrCannotRead): refusing it would leave this replica behind the
+	// newer ones that apply it. It does not panic.
 	ErrUnknownField = errors.New("raftstore: unknown field")
 )
 
