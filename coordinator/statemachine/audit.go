@@ -158,6 +158,11 @@ func audited(decoders map[command.Type]decoder) decoder {
 			return refuse(err)
 		}
 		dec, ok := decoders[c.CommandType]
+		if !ok && c.CommandType.Base() >= command.FirstDomainType {
+			// A command of a newer release, audited: this release
+			// cannot read it (raftstore halts the replica here).
+			return refuse(fmt.Errorf("audited command at index %d: %w: command %s is unknown to this release", index, command.ErrCannotRead, c.CommandType))
+		}
 		if !ok || c.CommandType == CmdAudited || c.CommandType == CmdAppendAudit {
 			panic(fmt.Sprintf("coordinator: audited command at index %d carries command type %s, which this release does not apply there", index, c.CommandType))
 		}

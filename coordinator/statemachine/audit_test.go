@@ -10,6 +10,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/raftstore"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // keepAudit is the retention the tests' audit commands carry.
@@ -204,17 +205,24 @@ func TestAuditTrailBeforeTheLog(t *testing.T) {
 
 // TestAuditedRefusesNestingAndUnknownTypes: the command inside an
 // AuditedCmd is one this release applies, and not an audit command: any
-// other is a log this replica cannot follow.
+// other is a log this replica cannot follow. A domain number this release
+// does not know is a newer release's command: it cannot be read
+// (command.ErrCannotRead, the replica halts), and does not panic.
 func TestAuditedRefusesNestingAndUnknownTypes(t *testing.T) {
 	rec := AuditRecord{Principal: "p", Kind: "operator"}
 	for _, c := range []AuditedCmd{
 		wrapAudit(rec, AppendAuditCmd{Record: rec}),
 		wrapAudit(rec, wrapAudit(rec, PutReleaseCmd{Release: api.Release{Version: "1.34.4"}})),
-		{Record: rec, CommandType: 99, Command: json.RawMessage(`{}`)},
+		{Record: rec, CommandType: 5, Command: json.RawMessage(`{}`)},
 		{Record: rec, CommandType: CmdPutRelease, Command: json.RawMessage(`{"release":"not one"}`)},
 	} {
 		require.Panics(t, func() { _ = applyAt(t, New(), 1, c) }, "inner type %s", c.CommandType)
 	}
+	var err error
+	require.NotPanics(t, func() {
+		err = applyAt(t, New(), 1, AuditedCmd{Record: rec, CommandType: 99, Command: json.RawMessage(`{}`)})
+	})
+	require.ErrorIs(t, err, command.ErrCannotRead)
 }
 
 func TestAuditable(t *testing.T) {

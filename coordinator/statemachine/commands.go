@@ -45,6 +45,74 @@ const (
 	CmdPutChannel      command.Type = 41 // auto.go
 )
 
+// commandSince is the molt release that introduced each command number:
+// the lowest release whose members can read its entries. Every entry
+// raftstore writes names it (raft.Log.Extensions), so that a member too
+// old to read an entry says which release it needs ("needs molt ≥ X").
+// Every number registered at 0.1.0 (commit bb51d81, before releases were
+// versioned) is 0.1.0. A new command takes the release it ships in; a new
+// field of an existing command is named in MinVersion, for the values
+// that carry it.
+var commandSince = map[command.Type]string{
+	CmdPutRelease:      command.BaselineVersion,
+	CmdPutCluster:      command.BaselineVersion,
+	CmdDeleteCluster:   command.BaselineVersion,
+	CmdStartUpgrade:    command.BaselineVersion,
+	CmdAdvance:         command.BaselineVersion,
+	CmdNodeStepResult:  command.BaselineVersion,
+	CmdStepResult:      command.BaselineVersion,
+	CmdPoolCommand:     command.BaselineVersion,
+	CmdRetryNode:       command.BaselineVersion,
+	CmdAgentRegister:   command.BaselineVersion,
+	CmdAgentHealth:     command.BaselineVersion,
+	CmdSetProtection:   command.BaselineVersion,
+	CmdSetPolicy:       command.BaselineVersion,
+	CmdPreflightStart:  command.BaselineVersion,
+	CmdPreflightResult: command.BaselineVersion,
+	CmdPreflightFinish: command.BaselineVersion,
+	CmdPutToken:        command.BaselineVersion,
+	CmdDeleteToken:     command.BaselineVersion,
+	CmdEnrollAgent:     command.BaselineVersion,
+	CmdRenewAgentCert:  command.BaselineVersion,
+	CmdAppendAudit:     command.BaselineVersion,
+	CmdRewrapSecrets:   command.BaselineVersion,
+	CmdPoolWorkResult:  command.BaselineVersion,
+	CmdAudited:         command.BaselineVersion,
+	CmdAutoStart:       command.BaselineVersion,
+	CmdAutoRecord:      command.BaselineVersion,
+	CmdPutChannel:      command.BaselineVersion,
+}
+
+// CommandSince returns the molt release that introduced command number
+// t, and false for a number this release does not register.
+func CommandSince(t command.Type) (string, bool) {
+	v, ok := commandSince[t]
+	return v, ok
+}
+
+// MinVersion is the lowest molt release that reads c's entry: the
+// release of its command number (commandSince), or a later one when c
+// uses a field added after its number (none yet). An AuditedCmd needs at
+// least what the command it carries needs.
+func MinVersion(c command.Command) string {
+	v, ok := commandSince[c.Type()]
+	if !ok {
+		return ""
+	}
+	if a, ok := c.(AuditedCmd); ok {
+		if inner, ok := commandSince[a.CommandType]; ok {
+			if below, ok := command.VersionBelow(v, inner); ok && below {
+				v = inner
+			}
+		}
+	}
+	return v
+}
+
+// MinVersion makes Machine a raftstore.VersionedMachine (see the
+// function MinVersion).
+func (*Machine) MinVersion(c command.Command) string { return MinVersion(c) }
+
 // Command is every command of this machine: a value that knows its number
 // (Type, one method per command below, returning the constant above) and
 // encodes as its persisted form (persistedCommand). The coordinator

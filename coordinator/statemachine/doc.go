@@ -22,7 +22,12 @@
 // snapshots decode strictly: a field the persisted form does not declare
 // refuses the command (an error value wrapping raftstore's
 // ErrUnknownField, the state unchanged) or the snapshot, and is never
-// dropped (strict_test.go).
+// dropped (strict_test.go); so does a step layout newer than this
+// release knows, or an audited command of a number it does not know
+// (command.ErrCannotRead, readable_test.go). raftstore halts the replica
+// at such an entry: a newer release wrote it. commandSince names the
+// release that introduced each command number, which raftstore writes
+// into every entry.
 //
 // It is pure: no I/O, no logging, no clock (every command carries the
 // leader's Now), no Kubernetes and no Raft store — internal/purity's test

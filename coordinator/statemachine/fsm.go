@@ -42,8 +42,10 @@ func (f *Machine) SetOnChange(fn func()) { f.onChange = fn }
 // Handlers is the command registry: command number (commands.go) → apply
 // function. CmdAudited applies any other command of the registry but
 // CmdAppendAudit inside it (audit.go). Bodies decode strictly: a field
-// the command's V1 type does not declare refuses the entry
-// (command.ErrUnknownField), changing nothing.
+// the command's V1 type does not declare, or a step layout newer than
+// phases.CurrentStepLayout, is returned as an error that
+// command.CannotRead recognises, changing nothing: raftstore halts the
+// replica there (a newer release wrote the entry).
 func (f *Machine) Handlers() map[command.Type]command.ApplyFunc {
 	decs := decoders()
 	out := make(map[command.Type]command.ApplyFunc, len(decs))
@@ -107,9 +109,10 @@ func Auditable(t command.Type) bool {
 type applyStep func(*state) (any, error)
 
 // decoder decodes a command's body into its applyStep. Undecodable bytes
-// mean the replicas diverged: it panics, as raftstore expects. A body
-// with a field its V1 type does not declare decodes into a step that
-// refuses the command (decodeBody).
+// mean the log is corrupt: it panics, as raftstore expects. A body a
+// newer release wrote (a field its V1 type does not declare, a newer step
+// layout) decodes into a step that returns command.CannotRead, changing
+// nothing, and raftstore halts the replica (decodeBody).
 type decoder func(index uint64, body []byte) applyStep
 
 // registration is a decoder and the command number it is filed under.
@@ -146,17 +149,19 @@ func typedAt[C Command, D interface {
 }
 
 // decodeBody decodes the body of a command of type t into c. It returns
-// only the refusal of a field c's V1 type does not declare
-// (command.ErrUnknownField): written by a newer release, or by hand, the
-// entry is refused alike on every replica of this release rather than
-// applied without the field. Any other error means the replicas
-// diverged: it panics.
+// only what says a newer release wrote the entry
+// (command.CannotRead): a field c's V1 type does not declare
+// (command.ErrUnknownField), a step layout newer than this release knows
+// (command.ErrCannotRead). The apply function returns it, changing
+// nothing, and raftstore halts the replica at the entry rather than let
+// it differ from the members that apply it. Any other error means the
+// log is corrupt: it panics.
 func decodeBody(index uint64, t command.Type, body []byte, c json.Unmarshaler) error {
 	err := c.UnmarshalJSON(body)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, command.ErrUnknownField):
+	case command.CannotRead(err):
 		return fmt.Errorf("command %s at index %d: %w", t, index, err)
 	default:
 		panic(fmt.Sprintf("coordinator: undecodable command %s at index %d: %v", t, index, err))

@@ -40,8 +40,8 @@ import (
 // Decoding is strict (raftstore/command.DecodeBody): a field a V1 type
 // does not declare, at any depth, is an error wrapping
 // command.ErrUnknownField. A command that holds one is refused, not
-// applied without it (decodeBody in fsm.go); a snapshot that holds one
-// does not restore. What this release writes decodes, as the golden
+// applied without it (decodeBody in fsm.go), and raftstore halts the
+// replica there; a snapshot that holds one does not restore. What this release writes decodes, as the golden
 // log, snapshots and command files show.
 
 // v1Decoder collects the first error of a conversion from the V1 types,

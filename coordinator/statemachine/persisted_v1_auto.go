@@ -125,7 +125,7 @@ func autoStartToV1(c AutoStartCmd) autoStartCmdV1 {
 
 func autoStartFromV1(d *v1Decoder, c autoStartCmdV1) AutoStartCmd {
 	return AutoStartCmd{Cluster: c.Cluster, To: d.version(c.To), Kind: maintenance.ChangeKind(c.Kind), EndOfSupport: c.EndOfSupport, Reason: c.Reason,
-		Seq: c.Seq, Limits: schedule.Limits(c.Limits), Options: optionsFromV1(c.Options), Preflight: conv.Ptr(c.Preflight, d.preflightRun), Now: c.Now}
+		Seq: c.Seq, Limits: schedule.Limits(c.Limits), Options: d.options(c.Options), Preflight: conv.Ptr(c.Preflight, d.preflightRun), Now: c.Now}
 }
 
 type autoRecordCmdV1 struct {

@@ -105,7 +105,7 @@ func startUpgradeToV1(c StartUpgradeCmd) startUpgradeCmdV1 {
 }
 
 func startUpgradeFromV1(d *v1Decoder, c startUpgradeCmdV1) StartUpgradeCmd {
-	return StartUpgradeCmd{Cluster: c.Cluster, To: d.version(c.To), Options: optionsFromV1(c.Options), Now: c.Now,
+	return StartUpgradeCmd{Cluster: c.Cluster, To: d.version(c.To), Options: d.options(c.Options), Now: c.Now,
 		Preflight: conv.Ptr(c.Preflight, d.preflightRun)}
 }
 

@@ -25,6 +25,42 @@ import (
 // filler fills both sides with values the conversions accept: an engine
 // version is 1.N.N, a string that holds a version (From, To, Target,
 // …Version) is one in text, and raw JSON is a JSON object.
+// knownLayouts sets every StepLayout field reachable from v (a pointer)
+// to phases.CurrentStepLayout: a filled value has a step layout no
+// release knows, which cannot be read (readable_test.go), and the
+// conversions are what these tests judge.
+func knownLayouts(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			knownLayouts(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if !f.CanSet() {
+				continue
+			}
+			if v.Type().Field(i).Name == "StepLayout" && f.Kind() == reflect.Int {
+				f.SetInt(phases.CurrentStepLayout)
+				continue
+			}
+			knownLayouts(f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			knownLayouts(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			knownLayouts(e)
+			v.SetMapIndex(k, e)
+		}
+	}
+}
+
 func filler() *filltest.Filler {
 	return &filltest.Filler{
 		Types: map[reflect.Type]func(int) any{
@@ -64,6 +100,7 @@ func TestCommandsConvertLosslessly(t *testing.T) {
 			cmdType := reflect.TypeOf(sample)
 			cmd := reflect.New(cmdType)
 			filler().Fill(cmd.Interface())
+			knownLayouts(cmd)
 			b, err := raftstore.Encode(cmd.Elem().Interface().(Command))
 			require.NoError(t, err)
 			_, body, err := raftstore.Decode(b)
@@ -74,6 +111,7 @@ func TestCommandsConvertLosslessly(t *testing.T) {
 
 			v1 := reflect.New(reflect.TypeOf(sample.persistedV1()))
 			filler().Fill(v1.Interface())
+			knownLayouts(v1)
 			sent, err := json.Marshal(v1.Interface())
 			require.NoError(t, err)
 			read := reflect.New(cmdType)
@@ -89,6 +127,7 @@ func TestCommandsConvertLosslessly(t *testing.T) {
 // snapshot form.
 func TestStateConvertsLosslessly(t *testing.T) {
 	st := filltest.New[*state](filler())
+	knownLayouts(reflect.ValueOf(st))
 	for _, r := range st.Clusters {
 		r.Upgrade.BuildIndex() // as every decoded upgrade has them
 	}
@@ -100,6 +139,7 @@ func TestStateConvertsLosslessly(t *testing.T) {
 	require.Equal(t, st, back, "state → snapshot → state")
 
 	v1 := filltest.New[stateV1](filler())
+	knownLayouts(reflect.ValueOf(&v1))
 	var d v1Decoder
 	read := d.state(v1)
 	require.NoError(t, d.err)

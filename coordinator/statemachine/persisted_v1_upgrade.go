@@ -1,12 +1,14 @@
 package statemachine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/conv"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // Persisted form of an upgrade, of the decisions and results that change
@@ -261,7 +263,7 @@ func upgradeToV1(u phases.Upgrade) upgradeV1 {
 // readers (Decide, under the read lock) never write them.
 func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 	out := phases.Upgrade{
-		ID: u.ID, Cluster: u.Cluster, From: d.version(u.From), To: d.version(u.To), Options: optionsFromV1(u.Options), State: phases.UpgradeState(u.State),
+		ID: u.ID, Cluster: u.Cluster, From: d.version(u.From), To: d.version(u.To), Options: d.options(u.Options), State: phases.UpgradeState(u.State),
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepFromV1), Pools: conv.Slice(u.Pools, poolTrackFromV1), Nodes: conv.Slice(u.Nodes, d.nodeTask),
@@ -274,6 +276,19 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 func optionsToV1(o phases.Options) optionsV1 {
 	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
 		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport}
+}
+
+// options reads an upgrade's options. A step layout newer than this
+// release knows (phases.CurrentStepLayout) cannot be read: its engine
+// would take it for the newest it knows (the `>=` checks of phases) and
+// lay out or judge the upgrade otherwise than the release that wrote it,
+// so the entry or snapshot is refused as command.ErrCannotRead, and the
+// replica halts (raftstore).
+func (d *v1Decoder) options(o optionsV1) phases.Options {
+	if o.StepLayout > phases.CurrentStepLayout && d.err == nil {
+		d.err = fmt.Errorf("%w: step layout %d is newer than this release knows (up to %d)", command.ErrCannotRead, o.StepLayout, phases.CurrentStepLayout)
+	}
+	return optionsFromV1(o)
 }
 
 func optionsFromV1(o optionsV1) phases.Options {

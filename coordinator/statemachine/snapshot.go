@@ -12,7 +12,8 @@ import (
 
 // Snapshot format of the coordinator's state (the Machine bytes inside
 // raftstore's snapshot file). Snapshots outlive releases: a release reads
-// every version up to its own and refuses a newer one.
+// every version up to its own and refuses a newer one as
+// command.ErrCannotRead (raftstore halts the replica rather than fail).
 //
 //	version 1 (this release writes it):
 //	    "molt-coordinator-snapshot 1\n" then stateV1 as JSON
@@ -55,8 +56,8 @@ func decodeSnapshot(data []byte) (*state, int, error) {
 			return nil, 0, fmt.Errorf("%w: coordinator snapshot header has no valid version: %q", command.ErrBadSnapshot, line)
 		}
 		if v > snapshotVersion {
-			return nil, v, fmt.Errorf("%w: coordinator snapshot format version %d is newer than this release reads (up to %d); run a newer molt-coordinator",
-				command.ErrBadSnapshot, v, snapshotVersion)
+			return nil, v, fmt.Errorf("%w: %w: coordinator snapshot format version %d is newer than this release reads (up to %d); run a newer molt-coordinator",
+				command.ErrBadSnapshot, command.ErrCannotRead, v, snapshotVersion)
 		}
 		version, body = v, b
 	}
