@@ -20,10 +20,12 @@ func (c *Coordinator) Now() time.Time { return c.cfg.Clock.Now() }
 // RaftView reports this member's Raft state.
 func (c *Coordinator) RaftView() metrics.RaftView {
 	st := c.store.Stats()
+	h, halted := c.store.Halted()
 	return metrics.RaftView{
 		State: strings.ToLower(st.State), Term: st.Term, LastIndex: st.LastLogIndex,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		Leader: c.store.IsLeader(), HasLeader: st.LeaderID != "",
+		Halted: halted, HaltedIndex: h.Index,
 	}
 }
 

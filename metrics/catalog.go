@@ -64,6 +64,8 @@ const (
 	RaftCommitIndex             = "molt_raft_commit_index"
 	RaftAppliedIndex            = "molt_raft_applied_index"
 	RaftHasLeader               = "molt_raft_has_leader"
+	RaftHalted                  = "molt_raft_halted"
+	RaftHaltedIndex             = "molt_raft_halted_index"
 	NodeUpgradeDuration         = "molt_node_upgrade_duration_seconds"
 	NodeUpgradesTotal           = "molt_node_upgrades_total"
 	DrainDuration               = "molt_drain_duration_seconds"
@@ -154,6 +156,8 @@ var catalog = []Info{
 	{RaftCommitIndex, Gauge, nil, "This member's Raft commit index.", ExporterCoordinator},
 	{RaftAppliedIndex, Gauge, nil, "Index of the last entry this member's FSM applied.", ExporterCoordinator},
 	{RaftHasLeader, Gauge, nil, "1 when this member knows a Raft leader, else 0.", ExporterCoordinator},
+	{RaftHalted, Gauge, nil, "1 while this member has stopped applying the Raft log because it met an entry or snapshot its release cannot read (it needs a newer molt; /readyz says which), else 0.", ExporterCoordinator},
+	{RaftHaltedIndex, Gauge, nil, "Index of the entry (or snapshot) this member stopped applying at; 0 when it applies.", ExporterCoordinator},
 	// Events recorded by the coordinator (Recorder).
 	{NodeUpgradeDuration, Histogram, []string{"cluster", "pool", "result"}, "Time to upgrade one node, cordon to uncordon.", ExporterCoordinator},
 	{NodeUpgradesTotal, Counter, []string{"cluster", "pool", "result"}, "Node upgrades finished, by result (succeeded, failed).", ExporterCoordinator},

@@ -16,6 +16,7 @@ var stateMetrics = []string{
 	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext, ClusterEndOfSupportUpgrade,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
+	RaftHalted, RaftHaltedIndex,
 }
 
 // coordinatorCollector reads a Source at every scrape. It holds no state of
@@ -88,6 +89,8 @@ func (c *coordinatorCollector) collectRaft(ch chan<- prometheus.Metric, r RaftVi
 	c.gauge(ch, RaftCommitIndex, float64(r.CommitIndex))
 	c.gauge(ch, RaftAppliedIndex, float64(r.AppliedIndex))
 	c.gauge(ch, RaftHasLeader, b2f(r.HasLeader))
+	c.gauge(ch, RaftHalted, b2f(r.Halted))
+	c.gauge(ch, RaftHaltedIndex, float64(r.HaltedIndex))
 }
 
 func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl ClusterView, seen map[string]bool) {

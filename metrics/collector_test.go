@@ -142,6 +142,7 @@ func TestCollectorRaft(t *testing.T) {
 		{"shutdown", RaftView{State: "Shutdown"}, "shutdown"},
 		{"empty state but leader flag", RaftView{Leader: true, HasLeader: true}, "leader"},
 		{"unrecognised state", RaftView{State: "Confused"}, Unknown},
+		{"halted follower", RaftView{State: "Follower", Term: 3, HasLeader: true, AppliedIndex: 57, Halted: true, HaltedIndex: 58}, "follower"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,6 +153,8 @@ func TestCollectorRaft(t *testing.T) {
 			require.Equal(t, float64(tt.raft.CommitIndex), find(t, s, RaftCommitIndex, ""))
 			require.Equal(t, float64(tt.raft.AppliedIndex), find(t, s, RaftAppliedIndex, ""))
 			require.Equal(t, b2f(tt.raft.HasLeader), find(t, s, RaftHasLeader, ""))
+			require.Equal(t, b2f(tt.raft.Halted), find(t, s, RaftHalted, ""))
+			require.Equal(t, float64(tt.raft.HaltedIndex), find(t, s, RaftHaltedIndex, ""))
 		})
 	}
 }
@@ -241,7 +244,7 @@ func TestCollectorDuplicatesDoNotBreakScrape(t *testing.T) {
 // steps, pools, versions and nodes only. Pods never appear in a label, so a
 // cluster with many pods costs no more series than an empty one.
 func TestCollectorCardinality(t *testing.T) {
-	raftSeries := 5 + len(RaftStates) // term, last, commit, applied, has_leader + one-hot
+	raftSeries := 7 + len(RaftStates) // term, last, commit, applied, has_leader, halted, halted_index + one-hot
 	// info, phase, paused, skew, blocked, end of support, auto-upgrade
 	// state (one-hot) and failures
 	perCluster := 1 + len(ClusterPhases) + 1 + 1 + 1 + 1 + len(AutoUpgradeStates) + 1

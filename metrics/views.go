@@ -116,6 +116,10 @@ type RaftView struct {
 	Leader bool
 	// HasLeader is true when this member knows a current leader.
 	HasLeader bool
+	// Halted is true when this member stopped applying the log, which its
+	// release cannot read (raftstore.HaltInfo), at HaltedIndex.
+	Halted      bool
+	HaltedIndex uint64
 }
 
 // Source is what the coordinator collector reads at every scrape. The

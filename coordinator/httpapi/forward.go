@@ -8,6 +8,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"time"
+
+	"github.com/moltproject/molt/raftstore"
 )
 
 // Leadership is what the API needs to know of Raft on this member: who
@@ -30,6 +32,9 @@ type Leadership interface {
 	// ReadIndex, on the leader, is an index that covers every write
 	// acknowledged before the call (fresh.go).
 	ReadIndex(ctx context.Context) (uint64, error)
+	// Halted reports whether this member stopped applying the log, which
+	// its release cannot read (raftstore.HaltInfo): /readyz says so.
+	Halted() (raftstore.HaltInfo, bool)
 }
 
 // forwardedHeader marks a request a follower forwarded, so that two members
@@ -183,7 +188,15 @@ func (h *handlers) cancelOnLeaderChange(ctx context.Context, cancel context.Canc
 	}
 }
 
+// readyz answers 200 when this member can serve: it knows a leader (or
+// is one) and applies the log. A member that stopped applying it (its
+// release cannot read an entry: raftstore.HaltInfo) answers 503, rule
+// member-halted, with the release it needs and where it stopped.
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
+	if hi, halted := h.leader.Halted(); halted {
+		writeProblem(w, r, fmt.Errorf("%w: %s", raftstore.ErrHalted, hi))
+		return
+	}
 	if h.leader.IsLeader() || h.leader.LeaderHTTPAddr() != "" {
 		writeJSON(w, 200, map[string]string{"status": "ready"})
 		return

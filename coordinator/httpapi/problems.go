@@ -89,6 +89,8 @@ func problemFor(err error) *api.Problem {
 			return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the leader", lag.rule())
 		}
 		return p(http.StatusServiceUnavailable, api.ProblemLagging, "Member behind the client's last read", lag.rule())
+	case errors.Is(err, raftstore.ErrHalted):
+		return p(http.StatusServiceUnavailable, api.ProblemUnavailable, "Member stopped applying the log; it needs a newer molt", "member-halted")
 	case errors.Is(err, raftstore.ErrNotLeader):
 		return p(http.StatusServiceUnavailable, api.ProblemNotLeader, "Not the leader", "")
 	case errors.Is(err, raftstore.ErrLeaderNotFound), errors.Is(err, errNoLeader):
