@@ -34,11 +34,13 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		u, err := tc.leader().c.Upgrade("lab")
 		return err == nil && u.Nodes[0].Cursor == 3 // static pods: needs an agent
 	})
-	before := snapshot(t, cl)
 	// Every member applies what the leader has before its snapshot: a
 	// restarted follower serves its snapshot until the new leader tells it
-	// what is committed.
-	applied := tc.leader().c.AppliedIndex()
+	// what is committed. The state to keep is read only then: read
+	// before, it came from cl's member, which under load may have lost
+	// the lead and trail the others.
+	leader := tc.waitLeader()
+	applied := leader.c.AppliedIndex()
 	eventually(t, "every member caught up", func() bool {
 		for _, m := range tc.list() {
 			if m.c.AppliedIndex() < applied {
@@ -47,12 +49,27 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		}
 		return true
 	})
+	before := snapshot(t, cl)
 	for _, m := range tc.list() {
 		require.NoError(t, m.c.Store().Snapshot())
 	}
+	// The followers stop first, the leader last. A leader's graceful
+	// stop hands leadership to a member still up
+	// (TestLeaderShutdownHandsLeadershipOver): stopped in list order,
+	// leadership went m1 → m2 → m3 while the cluster stopped, each
+	// transient leader starting a term that can write after before was
+	// read, and leaving entries no quorum committed.
 	type addrs struct{ id, dir, http, raft string }
 	var saved []addrs
+	var followers, leaders []*member
 	for _, m := range tc.list() {
+		if m.c.IsLeader() {
+			leaders = append(leaders, m)
+		} else {
+			followers = append(followers, m)
+		}
+	}
+	for _, m := range append(followers, leaders...) {
 		saved = append(saved, addrs{m.id, m.dir, m.addr, m.c.Store().RaftAddr()})
 		m.stop(false)
 	}
@@ -61,7 +78,7 @@ func TestRestartAllFromDiskKeepsState(t *testing.T) {
 		restarted = append(restarted, startMemberAt(t, a.id, a.dir, false, ops, a.http, a.raft, nil))
 	}
 	tc.replace(restarted)
-	leader := tc.waitLeader()
+	leader = tc.waitLeader()
 	var follower *member
 	for _, m := range tc.list() {
 		if m != leader {
