@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -152,7 +153,11 @@ type patientAgent struct {
 }
 
 func startPatientAgent(ctx context.Context, t testing.TB, tc *testCluster, cluster, node string, endpoints []string, wait time.Duration) *patientAgent {
-	cred, err := enrollAgent(ctx, tc.waitLeader().client(), tc.waitLeader().addr, cluster, node)
+	var cred *agentCred
+	err := whileNoLeader(t, "enrollment of "+node, func() (err error) {
+		cred, err = enrollAgent(ctx, tc.waitLeader().client(), tc.waitLeader().addr, cluster, node)
+		return err
+	})
 	require.NoError(t, err)
 	tr := client.ConfigureTransport(&http.Transport{TLSClientConfig: agentTLS(cred.cert)})
 	t.Cleanup(tr.CloseIdleConnections)
@@ -210,6 +215,24 @@ func (a *patientAgent) firstAfter(t time.Time) (string, time.Time, bool) {
 		}
 	}
 	return "", time.Time{}, false
+}
+
+// whileNoLeader runs op again while it fails with the API's 503
+// no-leader or not-leader: the member knew no leader within its CatchUp
+// (an election, which a loaded machine brings about in multi-member
+// tests) and refused before anything was written, so sending the request
+// again is safe; an agent or moltctl tries another member or later too.
+// Any other answer is op's.
+func whileNoLeader(t testing.TB, what string, op func() error) error {
+	t.Helper()
+	var err error
+	eventually(t, what, func() bool {
+		err = op()
+		var p *api.Problem
+		return !errors.As(err, &p) || p.Status != http.StatusServiceUnavailable ||
+			(p.Suffix() != api.ProblemNoLeader && p.Suffix() != api.ProblemNotLeader)
+	})
+	return err
 }
 
 func pause(ctx context.Context, d time.Duration) {
@@ -273,7 +296,10 @@ func TestFrozenMemberDoesNotHoldAgents(t *testing.T) {
 				agents[n] = startPatientAgent(ctx, t, gc.testCluster, "lab", n, endpoints, 10*time.Minute)
 			}
 			waitAgents(t, gc.testCluster, "lab", len(agents))
-			_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+			err := whileNoLeader(t, "the upgrade started", func() error {
+				_, err := cl.Do(ctx, http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+				return err
+			})
 			require.NoError(t, err)
 			// Freeze once the control plane is under way and every agent
 			// has had the time to sit in a long poll: cp-1 upgraded, cp-2's

@@ -176,7 +176,12 @@ func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
 		require.NoError(t, err)
 		caughtUp(t, leader, follower)
 		agents[node] = ag.client(follower.addr)
-		_, err = agents[node].Register(ctx, api.RegisterRequest{Cluster: "lab", Node: node})
+		// Registering is idempotent; the follower forwards it to a leader
+		// that a loaded machine may be electing.
+		err = whileNoLeader(t, "registration of "+node, func() error {
+			_, err := agents[node].Register(ctx, api.RegisterRequest{Cluster: "lab", Node: node})
+			return err
+		})
 		require.NoError(t, err)
 	}
 	beat := func() {
