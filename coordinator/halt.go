@@ -10,5 +10,5 @@ import "github.com/moltproject/molt/raftstore"
 // exports molt_member_halted, and serves reads of the state it stopped at
 // only to clients that ask for no newer index. Its binary replaced by a
 // release that reads the entry, it replays its log from its last snapshot
-// at start (docs/maintenance.md, A member that needs a newer molt).
+// at start (docs/mixed-versions.md).
 func (c *Coordinator) Halted() (raftstore.HaltInfo, bool) { return c.store.Halted() }
