@@ -16,27 +16,23 @@
 # containerd's own build tags; the lab uses overlayfs.
 set -euo pipefail
 
+# The steps every build script shares (cache paths, the lock, the Go
+# environment, the progress line).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
 # The whole script is one function, parsed before it runs: editing or
 # replacing this file while a long build is running cannot derail it.
 main() {
 
   version="${1:-1.7.35}"; version="${version#v}"
   [[ "$version" =~ ^1\.[0-9]+\.[0-9]+$ ]] || { echo "build.sh: containerd version must be 1.Y.Z (the v1 module), got $version" >&2; exit 2; }
-  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
-  root="$cache/containerd/v$version"
-  bin="$root/bin"
+  build_dirs containerd "$version"
   log() { echo "containerd/build.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }
 
-  if [[ -x "$bin/containerd" ]]; then log "cached"; echo "$bin"; exit 0; fi
-  mkdir -p "$root" "$bin"
-  exec 9>"$root/.lock"
-  flock 9
-  if [[ -x "$bin/containerd" ]]; then log "cached (built by a concurrent run)"; echo "$bin"; exit 0; fi
-
-  export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
+  build_cached_or_lock quiet "" test -x "$bin/containerd"
+  build_go_env
   # A scratch module: the v1 line is a different module from the v2 client
   # molt's agent links, so it is never a dependency of molt itself.
-  mod="$root/src"
   if [[ ! -f "$mod/.tidy-ok" ]]; then
     rm -rf "$mod"; mkdir -p "$mod"
     printf 'module molt.local/containerdbuild\n\ngo 1.23.0\n\nrequire github.com/containerd/containerd v%s\n' "$version" >"$mod/go.mod"
@@ -45,9 +41,7 @@ main() {
     (cd "$mod" && go mod tidy)
     touch "$mod/.tidy-ok"
   fi
-  tmp="$root/.out.$$"
-  rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp"' EXIT
+  build_tmp
   log "go build github.com/containerd/containerd/cmd/containerd (cold: about 2 min on 2 idle cores)"
   start=$SECONDS
   (cd "$mod" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \

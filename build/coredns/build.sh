@@ -14,20 +14,13 @@
 # stays small.
 set -euo pipefail
 
+# The steps every build script shares (cache paths, the lock, the Go
+# environment, the progress line).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
 # The whole script is one function, parsed before it runs: editing or
 # replacing this file while a long build is running cannot derail it.
 main() {
-
-  # wait_or_tick PID SECONDS: true once PID has exited, false after SECONDS
-  # while it still runs.
-  wait_or_tick() {
-    local i
-    for ((i = 0; i < $2; i++)); do
-      kill -0 "$1" 2>/dev/null || return 0
-      sleep 1
-    done
-    ! kill -0 "$1" 2>/dev/null
-  }
 
   version="${1:-1.15.0}"; version="${version#v}"
   [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "coredns build.sh: version must be X.Y.Z, got $version" >&2; exit 2; }
@@ -35,25 +28,16 @@ main() {
   # core/dnsserver/zdirectives.go (the order they handle a query in).
   plugins=(reload ready health errors loadbalance cache kubernetes)
 
-  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
-  root="$cache/coredns/v$version"
-  bin="$root/bin"
-  mod="$root/src"
+  build_dirs coredns "$version"
   log() { echo "coredns build.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }
 
-  if [[ -x "$bin/coredns" ]]; then log "cached"; echo "$bin"; exit 0; fi
-  mkdir -p "$root" "$bin"
-  exec 9>"$root/.lock"
-  log "waiting for build lock $root/.lock"
-  flock 9
-  if [[ -x "$bin/coredns" ]]; then log "cached (built by a concurrent run)"; echo "$bin"; exit 0; fi
-
-  export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
+  build_cached_or_lock announce "" test -x "$bin/coredns"
+  build_go_env
   # .tidy-ok names the plugins main.go imported when go.sum was made.
   if [[ ! -f "$mod/go.sum" || "$(cat "$mod/.tidy-ok" 2>/dev/null)" != "${plugins[*]}" ]]; then
     rm -rf "$mod"; mkdir -p "$mod"
     printf 'module molt.local/corednsbuild\n\ngo %s\n\nrequire github.com/coredns/coredns v%s\n' \
-      "$(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0" "$version" >"$mod/go.mod"
+      "$(build_go_minor)" "$version" >"$mod/go.mod"
     {
       echo "// Command coredns is CoreDNS with only the plugins molt's lab uses."
       echo "package main"
@@ -80,22 +64,11 @@ main() {
     echo "${plugins[*]}" >"$mod/.tidy-ok"
   fi
 
-  tmp="$root/.out.$$"
-  rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp" "$tmp.progress"' EXIT
+  build_tmp
   total=$(cd "$mod" && CGO_ENABLED=0 go list -deps . | wc -l)
   log "go build coredns: $total packages"
   start=$SECONDS
-  # -v names each package as it is compiled: counting them is the progress line.
-  (cd "$mod" && CGO_ENABLED=0 go build -v -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) 2>"$tmp.progress" &
-  builder=$!
-  while ! wait_or_tick "$builder" 30; do
-    log "compiling: $(grep -vc '^#\|: ' "$tmp.progress" || true) of at most $total packages, $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s"
-  done
-  if ! wait "$builder"; then
-    grep -v '^[a-zA-Z0-9_./-]*$' "$tmp.progress" >&2 || true
-    echo "coredns build.sh: go build failed" >&2; exit 1
-  fi
+  build_with_progress "$total" "coredns build.sh" -trimpath -ldflags "-s -w" -o "$tmp/coredns" .
   mv -f "$tmp/coredns" "$bin/coredns"
   log "built in $((SECONDS - start))s"
   # sed, not head: head exits early and the binary dies of SIGPIPE under pipefail.

@@ -27,20 +27,13 @@
 # go.sum entries (kube-controller-manager otherwise misses k8s.io/metrics).
 set -euo pipefail
 
+# The steps every build script shares (cache paths, the lock, the Go
+# environment, the progress line).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
 # The whole script is one function, parsed before it runs: editing or
 # replacing this file while a long build is running cannot derail it.
 main() {
-
-  # wait_or_tick PID SECONDS: true once PID has exited, false after SECONDS
-  # while it still runs.
-  wait_or_tick() {
-    local i
-    for ((i = 0; i < $2; i++)); do
-      kill -0 "$1" 2>/dev/null || return 0
-      sleep 1
-    done
-    ! kill -0 "$1" 2>/dev/null
-  }
 
   usage() { echo "usage: $0 [--stamp X.Y.Z] VERSION [kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy ...]" >&2; exit 2; }
   [[ $# -ge 1 ]] || usage
@@ -67,11 +60,9 @@ main() {
     case "$c" in kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy) ;; *) echo "build.sh: unknown component $c" >&2; usage ;; esac
   done
 
-  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
-  root="$cache/k8s/v$version"
-  mod="$root/src"
-  if [[ -n "$stamp" ]]; then root="$cache/k8s/v$version-as-v$stamp"; fi
-  bin="$root/bin"
+  build_dirs k8s "$version"
+  # A stamped build resolves in VERSION's module, into a root of its own.
+  if [[ -n "$stamp" ]]; then root="$cache/k8s/v$version-as-v$stamp"; bin="$root/bin"; fi
   log() { echo "build.sh[v$version${stamp:+ as v$stamp}] $(date -u +%H:%M:%S) $*" >&2; }
 
   have_all() {
@@ -79,15 +70,8 @@ main() {
     for c in "${comps[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
   }
 
-  if have_all; then log "cached: ${comps[*]}"; echo "$bin"; exit 0; fi
-
-  mkdir -p "$root" "$bin"
-  exec 9>"$root/.lock"
-  log "waiting for build lock $root/.lock"
-  flock 9
-  if have_all; then log "cached (built by a concurrent run): ${comps[*]}"; echo "$bin"; exit 0; fi
-
-  export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
+  build_cached_or_lock announce ": ${comps[*]}" have_all
+  build_go_env
 
   # .tidy-ok names the commands tools.go imported when go.sum was made: a
   # module tidied for fewer commands (before kube-proxy was added) is made
@@ -104,7 +88,7 @@ main() {
     {
       echo "module molt.local/k8sbuild"
       echo
-      echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/').0"
+      echo "go $(build_go_minor)"
       echo
       echo "require k8s.io/kubernetes v$version"
       echo
@@ -135,27 +119,13 @@ main() {
     ld+=" -X $p.gitVersion=v$label -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
 
-  tmp="$root/.out.$$"
-  rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp" "$tmp.progress"' EXIT
+  build_tmp
   total=$(cd "$mod" && CGO_ENABLED=0 go list -deps "${pkgs[@]}" | wc -l)
   cost="cold: 6-7 min on 2 idle cores, far longer when shared; ~2 GB RSS"
   [[ -z "$stamp" ]] || cost="a link, 15-40 s, when v$version was compiled before and is in the Go build cache; else $cost"
   log "go build ${pkgs[*]##*/}: $total packages ($cost)"
   start=$SECONDS
-  # -v names each package as it is compiled (not those the build cache
-  # already has): counting them is the progress line.
-  (cd "$mod" && CGO_ENABLED=0 go build -v -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}") 2>"$tmp.progress" &
-  builder=$!
-  while ! wait_or_tick "$builder" 30; do
-    log "compiling: $(grep -vc '^#\|: ' "$tmp.progress" || true) of at most $total packages, $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s"
-  done
-  if ! wait "$builder"; then
-    grep -v '^[a-zA-Z0-9_./-]*$' "$tmp.progress" >&2 || true
-    rm -f "$tmp.progress"
-    echo "build.sh: go build failed" >&2; exit 1
-  fi
-  rm -f "$tmp.progress"
+  build_with_progress "$total" build.sh -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
   for f in "$tmp"/*; do mv -f "$f" "$bin/"; done
   log "built ${pkgs[*]} in $((SECONDS - start))s"
   have_all || { echo "build.sh: binaries missing after build" >&2; exit 1; }

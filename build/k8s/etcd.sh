@@ -8,27 +8,23 @@
 # starts but makes watches slow and flaky.
 set -euo pipefail
 
+# The steps every build script shares (cache paths, the lock, the Go
+# environment, the progress line).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
 # The whole script is one function, parsed before it runs: editing or
 # replacing this file while a long build is running cannot derail it.
 main() {
 
   version="${1:-3.6.4}"; version="${version#v}"
-  cache="${MOLT_BUILD_CACHE:-${MOLT_CACHE:-/var/cache/molt}}"
-  root="$cache/etcd/v$version"
-  bin="$root/bin"
+  build_dirs etcd "$version"
   log() { echo "etcd.sh[v$version] $(date -u +%H:%M:%S) $*" >&2; }
 
-  if [[ -x "$bin/etcd" ]]; then log "cached"; echo "$bin"; exit 0; fi
-  mkdir -p "$root" "$bin"
-  exec 9>"$root/.lock"
-  flock 9
-  if [[ -x "$bin/etcd" ]]; then log "cached (built by a concurrent run)"; echo "$bin"; exit 0; fi
-
-  export GOWORK=off GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
+  build_cached_or_lock quiet "" test -x "$bin/etcd"
+  build_go_env
   # go install pkg@version refuses etcd/server: its go.mod replaces the sibling
   # etcd modules with ../ paths. A scratch module ignores those replaces and
   # takes the versions server's go.mod requires (all the same release).
-  mod="$root/src"
   if [[ ! -f "$mod/.tidy-ok" ]]; then
     rm -rf "$mod"; mkdir -p "$mod"
     printf 'module molt.local/etcdbuild\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' "$version" >"$mod/go.mod"
@@ -37,9 +33,7 @@ main() {
     (cd "$mod" && go mod tidy)
     touch "$mod/.tidy-ok"
   fi
-  tmp="$root/.out.$$"
-  rm -rf "$tmp"; mkdir -p "$tmp"
-  trap 'rm -rf "$tmp"' EXIT
+  build_tmp
   log "go build go.etcd.io/etcd/server/v3"
   start=$SECONDS
   (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
