@@ -108,7 +108,7 @@ func TestKillLeaderElectsNewLeaderWithAllCommitted(t *testing.T) {
 		}
 	})
 	require.NotEqual(t, leader.cfg.NodeID, newLeader.cfg.NodeID)
-	require.NoError(t, newLeader.s.Barrier(ctx(t)))
+	newLeader = barrierOnLeader(t, rest)
 	require.Equal(t, want, newLeader.kv.dump(), "the new leader has every committed entry")
 
 	// The new leader accepts writes; the surviving follower now forwards to it.

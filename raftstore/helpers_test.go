@@ -258,3 +258,25 @@ func put(t testing.TB, s *Store, key, value string) uint64 {
 	require.NoError(t, err)
 	return v.(uint64)
 }
+
+// barrierOnLeader returns the member that leads once a Barrier of its own
+// has committed. With two members left, a loaded machine can delay the
+// leader's heartbeats past the other's election timeout, and the leader
+// loses its leadership mid-barrier (ErrLeadershipLost) — a real election,
+// not a fault; the question the callers ask is what whoever leads has
+// applied, so a barrier refused for leadership is asked of the next leader.
+func barrierOnLeader(t testing.TB, nodes []*node) *node {
+	t.Helper()
+	var leader *node
+	waitFor(t, "a leader whose barrier commits", func() bool {
+		leader = waitLeader(t, nodes)
+		err := leader.s.Barrier(ctx(t))
+		if errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrNotLeader) {
+			t.Logf("barrier on %s: %v; asking the next leader", leader.cfg.NodeID, err)
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	})
+	return leader
+}
