@@ -33,6 +33,7 @@ import (
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/envflag"
+	"github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/internal/tlsaccept"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/maintenance/schedule"
@@ -232,6 +233,18 @@ func run() error {
 			return err
 		}
 	}
+	if fresh && *bootstrap && admin != nil {
+		// The token file is written before the leader stores the token
+		// (ensureBootstrapAdmin, at the start of its term): a first
+		// member announces itself — the trust lines, READY to systemd —
+		// only once the token it prints works, so an operator or a script
+		// that uses it at once is not told "token-unknown". Alone, the
+		// member leads within milliseconds; the bound covers a machine
+		// too loaded for that, and then it starts anyway, saying so.
+		if err := waitToken(ctx, c, admin.ID, bootstrapTokenWait); err != nil {
+			log.Warn("the bootstrap admin token is not stored yet; it is once this member leads", "err", err)
+		}
+	}
 	printTrust(mt, adminPath, *httpAddr)
 	log.Info("molt-coordinator started", "node_id", *nodeID, "http", *httpAddr, "raft", c.Store().RaftAddr(), "data_dir", *dataDir, "bootstrap", *bootstrap)
 	_ = systemd.Ready()
@@ -334,4 +347,20 @@ func printTrust(mt *memberTLS, adminPath, httpAddr string) {
 		fmt.Fprintf(os.Stderr, "molt-coordinator: bootstrap admin token in %s (0600); e.g. moltctl --server https://%s --ca-file %s --token-file %s get clusters\n",
 			adminPath, httpAddr, filepath.Join(mt.dir, caCertFile), adminPath)
 	}
+}
+
+// bootstrapTokenWait bounds how long a new cluster's first member waits
+// for its bootstrap admin token to be stored before it reports READY.
+const bootstrapTokenWait = 30 * time.Second
+
+// waitToken waits until the state holds the token id.
+func waitToken(ctx context.Context, c *coordinator.Coordinator, id string, timeout time.Duration) error {
+	return poll.Until(ctx, timeout, 10*time.Millisecond, func(context.Context) (bool, string, error) {
+		for _, t := range c.Tokens() {
+			if t.ID == id {
+				return true, "", nil
+			}
+		}
+		return false, "token " + id + " not in the state", nil
+	})
 }
