@@ -31,7 +31,7 @@ import (
 //     and the postinst names the settings to make;
 //   - configured (coordinator.env, then agent.env with a bootstrap token
 //     and the pin of the member's CA) and enabled, the member runs from
-//     /usr/bin and answers, and the agent runs and enrolls with it;
+//     /usr/bin and answers, and the agent runs and enrolls with it (its certificate appears);
 //   - reinstalled, the configuration stays and the enabled units run again;
 //   - dpkg -r stops both, removes the binaries, and leaves the data
 //     directories and the configuration; dpkg --purge removes the
@@ -139,8 +139,8 @@ func TestReleasePackagesInNspawnHost(t *testing.T) {
 	require.Equal(t, "/usr/bin/molt-agent", mainExe(t, run, h, "molt-agent.service"))
 	agentData := filepath.Join(h.Root(), "var/lib/molt-agent")
 	require.Eventually(t, func() bool {
-		m, _ := filepath.Glob(filepath.Join(agentData, "tls", "*.crt"))
-		return len(m) > 0
+		_, err := os.Stat(filepath.Join(agentData, "tls", "agent.pem")) // its certificate and key, once enrolled
+		return err == nil
 	}, time.Minute, 200*time.Millisecond, "the agent never enrolled")
 
 	// Reinstalled (as an upgrade to the same version is): the operator's
