@@ -22,7 +22,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
 
-## release: molt's release artifacts in $(DIST) (default bin/release): a tarball per binary
+## release: molt's release artifacts in $(DIST) (default bin/release; emptied first): a tarball per binary
 ## (NAME-VERSION-linux-ARCH.tar.gz; the daemons' with their unit, environment file and
 ## install.sh), molt-agent_VERSION_ARCH.deb and molt-coordinator_VERSION_ARCH.deb, and
 ## SHA256SUMS over them (docs/release.md). VERSION defaults to the VERSION file, COMMIT to
@@ -31,7 +31,8 @@ build:
 ## same bytes. The packing is build/release, a module of its own (nfpm stays out of go.mod).
 ## RELEASE_BUILDFLAGS= (empty) builds without -trimpath, sharing the tests' compiled packages
 VERSION ?= $(shell cat VERSION)
-COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+# A tree with uncommitted changes says so: COMMIT gets "-dirty", as the VCS stamp of a plain build does
+COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD || c=$$c-dirty; echo $$c; })
 DIST    ?= $(BIN)/release
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 RELEASE_BUILDFLAGS ?= -trimpath
