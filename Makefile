@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build check test test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf chaos deps test-all demo demo-auto plan-demo clean
+.PHONY: all build release check test test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf chaos deps test-all demo demo-auto plan-demo clean
 
 all: build
 
@@ -21,6 +21,30 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
+
+## release: molt's release artifacts in $(DIST) (default bin/release; emptied first): a tarball per binary
+## (NAME-VERSION-linux-ARCH.tar.gz; the daemons' with their unit, environment file and
+## install.sh), molt-agent_VERSION_ARCH.deb and molt-coordinator_VERSION_ARCH.deb, and
+## SHA256SUMS over them (docs/release.md). VERSION defaults to the VERSION file, COMMIT to
+## HEAD; the binaries carry both (internal/version), static and -trimpath'd, and every
+## file's time inside is the commit's (SOURCE_DATE_EPOCH), so the same commit packs to the
+## same bytes. The packing is build/release, a module of its own (nfpm stays out of go.mod).
+## RELEASE_BUILDFLAGS= (empty) builds without -trimpath, sharing the tests' compiled packages
+VERSION ?= $(shell cat VERSION)
+# A tree with uncommitted changes says so: COMMIT gets "-dirty", as the VCS stamp of a plain build does
+COMMIT  ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD || c=$$c-dirty; echo $$c; })
+DIST    ?= $(BIN)/release
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+RELEASE_BUILDFLAGS ?= -trimpath
+VERSION_PKG := github.com/moltproject/molt/internal/version
+release:
+	@[ -n "$(VERSION)" ] && [ -n "$(COMMIT)" ] || { echo "release: VERSION and COMMIT are needed"; exit 2; }
+	rm -rf $(DIST) && mkdir -p $(DIST)/bin
+	CGO_ENABLED=0 $(GO) build $(RELEASE_BUILDFLAGS) -ldflags '$(LDFLAGS) -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)' \
+	  -o $(DIST)/bin/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl
+	cd build/release && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run . -version $(VERSION) -repo $(CURDIR) \
+	  -bin $(abspath $(DIST))/bin -out $(abspath $(DIST))
+	cd $(DIST) && sha256sum --check --quiet SHA256SUMS
 
 ## check: gofmt, go vet, staticcheck over every file: with the lab, e2e, vagrant,
 ## linearizability and faults tags on, since no file is built only without one (the
@@ -34,13 +58,16 @@ check: $(STATICCHECK)
 	  if [ -n "$$neg" ]; then echo "check: files built only without a tag need a check pass without it:"; echo "$$neg"; exit 1; fi
 	$(GO) vet -tags $(CHECK_TAGS) ./...
 	$(STATICCHECK) -tags $(CHECK_TAGS) ./...
+	cd build/release && $(GO) vet ./... && $(STATICCHECK) ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## test: every Go test with the race detector
+## test: every Go test with the race detector, then the release packing's (build/release,
+## a module of its own; single-threaded, so without the race detector)
 test:
 	$(GO) test -race -timeout 30m ./...
+	cd build/release && $(GO) test ./...
 
 ## test-web: the web view alone: its unit tests and the browser tests in headless Chromium
 ## (part of test; screenshots of every page in bin/web/)
@@ -153,6 +180,7 @@ test-all:
 ## running it (-exec true; -count=1 so no result is cached as a pass)
 prebuild-test:
 	$(GO) test -race -count=1 -exec /bin/true ./... >/dev/null
+	cd build/release && $(GO) test -count=1 -exec /bin/true ./... >/dev/null
 
 ## demo: molt's main job (see README): a real upgrade of the lab cluster, live
 demo: deps build

@@ -5,5 +5,7 @@
 //
 // The unit files and install script for the agent and the coordinator live
 // beside this package: molt-agent.service, molt-coordinator.service and
-// install.sh.
+// install.sh, with the environment files' templates (agent.env,
+// coordinator.env) and the packages' maintainer scripts (deb/) that make
+// release packs (docs/release.md).
 package systemd

@@ -1,8 +1,9 @@
 #!/bin/sh
 # install-agent.sh COORDINATORS CLUSTER NODE — install molt-agent on this
 # VM, the way docs/install.md tells an operator to: systemd/install.sh
-# (synced to /opt/molt/systemd) installs bin/molt-agent (synced to
-# /opt/molt/bin) as molt-agent.service and starts it, pointed at the
+# (synced to /opt/molt/systemd) installs the release's package,
+# bin/release/molt-agent_*.deb (make release; bin/ is synced to
+# /opt/molt/bin), and starts molt-agent.service, pointed at the
 # coordinator members' https URLs COORDINATORS (comma-separated), as node
 # NODE of cluster CLUSTER. It enrolls with the bootstrap token and the
 # cluster CA's pin (sha256:<hex>) that coord-1 published in
@@ -30,5 +31,7 @@ until [ -s "$shared/ca.pin" ]; do
 done
 token=$(cat "$shared/agent.token") ca_pin=$(cat "$shared/ca.pin")
 
-sh /opt/molt/systemd/install.sh agent --binary /opt/molt/bin/molt-agent --start \
+set -- /opt/molt/bin/release/molt-agent_*.deb
+[ $# -eq 1 ] && [ -f "$1" ] || { echo "install-agent: want one /opt/molt/bin/release/molt-agent_*.deb, have: $*; run 'make release' before 'vagrant up'" >&2; exit 1; }
+sh /opt/molt/systemd/install.sh agent --package "$1" --start \
 	coordinator="$coordinator" bootstrap-token="$token" ca-pin="$ca_pin" cluster="$cluster" node="$node"

@@ -1,10 +1,11 @@
 #!/bin/sh
 # install-coordinator.sh NODE_ID IP FIRST_IP CLUSTER AGENTS — make this VM a
 # molt coordinator member, the way docs/install.md tells an operator to:
-# systemd/install.sh (synced to /opt/molt/systemd) installs
-# bin/molt-coordinator (synced to /opt/molt/bin) as molt-coordinator.service
-# and starts it, with its API (TLS only) on IP:7080, Raft (mutual TLS) on
-# IP:7081, member ID NODE_ID, and NODE_ID in its certificate beside IP.
+# systemd/install.sh (synced to /opt/molt/systemd) installs the release's
+# package, bin/release/molt-coordinator_*.deb (make release; bin/ is synced
+# to /opt/molt/bin), and starts molt-coordinator.service, with its API (TLS
+# only) on IP:7080, Raft (mutual TLS) on IP:7081, member ID NODE_ID, and
+# NODE_ID in its certificate beside IP.
 #
 # The member at FIRST_IP (coord-1) bootstraps: it makes the cluster CA and
 # an admin token in its data directory. Once its API answers, this script
@@ -34,9 +35,10 @@ data=/var/lib/molt-coordinator
 unit=molt-coordinator.service
 umask 077
 
-for b in molt-coordinator moltctl; do
-	[ -x "$bin/$b" ] || { echo "install-coordinator: $bin/$b missing; run 'make build' before 'vagrant up'" >&2; exit 1; }
-done
+[ -x "$bin/moltctl" ] || { echo "install-coordinator: $bin/moltctl missing; run 'make build' before 'vagrant up'" >&2; exit 1; }
+set -- "$bin"/release/molt-coordinator_*.deb
+[ $# -eq 1 ] && [ -f "$1" ] || { echo "install-coordinator: want one $bin/release/molt-coordinator_*.deb, have: $*; run 'make release' before 'vagrant up'" >&2; exit 1; }
+deb=$1
 [ -d "$shared" ] || { echo "install-coordinator: $shared missing (the Vagrantfile's shared folder)" >&2; exit 1; }
 
 # publish NAME MODE: stdin to $shared/NAME, whole or not at all.
@@ -60,7 +62,7 @@ if [ "$ip" = "$first" ]; then
 	# A stale pin from an earlier lab must not be read while this one
 	# makes its CA.
 	rm -f "$shared/ca.pin"
-	sh /opt/molt/systemd/install.sh coordinator --binary "$bin/molt-coordinator" --start \
+	sh /opt/molt/systemd/install.sh coordinator --package "$deb" --start \
 		http-addr="$ip:7080" raft-addr="$ip:7081" node-id="$node" tls-san="$node"
 
 	wait_for "$data/tls/ca.crt"
@@ -98,7 +100,7 @@ install -m 0600 "$shared/admin.token" /etc/molt/coordinator-join.token
 printf '# The join token (install-coordinator.sh), readable by the dynamic user as a credential.\n[Service]\nLoadCredential=join-token:/etc/molt/coordinator-join.token\n' \
 	>"/etc/systemd/system/$unit.d/join-token.conf"
 chmod 0644 "/etc/systemd/system/$unit.d/join-token.conf"
-sh /opt/molt/systemd/install.sh coordinator --binary "$bin/molt-coordinator" --start \
+sh /opt/molt/systemd/install.sh coordinator --package "$deb" --start \
 	http-addr="$ip:7080" raft-addr="$ip:7081" node-id="$node" tls-san="$node" \
 	join="$first:7080" ca-pin="$pin" join-token-file="/run/credentials/$unit/join-token"
 echo "install-coordinator: $node joining $first:7080 (CA $pin)"

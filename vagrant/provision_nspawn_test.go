@@ -88,10 +88,11 @@ func TestProvisioningScriptsInNspawnHosts(t *testing.T) {
 	// What the Vagrantfile syncs: molt's binaries (MOLT_BIN), the lab's
 	// images and kubelet (MOLT_CACHE, MOLT_BUILD_CACHE) and each host's
 	// rendered files (MOLT_LAB_RENDER).
+	// The daemons are installed from the release's packages (make release
+	// puts them in bin/release); moltctl is make build's.
 	bin := t.TempDir()
-	for _, c := range []string{"molt-coordinator", "molt-agent", "moltctl"} {
-		hosttest.GoBuild(t, "../cmd/"+c, filepath.Join(bin, c), "-ldflags=-s -w") // as make build: its compiled packages are reused
-	}
+	hosttest.GoBuild(t, "../cmd/moltctl", filepath.Join(bin, "moltctl"), "-ldflags=-s -w") // as make build: its compiled packages are reused
+	hosttest.MakeRelease(t, "..", bin)
 	cfg := lab.DefaultConfig()
 	cfg.Cache, cfg.BuildCache = cachedir.Lab(), cachedir.Build()
 	cfg.StateDir = t.TempDir()
@@ -247,7 +248,7 @@ func checkCoordinator(t *testing.T, r provisionRun) {
 	require.Equal(t, r.m.Name, node)
 	require.Equal(t, r.m.ip(), ip)
 	requireActive(t, r.h, "molt-coordinator.service")
-	require.FileExists(t, filepath.Join(r.h.Root(), "usr/local/bin/molt-coordinator"))
+	requirePackage(t, r.h, "molt-coordinator")
 	env := requireEnv(t, r.h, "/etc/molt/coordinator.env",
 		"MOLT_COORDINATOR_HTTP_ADDR="+ip+":7080", "MOLT_COORDINATOR_RAFT_ADDR="+ip+":7081",
 		"MOLT_COORDINATOR_NODE_ID="+node, "MOLT_COORDINATOR_TLS_SAN="+node)
@@ -378,7 +379,7 @@ func checkAgent(t *testing.T, r provisionRun) {
 	requireEnv(t, r.h, "/etc/molt/agent.env",
 		"MOLT_AGENT_COORDINATOR="+coordinator, agentTokenVar+"="+agentToken, "MOLT_AGENT_CA_PIN="+r.env.caPin,
 		"MOLT_AGENT_CLUSTER="+cluster, "MOLT_AGENT_NODE="+node)
-	require.FileExists(t, filepath.Join(r.h.Root(), "usr/local/bin/molt-agent"))
+	requirePackage(t, r.h, "molt-agent")
 	require.Equal(t, "lab", cluster, "the cluster registerCluster puts")
 	require.Eventually(t, func() bool {
 		a, ok := agentStatus(ctx, r.env.coord, node)
@@ -566,4 +567,15 @@ func readFile(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// requirePackage: the daemon came from the release's package (dpkg has it
+// installed, its binary in /usr/bin), not from a binary copied in.
+func requirePackage(t *testing.T, h *nspawn.Host, pkg string) {
+	t.Helper()
+	out, err := h.Exec(context.Background(), "dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", pkg)
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `^installed \d+\.\d+\.\d+`, string(out), "dpkg's record of %s", pkg)
+	require.FileExists(t, filepath.Join(h.Root(), "usr/bin", pkg))
+	require.NoFileExists(t, filepath.Join(h.Root(), "usr/local/bin", pkg), "no binary copied in beside the package's")
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +70,18 @@ func FileSum(t testing.TB, path string) string {
 	require.NoError(t, err)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// MakeRelease runs `make release` in the repository at repo with BIN=bin,
+// so the artifacts land in bin/release, and returns that directory. The
+// binaries are built without -trimpath (RELEASE_BUILDFLAGS empty), so they
+// reuse the packages the tests' own builds compiled; everything else is as
+// a release is made.
+func MakeRelease(t testing.TB, repo, bin string) string {
+	t.Helper()
+	testenv.RequireBinary(t, "make")
+	cmd := exec.Command("make", "--no-print-directory", "-C", repo, "release", "BIN="+bin, "RELEASE_BUILDFLAGS=")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make release:\n%s", b)
+	return filepath.Join(bin, "release")
 }
