@@ -127,6 +127,13 @@ func TestReleasePackagesInNspawnHost(t *testing.T) {
 	}
 	require.Contains(t, ctl("member", "list"), "rel-1")
 
+	// The agent's cluster, registered: an agent enrolls as a node of a
+	// cluster the coordinator knows.
+	spec := filepath.Join(t.TempDir(), "rel.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("name: rel\nkind: standalone\nchannel: regular\nversion: \"1.33.6\"\n"+
+		"pools:\n  - name: cp\n    role: controlPlane\n    nodes: [{name: rel-node, address: 127.0.0.1}]\n"), 0o600))
+	ctl("cluster", "apply", "-f", spec)
+
 	// The agent, configured with a bootstrap token and the CA's pin, and
 	// enabled: it runs and enrolls (its certificate appears).
 	token := strings.SplitN(ctl("token", "create", "--cluster", "rel", "--uses", "1", "--ttl", "1h"), "\n", 2)[0]

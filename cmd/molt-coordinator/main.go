@@ -233,16 +233,23 @@ func run() error {
 			return err
 		}
 	}
-	if fresh && *bootstrap && admin != nil {
-		// The token file is written before the leader stores the token
-		// (ensureBootstrapAdmin, at the start of its term): a first
-		// member announces itself — the trust lines, READY to systemd —
-		// only once the token it prints works, so an operator or a script
-		// that uses it at once is not told "token-unknown". Alone, the
-		// member leads within milliseconds; the bound covers a machine
-		// too loaded for that, and then it starts anyway, saying so.
-		if err := waitToken(ctx, c, admin.ID, bootstrapTokenWait); err != nil {
-			log.Warn("the bootstrap admin token is not stored yet; it is once this member leads", "err", err)
+	// The coordinator runs from here: leading is what stores the bootstrap
+	// admin token waited for below.
+	runDone := make(chan error, 1)
+	go func() { runDone <- c.Run(ctx) }()
+	if admin != nil {
+		// The member that holds the bootstrap admin token's file (the
+		// cluster's first) announces itself — the trust lines, READY to
+		// systemd — once the state it serves holds an API token: on a new
+		// cluster the file is written before the leader stores the token
+		// (ensureBootstrapAdmin, at the start of its term), and a restarted
+		// member serves before it has replayed its log; either way a
+		// script using the token at once was told "token-unknown". Alone,
+		// the member leads and replays within a second; the bound covers
+		// a member whose peers are down, which then starts anyway, saying
+		// so.
+		if err := waitAPIToken(ctx, c, runDone, bootstrapTokenWait); err != nil {
+			log.Warn("the state holds no API token yet; the bootstrap admin token works once this member has caught up", "err", err)
 		}
 	}
 	printTrust(mt, adminPath, *httpAddr)
@@ -252,7 +259,7 @@ func run() error {
 	// Pings only while the Raft apply loop makes progress: a member whose
 	// FSM stopped applying is restarted by systemd (docs/agent.md).
 	go systemd.Watchdog(ctx, log, c.Healthy)
-	runErr := c.Run(ctx)
+	runErr := <-runDone
 	_ = systemd.Stopping()
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -353,14 +360,23 @@ func printTrust(mt *memberTLS, adminPath, httpAddr string) {
 // for its bootstrap admin token to be stored before it reports READY.
 const bootstrapTokenWait = 30 * time.Second
 
-// waitToken waits until the state holds the token id.
-func waitToken(ctx context.Context, c *coordinator.Coordinator, id string, timeout time.Duration) error {
+// waitAPIToken waits until the state holds an API token, or the
+// coordinator stops (its Run returned: the result is put back for the
+// caller). Any API token will do: a revoked bootstrap token never comes
+// back, and once one exists the leader stores no other.
+func waitAPIToken(ctx context.Context, c *coordinator.Coordinator, runDone chan error, timeout time.Duration) error {
 	return poll.Until(ctx, timeout, 10*time.Millisecond, func(context.Context) (bool, string, error) {
+		select {
+		case err := <-runDone:
+			runDone <- err
+			return false, "", fmt.Errorf("the coordinator stopped: %v", err)
+		default:
+		}
 		for _, t := range c.Tokens() {
-			if t.ID == id {
+			if t.Kind == "api" { // statemachine.TokenKindAPI, as the wire says it
 				return true, "", nil
 			}
 		}
-		return false, "token " + id + " not in the state", nil
+		return false, "no API token in the state", nil
 	})
 }
