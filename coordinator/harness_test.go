@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +140,7 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenAPI(addr)
 	require.NoError(t, err)
 	m := &member{id: id, dir: dir, addr: ln.Addr().String(), done: make(chan struct{}), commands: new(atomic.Uint64)}
 	if wrapAPIListener != nil {
@@ -919,4 +921,49 @@ func waitAgents(t testing.TB, tc *testCluster, cluster string, n int) {
 		}
 		return ok >= n
 	})
+}
+
+// apiPorts hands out the loopback ports members' APIs listen on, from
+// below the kernel's ephemeral range (ip_local_port_range, 32768–60999 by
+// default). A member restarted on its old address (its address is in the
+// replicated membership) must bind that port again; a port from the
+// ephemeral range can meanwhile be the source port of any outgoing
+// connection on the machine — another test's, a build's — and the restart
+// then failed with "address already in use". Below the range, only a
+// listener can take it, and this process takes each port once.
+var apiPorts struct {
+	sync.Mutex
+	next int
+}
+
+const apiPortLow, apiPortHigh = 20000, 32767
+
+// listenAPI listens on addr, or on the next free port of apiPorts when
+// addr asks for any loopback port.
+func listenAPI(addr string) (net.Listener, error) {
+	if addr != "127.0.0.1:0" {
+		return net.Listen("tcp", addr)
+	}
+	apiPorts.Lock()
+	defer apiPorts.Unlock()
+	if apiPorts.next == 0 {
+		// A random start, so that two test processes at once (another
+		// package's copy of this harness does not exist, but a second run
+		// of this one may) rarely walk the same ports.
+		apiPorts.next = apiPortLow + rand.IntN(apiPortHigh-apiPortLow)
+	}
+	var last error
+	for range apiPortHigh - apiPortLow {
+		p := apiPorts.next
+		apiPorts.next++
+		if apiPorts.next > apiPortHigh {
+			apiPorts.next = apiPortLow
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err == nil {
+			return ln, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no free loopback port in %d–%d: %w", apiPortLow, apiPortHigh, last)
 }
