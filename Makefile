@@ -17,10 +17,11 @@ all: build
 ## build: the three binaries into bin/. Without -trimpath: a package compiled with it is
 ## cached apart from one compiled without, and go vet, staticcheck (go list -export) and
 ## the tests' own builds compile without it, so with it a cold machine compiled molt's
-## dependencies twice
+## dependencies twice. The binaries say the commit they were built from (--version); the
+## version stays the development one (internal/version), a release sets it (make release)
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
+	$(GO) build -ldflags '$(LDFLAGS) -X $(VERSION_PKG).Commit=$(COMMIT)' -o $(BIN)/ ./cmd/molt-coordinator ./cmd/molt-agent ./cmd/moltctl ./cmd/molt-lab
 
 ## release: molt's release artifacts in $(DIST) (default bin/release; emptied first): a tarball per binary
 ## (NAME-VERSION-linux-ARCH.tar.gz; the daemons' with their unit, environment file and

@@ -75,6 +75,7 @@ const (
 	RaftCommitDuration          = "molt_raft_commit_duration_seconds"
 	RaftLeaderChangesTotal      = "molt_raft_leader_changes_total"
 	HandshakesRefusedTotal      = "molt_tls_handshakes_refused_total"
+	BuildInfo                   = "molt_build_info"
 	AgentOperationsReported     = "molt_agent_operations_reported_total"
 	NodeRollbacksTotal          = "molt_node_rollbacks_total"
 	HealthGateChecksTotal       = "molt_health_gate_checks_total"
@@ -167,6 +168,7 @@ var catalog = []Info{
 	{PreflightChecksTotal, Counter, []string{"cluster", "check", "result"}, "Preflight check results (pass, warn, fail).", ExporterCoordinator},
 	{RaftCommitDuration, Histogram, nil, "Time from proposing a Raft command to its commit on this leader.", ExporterCoordinator},
 	{RaftLeaderChangesTotal, Counter, nil, "Raft leader changes this member observed.", ExporterCoordinator},
+	{BuildInfo, Gauge, []string{"version", "commit", "goversion"}, "Always 1; its labels say which molt release this member runs (internal/version: semver, source commit, Go version).", ExporterCoordinator},
 	{HandshakesRefusedTotal, Counter, []string{"listener", "reason"}, "Connections this member closed before their TLS handshake finished, by listener (api, raft) and reason (limit: beyond the bound on handshakes in progress; timeout: not finished within 10 s; failed: refused or broken).", ExporterCoordinator},
 	{AgentOperationsReported, Counter, []string{"kind", "result"}, "Agent operation results as reported to the coordinator.", ExporterCoordinator},
 	{NodeRollbacksTotal, Counter, []string{"cluster", "pool", "result"}, "Nodes taken back to the version before the upgrade (a pool rollback), by result (succeeded, failed).", ExporterCoordinator},

@@ -3,6 +3,7 @@ package metrics
 import (
 	"time"
 
+	"github.com/moltproject/molt/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -23,6 +24,7 @@ type Recorder struct {
 	nodeRollbacks       *prometheus.CounterVec
 	gateChecks          *prometheus.CounterVec
 	handshakesRefused   *prometheus.CounterVec
+	buildInfo           *prometheus.GaugeVec
 }
 
 // NewRecorder creates the coordinator's event metrics and registers them
@@ -44,7 +46,18 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		nodeRollbacks:       counterVec(f, NodeRollbacksTotal),
 		gateChecks:          counterVec(f, HealthGateChecksTotal),
 		handshakesRefused:   handshakesRefused(f),
+		buildInfo:           buildInfo(f),
 	}
+}
+
+// buildInfo sets molt_build_info to 1 with this binary's release as labels,
+// the Prometheus convention for a version: join on it, count by version.
+func buildInfo(f promauto.Factory) *prometheus.GaugeVec {
+	m := lookup(BuildInfo)
+	g := f.NewGaugeVec(prometheus.GaugeOpts{Name: m.Name, Help: m.Help}, m.Labels)
+	i := version.Get()
+	g.WithLabelValues(i.Version, i.Commit, i.GoVersion).Set(1)
+	return g
 }
 
 // handshakesRefused creates the refusal counter with every listener and

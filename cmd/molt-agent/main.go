@@ -20,11 +20,9 @@ import (
 
 	"github.com/moltproject/molt/agent"
 	"github.com/moltproject/molt/internal/envflag"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/systemd"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	if err := run(); err != nil {
@@ -64,8 +62,13 @@ func run() error {
 	bus := fs.String("dbus-address", "", "D-Bus address of systemd (default: the system bus)")
 	holdAt := fs.String("test-hold-at", "", "TESTING ONLY: pause every operation at this step while --test-hold-file exists")
 	holdFile := fs.String("test-hold-file", "", "TESTING ONLY: see --test-hold-at")
+	showVersion := fs.Bool("version", false, "print molt's version and exit")
 	if err := envflag.Parse(fs, os.Args[1:], "MOLT_AGENT_"); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Println(version.Get())
+		return nil
 	}
 	if cfg.Node == "" {
 		h, err := os.Hostname()
@@ -80,7 +83,7 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
-	cfg.Version = version
+	cfg.Version = version.Version
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -127,7 +130,7 @@ func run() error {
 	// Pings only while every loop of the agent makes progress: a wedged
 	// loop stops them and systemd restarts the agent (docs/agent.md).
 	go systemd.Watchdog(ctx, log, a.Healthy)
-	log.Info("molt-agent started", "version", version, "coordinator", cfg.Coordinator, "node", cfg.Node)
+	log.Info("molt-agent started", "version", version.Version, "coordinator", cfg.Coordinator, "node", cfg.Node)
 	err = a.Run(ctx)
 	_ = systemd.Stopping()
 	return err

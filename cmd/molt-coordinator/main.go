@@ -35,6 +35,7 @@ import (
 	"github.com/moltproject/molt/internal/envflag"
 	"github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/internal/tlsaccept"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/metrics"
@@ -91,8 +92,13 @@ func run() error {
 	flag.DurationVar(&kcfg.SurgeDrainTimeout, "surge-drain-timeout", kcfg.SurgeDrainTimeout, "best-effort drain of a MIG surge pool's node: PodDisruptionBudgets and grace periods are honoured this long (at most 1h)")
 	flag.DurationVar(&kcfg.MaxGracePeriod, "max-grace-period", kcfg.MaxGracePeriod, "cap on each pod's termination grace period during a drain (at most 1h)")
 	flag.DurationVar(&kcfg.ProtectionAge, "protection-age", kcfg.ProtectionAge, "automatic upgrades do not evict safe-to-evict=false pods younger than this")
+	showVersion := flag.Bool("version", false, "print molt's version and exit")
 	if err := envflag.Parse(flag.CommandLine, os.Args[1:], "MOLT_COORDINATOR_"); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Println(version.Get())
+		return nil
 	}
 	if err := kcfg.Validate(); err != nil {
 		return err // a drain bound past SPEC's caps, named by its rule

@@ -18,6 +18,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/api/convert"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -47,7 +48,9 @@ func main() {
 func newRoot(out io.Writer) *cobra.Command { return (&cli{out: out, poll: time.Second}).root() }
 
 func (c *cli) root() *cobra.Command {
-	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true, PersistentPreRunE: c.connect}
+	root := &cobra.Command{Use: "moltctl", Short: "Drive molt's coordinator", SilenceUsage: true, SilenceErrors: true, PersistentPreRunE: c.connect,
+		Version: version.Get().String()}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVarP(&c.server, "server", "s", os.Getenv("MOLT_SERVER"), "coordinator URL, or the members' URLs separated by commas (env MOLT_SERVER; default https://127.0.0.1:7080)")
 	root.PersistentFlags().StringVar(&c.config, "config", os.Getenv("MOLTCONFIG"), "configuration file (env MOLTCONFIG; default "+defaultConfigPath()+")")
 	root.PersistentFlags().StringVar(&c.caFile, "ca-file", os.Getenv("MOLT_CA_FILE"), "the cluster CA certificate to trust the coordinator by (env MOLT_CA_FILE)")
