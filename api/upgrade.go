@@ -42,6 +42,14 @@ type Upgrade struct {
 	// for an upgrade that is not running, and while a failed node holds
 	// its pool (no estimate until it is retried).
 	Forecast *UpgradeForecast `json:"forecast,omitempty"`
+	// InProgress and Failing are the coordinator's reading of the
+	// upgrade, so that a client shows progress without the engine's
+	// rules: InProgress is set while it waits for its preflight or runs
+	// (until it is done, failed, refused or cancelled); Failing says why
+	// a running upgrade starts nothing new (a pool past its failure
+	// budget, or a step that failed) while in-flight nodes finish.
+	InProgress bool   `json:"inProgress,omitempty"`
+	Failing    string `json:"failing,omitempty"`
 }
 
 // UpgradeForecast is when a running upgrade is expected to end: the
@@ -261,6 +269,10 @@ type NodeTask struct {
 	RedGate string `json:"redGate,omitempty"`
 	// GreenSince is when every gate of the node last turned green.
 	GreenSince time.Time `json:"greenSince,omitzero"`
+	// Step is the node step (of the list Path names) a running node is at,
+	// or a failed node stopped at: "drain", "operation:upgradeBinary:kubelet";
+	// the coordinator reads it off Cursor.
+	Step string `json:"step,omitempty"`
 }
 
 // AppliedOp is an agent operation that changed a component of a node

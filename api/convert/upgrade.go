@@ -15,7 +15,7 @@ func UpgradeToAPI(u *phases.Upgrade) *api.Upgrade {
 	if u == nil {
 		return nil
 	}
-	return &api.Upgrade{
+	out := &api.Upgrade{
 		ID: u.ID, Cluster: u.Cluster, From: u.From.String(), To: u.To.String(),
 		Options: optionsToAPI(u.Options), State: UpgradeStateToAPI(u.State),
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt,
@@ -23,6 +23,34 @@ func UpgradeToAPI(u *phases.Upgrade) *api.Upgrade {
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToAPI), Pools: conv.Slice(u.Pools, poolTrackToAPI), Nodes: conv.Slice(u.Nodes, nodeTaskToAPI),
 		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
+	}
+	readProgress(u, out)
+	return out
+}
+
+// readProgress sets what the wire carries of the engine's reading of u
+// (api.Upgrade's InProgress and Failing, each node's Step), so that
+// clients show progress without importing the engine. UpgradeFromAPI
+// ignores these fields: the engine derives them again.
+func readProgress(u *phases.Upgrade, out *api.Upgrade) {
+	out.InProgress = u.InProgress()
+	if u.State == phases.UpgradeRunning {
+		out.Failing = u.FailReason()
+	}
+	for i := range u.Pools {
+		p := &u.Pools[i]
+		if p.First < 0 || p.Count < 0 || p.First+p.Count > len(u.Nodes) || len(out.Nodes) != len(u.Nodes) {
+			continue
+		}
+		for j := p.First; j < p.First+p.Count; j++ {
+			n := &u.Nodes[j]
+			if n.State != phases.StateRunning && n.State != phases.StateFailed {
+				continue
+			}
+			if steps := p.StepsOf(n); n.Cursor >= 0 && n.Cursor < len(steps) {
+				out.Nodes[j].Step = steps[n.Cursor].String()
+			}
+		}
 	}
 }
 
