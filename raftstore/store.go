@@ -37,6 +37,8 @@ const (
 // the FSM over the domain Machine. All methods are safe for concurrent use.
 type Store struct {
 	cfg   Config
+	// gate, when set, decides whether a command may be written (SetGate).
+	gate  atomic.Pointer[Gate]
 	log   *slog.Logger
 	fsm   *fsm
 	raft  *raft.Raft
