@@ -63,6 +63,10 @@ type AgentStatus struct {
 	Kubelet    string    `json:"kubeletVersion,omitempty"`
 	Containerd string    `json:"containerdVersion,omitempty"`
 	LastSeen   time.Time `json:"lastSeen,omitzero"`
+	// AgentVersion is the molt release the node's agent last said it runs,
+	// as the member that answers heard it (the leader hears every agent's
+	// beats; a follower only those it served); absent when unknown.
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // UpgradeSummary is a finished upgrade in a cluster's history.

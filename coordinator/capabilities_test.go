@@ -148,3 +148,31 @@ func TestGateWaitsForEveryMemberToReadACommand(t *testing.T) {
 	_, err = tc.waitLeader().c.ApplyForTest(ctx, cmd)
 	require.NoError(t, err, "every member reads it now")
 }
+
+// Every agent says which molt it runs (its registration and beats), and
+// a cluster's status shows it per node.
+func TestAgentsVersionsShownPerNode(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	cl := tc.waitLeader().client()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+	startAgents(ctx, tc, "lab", nodeNames(spec), true)
+	eventually(t, "every node's agent version", func() bool {
+		var got api.Cluster
+		if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/lab", nil, &got); err != nil {
+			return false
+		}
+		if len(got.Status.Agents) != len(nodeNames(spec)) {
+			return false
+		}
+		for _, a := range got.Status.Agents {
+			if a.AgentVersion != version.Version {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -148,7 +148,7 @@ type Config struct {
 	// binary (BinaryCapabilities).
 	Capabilities func() api.MemberCapabilities
 	Clock        Clock
-	Logger        *slog.Logger
+	Logger       *slog.Logger
 }
 
 // Defaults of the health settings (Config.HealthTimeout, GateTimeout,

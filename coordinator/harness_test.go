@@ -24,6 +24,7 @@ import (
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/testlog"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -745,12 +746,12 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 		}
 		cl := tc.agentClient(i, cred)
 		if !registered {
-			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443"}); err != nil {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443", AgentVersion: version.Version}); err != nil {
 				continue
 			}
 			registered = true
 		}
-		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, AgentVersion: version.Version, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		resp, err := cl.Poll(pctx, a.cluster, a.node, time.Second)
 		cancel()

@@ -87,7 +87,9 @@ func membersFromV1(m map[string]memberCapabilitiesV1) map[string]api.MemberCapab
 	return out
 }
 
-func (c SetMembersCmd) persistedV1() any { return setMembersCmdV1{Members: membersToV1(c.Members), Now: c.Now} }
+func (c SetMembersCmd) persistedV1() any {
+	return setMembersCmdV1{Members: membersToV1(c.Members), Now: c.Now}
+}
 
 func (c SetMembersCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.persistedV1()) }
 
