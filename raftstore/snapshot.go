@@ -57,7 +57,7 @@ type snapshotData struct {
 	index   uint64
 	members map[string]memberMeta
 	machine []byte
-	// format is the format to write (writeFormat).
+	// format is the format to write (writeFormat; 0 writes format 1).
 	format byte
 }
 
@@ -70,12 +70,7 @@ func writeSnapshot(w io.Writer, s snapshotData) error {
 	bw := bufio.NewWriter(w)
 	var hdr [8 + 1 + 8]byte
 	copy(hdr[:8], snapshotMagic)
-	if s.format != 1 {
-		// The only format this release writes; a caller that chose
-		// another is a bug.
-		return fmt.Errorf("raftstore: snapshot format %d cannot be written by this release", s.format)
-	}
-	hdr[8] = s.format
+	hdr[8] = writeFormat(int(s.format)) // 0: format 1
 	binary.BigEndian.PutUint64(hdr[9:], s.index)
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
