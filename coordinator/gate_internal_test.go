@@ -43,3 +43,15 @@ func TestGateSaysWhatAMemberLacks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, need{version: statemachine.SinceMembers, command: statemachine.CmdSetMembers}, needOf(audited))
 }
+
+// BenchmarkGateOnA010Command is what the gate costs every command molt
+// 0.1.0 reads: it passes without looking at the members.
+func BenchmarkGateOnA010Command(b *testing.B) {
+	c := &Coordinator{}
+	cmd := statemachine.AgentHealthCmd{Cluster: "c", Node: "n"}
+	for b.Loop() {
+		if err := c.checkReadable(needOf(cmd)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
