@@ -176,3 +176,64 @@ func TestAgentsVersionsShownPerNode(t *testing.T) {
 		return true
 	})
 }
+
+// A member that does not answer the leader's question (a release before
+// 0.2.0 has no such route: 404) is shown as unknown, 0.1.0 assumed, and
+// the gate refuses what 0.1.0 cannot read, saying the member did not say
+// which molt it runs; the record of members waits for it.
+func TestMemberThatDoesNotAnswerIsAssumed010(t *testing.T) {
+	var silent atomic.Pointer[string]
+	none := ""
+	silent.Store(&none)
+	tc := newTestCluster(t, 2, nil, func(cfg *coordinator.Config) {
+		ask := cfg.ProbeMember
+		cfg.ProbeMember = func(ctx context.Context, addr string) (api.MemberSelf, error) {
+			if addr == *silent.Load() {
+				return api.MemberSelf{}, errors.New("capabilities of member at " + addr + ": 404 Not Found")
+			}
+			return ask(ctx, addr)
+		}
+	})
+	m3 := startMember(t, "m3", t.TempDir(), false, nil, "")
+	silent.Store(&m3.addr)
+	tc.replace(append(tc.list(), m3))
+	eventually(t, "join m3", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := tc.waitLeader().client().Do(ctx, http.MethodPost, "/v1/members", api.JoinRequest{ID: m3.id, RaftAddr: m3.c.Store().RaftAddr(), HTTPAddr: m3.addr}, nil)
+		return err == nil
+	})
+	var l *member
+	var got api.Member
+	eventually(t, "the leader lists m3 as unknown", func() bool {
+		l = tc.waitLeader()
+		l.c.AskMembersNow()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var ms []api.Member
+		if _, err := l.client().Do(ctx, http.MethodGet, "/v1/members", nil, &ms); err != nil {
+			return false
+		}
+		i := slices.IndexFunc(ms, func(x api.Member) bool { return x.ID == "m3" })
+		if i < 0 {
+			return false
+		}
+		got = ms[i]
+		return got.CapabilitiesFrom == "assumed"
+	})
+	require.Empty(t, got.Version, "unknown, not a guess")
+	require.Nil(t, got.Capabilities)
+	require.Empty(t, got.Reason)
+
+	cmd := statemachine.SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": coordinator.BinaryCapabilities()}, Now: time.Now().UTC()}
+	before := l.mark()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := l.c.ApplyForTest(ctx, cmd)
+	var rule *coordinator.RuleError
+	require.ErrorAs(t, err, &rule)
+	require.Equal(t, coordinator.RuleMemberCannotRead, rule.Rule)
+	require.Contains(t, rule.Detail, "member m3 did not say which molt it runs (0.1.0 assumed)")
+	require.Equal(t, before, l.mark(), "nothing written")
+	require.NotContains(t, l.c.MemberRecords(), "m3", "the record waits for m3")
+}
