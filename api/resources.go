@@ -63,6 +63,10 @@ type AgentStatus struct {
 	Kubelet    string    `json:"kubeletVersion,omitempty"`
 	Containerd string    `json:"containerdVersion,omitempty"`
 	LastSeen   time.Time `json:"lastSeen,omitzero"`
+	// AgentVersion is the molt release the node's agent last said it runs,
+	// as the member that answers heard it (the leader hears every agent's
+	// beats; a follower only those it served); absent when unknown.
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // UpgradeSummary is a finished upgrade in a cluster's history.
@@ -139,6 +143,50 @@ type Member struct {
 	HTTPAddr string `json:"httpAddr,omitempty"`
 	Voter    bool   `json:"voter"`
 	Leader   bool   `json:"leader"`
+	// Version and Commit are the molt release the member runs; absent
+	// when it is unknown (the member did not answer, or runs a release
+	// before 0.2.0, which does not say: it is taken to be 0.1.0).
+	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
+	// Capabilities is what the member can read; absent when unknown.
+	Capabilities *MemberCapabilities `json:"capabilities,omitempty"`
+	// CapabilitiesFrom says where the answering member learnt them:
+	// "self" (the member itself), "member" (the leader asked it),
+	// "record" (the replicated membership), "assumed" (unknown: molt
+	// 0.1.0 is assumed; Capabilities is absent).
+	CapabilitiesFrom string `json:"capabilitiesFrom,omitempty"`
+	// Reason, when present, says why the member cannot keep up with the
+	// log, e.g. "needs molt ≥ 0.2.0" (docs/mixed-versions.md).
+	Reason string `json:"reason,omitempty"`
+}
+
+// MemberCapabilities is what a coordinator member can read, derived from
+// its binary: the leader writes a command, a field, a snapshot format or
+// a step layout only once every member reads it (docs/mixed-versions.md).
+type MemberCapabilities struct {
+	// Version is the member's molt release (semver, no "v"); Commit the
+	// source commit, "" when unknown.
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	// Command is the newest coordinator command number the member
+	// registers; RaftCommand the newest of the replicated store's own.
+	Command     int `json:"command"`
+	RaftCommand int `json:"raftCommand"`
+	// StateSnapshot and RaftSnapshot are the newest snapshot formats it
+	// reads: the coordinator state's and the replicated store's file.
+	StateSnapshot int `json:"stateSnapshot"`
+	RaftSnapshot  int `json:"raftSnapshot"`
+	// StepLayout is the newest upgrade step layout it knows.
+	StepLayout int `json:"stepLayout"`
+}
+
+// MemberSelf is a member's answer about itself (GET
+// /v1/members/self/capabilities, members only): what it can read and,
+// when it stopped applying its log, why.
+type MemberSelf struct {
+	ID           string             `json:"id"`
+	Capabilities MemberCapabilities `json:"capabilities"`
+	Reason       string             `json:"reason,omitempty"`
 }
 
 // JoinRequest adds a member (POST /v1/members).

@@ -1,9 +1,11 @@
 package coordinator
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/internal/clock"
 	"github.com/moltproject/molt/maintenance/schedule"
@@ -132,8 +134,21 @@ type Config struct {
 	// calls it stalled (watchdog.go): room for what no deadline covers.
 	// Under systemd it is the unit's WatchdogSec.
 	WatchdogSlack time.Duration
-	Clock         Clock
-	Logger        *slog.Logger
+	// ProbeMember asks the member at an HTTP address what it runs and
+	// reads (GET /v1/members/self/capabilities over the members' mutual
+	// TLS: httpapi.ProbeMember). The leader asks every member when its
+	// term starts, when a member joins or leaves, and every
+	// MemberProbeInterval (0: DefaultMemberProbeInterval). nil: the
+	// leader knows only itself, and takes every other member to read
+	// what molt 0.1.0 reads.
+	ProbeMember         func(ctx context.Context, httpAddr string) (api.MemberSelf, error)
+	MemberProbeInterval time.Duration
+	// Capabilities, when set, replaces what this member says it reads
+	// (tests simulate a member of another release); nil: derived from the
+	// binary (BinaryCapabilities).
+	Capabilities func() api.MemberCapabilities
+	Clock        Clock
+	Logger       *slog.Logger
 }
 
 // Defaults of the health settings (Config.HealthTimeout, GateTimeout,
@@ -189,6 +204,7 @@ func DefaultConfig() Config {
 		GateInterval:          DefaultGateInterval,
 		SchedulerInterval:     DefaultSchedulerInterval,
 		RegistrationHold:      DefaultRegistrationHold,
+		MemberProbeInterval:   DefaultMemberProbeInterval,
 		Clock:                 clock.UTC{},
 	}
 }

@@ -35,6 +35,11 @@ type Coordinator struct {
 	// gates evaluates PromQL health gates (Config.Gates).
 	gates GateQuerier
 
+	// peers is what the leader learnt from each member this term;
+	// membersKick makes it ask again now (memberwatch.go).
+	peers       peers
+	membersKick chan struct{}
+
 	// autoStarted, when set (tests), is called with every start decision
 	// the leader committed.
 	autoStarted atomic.Pointer[func(statemachine.AutoStartCmd)]
@@ -98,6 +103,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Gates == nil {
 		cfg.Gates = promgate.New(nil, 0)
 	}
+	if cfg.MemberProbeInterval <= 0 {
+		cfg.MemberProbeInterval = DefaultMemberProbeInterval
+	}
 	c := &Coordinator{
 		cfg: cfg, log: cfg.Logger, sm: statemachine.New(),
 		wake:     make(chan struct{}, 1),
@@ -105,6 +113,8 @@ func New(cfg Config) (*Coordinator, error) {
 		opsCache: map[string]cachedOps{},
 		gates:    cfg.Gates,
 		quit:     make(chan struct{}),
+
+		membersKick: make(chan struct{}, 1),
 	}
 	c.live = newLiveness()
 	c.sm.SetOnChange(c.poke)
@@ -116,6 +126,7 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: open store: %w", err)
 	}
 	c.store = st
+	st.SetGate(c.gateInternal)
 	if err := c.checkSealedAtStart(); err != nil {
 		_ = st.Kill()
 		return nil, err
@@ -160,12 +171,20 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if c.store.IsLeader() {
 		t = c.startTerm(ctx)
 	}
+	// Every member writes its snapshots in the newest format every
+	// member reads (memberwatch.go), as the replicated record of members
+	// says; the leader also refreshes it after it asks them.
+	c.refreshFormats()
+	formats := time.NewTicker(c.cfg.MemberProbeInterval)
+	defer formats.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.quit:
 			return nil
+		case <-formats.C:
+			c.refreshFormats()
 		case leader, ok := <-leaderCh:
 			if !ok {
 				return nil
@@ -205,7 +224,14 @@ func (c *Coordinator) leaveRun(done chan struct{}) {
 // what a mismatched call now fails to compile with). The first command a
 // request with an audit intent proposes carries the request's record in
 // the same entry (audit.go).
+//
+// The capability gate comes first (gate.go): a command some member
+// cannot read is refused (409, member-cannot-read) and nothing is
+// written.
 func (c *Coordinator) apply(ctx context.Context, cmd statemachine.Command) (any, error) {
+	if err := c.checkReadable(needOf(cmd)); err != nil {
+		return nil, err
+	}
 	if in := AuditIntentFrom(ctx); in != nil && !in.Recorded() && !in.Skipped() && statemachine.Auditable(cmd.Type()) {
 		return c.applyAudited(ctx, in, cmd)
 	}

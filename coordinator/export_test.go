@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
 )
 
@@ -58,3 +59,16 @@ func (c *Coordinator) OnAutoStart(fn func(statemachine.AutoStartCmd)) { c.autoSt
 func (c *Coordinator) Propose(ctx context.Context, cmd statemachine.Command) (any, error) {
 	return c.apply(ctx, cmd)
 }
+
+// MemberRecords is the replicated record of members' capabilities, as
+// this member applied it.
+func (c *Coordinator) MemberRecords() map[string]api.MemberCapabilities { return c.sm.MemberRecords() }
+
+// ApplyForTest proposes cmd as the coordinator's own writes do: through
+// the capability gate.
+func (c *Coordinator) ApplyForTest(ctx context.Context, cmd statemachine.Command) (any, error) {
+	return c.apply(ctx, cmd)
+}
+
+// AskMembersNow makes the leader ask every member what it reads now.
+func (c *Coordinator) AskMembersNow() { c.kickMembers() }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
 )
 
@@ -16,9 +17,10 @@ import (
 // entry, molt_raft_halted 1, Halted for the member list. With its binary
 // replaced it replays its log and holds the same state as the others.
 //
-// No command is newer than 0.1.0 yet, so the old binary plays a release
-// before 0.1.0 (its raftstore Version): every entry names 0.1.0 in its
-// extensions, which it does not read. raftstore's
+// The old binary plays a release before 0.1.0 (its raftstore Version):
+// every entry names 0.1.0 or later in its extensions, which it does not
+// read; the first it meets may be the record of members' capabilities
+// (0.2.0). raftstore's
 // TestMemberThatCannotReadHaltsThenCatchesUpWhenUpgraded plays a binary
 // that lacks a command.
 func TestOldMemberHaltsThenCatchesUpWhenUpgraded(t *testing.T) {
@@ -41,16 +43,35 @@ func TestOldMemberHaltsThenCatchesUpWhenUpgraded(t *testing.T) {
 
 	eventually(t, "the old member halts", func() bool { _, h := old.c.Halted(); return h })
 	h, _ := old.c.Halted()
-	require.Equal(t, "needs molt ≥ 0.1.0", h.Needs())
+	require.Contains(t, []string{"needs molt ≥ 0.1.0", "needs molt ≥ 0.2.0"}, h.Needs())
 	code, prob, _ := raw(t, old, http.MethodGet, "/readyz", "", nil)
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "member-halted", prob.Rule)
-	require.Contains(t, prob.Detail, "needs molt ≥ 0.1.0")
+	require.Contains(t, prob.Detail, h.Needs())
 	require.Contains(t, prob.Detail, "replace this member's binary")
 	rv := old.c.RaftView()
 	require.True(t, rv.Halted, "molt_raft_halted 1")
 	require.Equal(t, h.Index, rv.HaltedIndex)
 	require.False(t, old.c.IsLeader())
+	// The member list says why it cannot keep up: its own, and the
+	// leader's, which asks it.
+	reasonIn := func(ms []api.Member) string {
+		for _, m := range ms {
+			if m.ID == f.id {
+				return m.Reason
+			}
+		}
+		return ""
+	}
+	ms, err := old.c.Members()
+	require.NoError(t, err)
+	require.Equal(t, h.Needs(), reasonIn(ms))
+	eventually(t, "the leader's member list says why "+f.id+" cannot keep up", func() bool {
+		l := tc.waitLeader()
+		l.c.AskMembersNow()
+		ms, err := l.c.Members()
+		return err == nil && reasonIn(ms) == h.Needs()
+	})
 
 	// The others go on without it.
 	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))

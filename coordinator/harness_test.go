@@ -24,6 +24,7 @@ import (
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/internal/testlog"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/metrics"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
@@ -147,6 +148,9 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 		ln = wrapAPIListener(id, ln)
 	}
 	cfg := memberConfig(t, id, dir, m.addr, raftAddr, bootstrap, ops, clock)
+	cert := memberCert(t, id)
+	fwd := client.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
+	cfg.ProbeMember = httpapi.ProbeMember(fwd)
 	for _, f := range mutate {
 		f(&cfg)
 	}
@@ -162,8 +166,6 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 	m.c, err = coordinator.New(cfg)
 	require.NoError(t, err)
 	reg.MustRegister(metrics.NewCoordinatorCollector(m.c))
-	cert := memberCert(t, id)
-	fwd := client.ConfigureTransport(httpsClient(cert).Transport.(*http.Transport))
 	m.apiConfig = httpapi.Config{MaxPoll: 2 * time.Second, Gatherer: reg, ForwardTransport: fwd, ArtifactDir: t.TempDir(), Clock: cfg.Clock}
 	svc := httpapi.ServicesOf(m.c)
 	if wrapService != nil {
@@ -193,12 +195,16 @@ func startMemberAt(t testing.TB, id, dir string, bootstrap bool, ops *fakeOps, a
 
 // startupWritesDone reports whether the entries a new leader writes by
 // itself are applied here: the bootstrap admin token (the coordinator's
-// leader loop, ensureBootstrapAdmin) and its own member metadata with
-// its HTTP address (raftstore's recordSelf). Each is committed from its
-// own goroutine once the member leads, in either order, so the token
-// alone does not say the other is done.
+// leader loop, ensureBootstrapAdmin), its own member metadata with its
+// HTTP address (raftstore's recordSelf) and the record of its
+// capabilities (watchMembers). Each is committed from its own goroutine
+// once the member leads, in any order, so the token alone does not say
+// the others are done.
 func (m *member) startupWritesDone() bool {
 	if _, err := m.c.AuthenticateToken(testAdmin); err != nil {
+		return false
+	}
+	if _, ok := m.c.MemberRecords()[m.id]; !ok {
 		return false
 	}
 	ms, err := m.c.Members()
@@ -265,7 +271,25 @@ func newTestCluster(t testing.TB, n int, ops *fakeOps, mutate ...func(*coordinat
 	// operator's request at it waits for the address (holdForLeader), and
 	// a test that talks to it at once would wait too.
 	eventually(t, "every member knows the leader's address", tc.leaderKnown)
+	// The leader records the joiners' capabilities once it has asked
+	// them: a test that counts entries starts after that record.
+	eventually(t, "every member's capabilities recorded", tc.capabilitiesRecorded)
 	return tc
+}
+
+// capabilitiesRecorded reports whether every live member has applied a
+// record of every member's capabilities.
+func (tc *testCluster) capabilitiesRecorded() bool {
+	ms := tc.alive()
+	for _, m := range ms {
+		recs := m.c.MemberRecords()
+		for _, x := range ms {
+			if _, ok := recs[x.id]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // leaderKnown reports whether some member leads and every live member
@@ -722,12 +746,12 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 		}
 		cl := tc.agentClient(i, cred)
 		if !registered {
-			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443"}); err != nil {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443", AgentVersion: version.Version}); err != nil {
 				continue
 			}
 			registered = true
 		}
-		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, AgentVersion: version.Version, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		resp, err := cl.Poll(pctx, a.cluster, a.node, time.Second)
 		cancel()

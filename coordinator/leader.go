@@ -27,6 +27,7 @@ func (c *Coordinator) startTerm(parent context.Context) *term {
 	c.dispatch.serve()
 	l := &leader{Coordinator: c}
 	t.goLoop(l.lead)
+	t.goLoop(c.watchMembers)
 	return t
 }
 

@@ -19,9 +19,33 @@ type liveness struct {
 	mu    sync.Mutex
 	seen  map[string]time.Time
 	since time.Time // when this member started leading
+	// versions is the molt release each agent last said it runs (its
+	// registration and beats), shown per node; kept across terms, it is
+	// as old as the last beat this member served.
+	versions map[string]string
 }
 
-func newLiveness() *liveness { return &liveness{seen: map[string]time.Time{}} }
+func newLiveness() *liveness {
+	return &liveness{seen: map[string]time.Time{}, versions: map[string]string{}}
+}
+
+// noteVersion records the release agent key says it runs ("" says
+// nothing: an agent before 0.2.0 sent its own build's, or none).
+func (l *liveness) noteVersion(key, v string) {
+	if v == "" {
+		return
+	}
+	l.mu.Lock()
+	l.versions[key] = v
+	l.mu.Unlock()
+}
+
+// version is the release agent key last said it runs.
+func (l *liveness) version(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.versions[key]
+}
 
 // reset starts a leadership term: every agent gets a full MissingAfter of
 // grace from now, since beats sent to the old leader are not known here.
@@ -110,6 +134,7 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 		return api.RegisterResponse{}, err
 	}
 	c.live.beat(nodeKey(r.Cluster, r.Node), now)
+	c.live.noteVersion(nodeKey(r.Cluster, r.Node), r.AgentVersion)
 	return api.RegisterResponse{Cluster: r.Cluster, Node: r.Node, HeartbeatIntervalSeconds: int(c.cfg.HeartbeatInterval / time.Second)}, nil
 }
 
@@ -141,6 +166,7 @@ func (c *Coordinator) heartbeat(ctx context.Context, h api.AgentHealth, now, at 
 	} else { // relayed
 		c.live.beatAt(nodeKey(h.Cluster, h.Node), at)
 	}
+	c.live.noteVersion(nodeKey(h.Cluster, h.Node), h.AgentVersion)
 	if !beatChanges(a, h) {
 		return nil
 	}
@@ -198,6 +224,7 @@ func (c *Coordinator) RelayedHeartbeats(ctx context.Context, beats []RelayedBeat
 		if checkHeartbeatLimits(b.Health) == nil {
 			if a, ok := c.sm.Agent(b.Health.Cluster, b.Health.Node); ok && a.Registered && !beatChanges(a, b.Health) {
 				c.live.beatAt(nodeKey(b.Health.Cluster, b.Health.Node), at)
+				c.live.noteVersion(nodeKey(b.Health.Cluster, b.Health.Node), b.Health.AgentVersion)
 				continue
 			}
 		}

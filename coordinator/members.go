@@ -79,6 +79,7 @@ func (c *Coordinator) Join(ctx context.Context, r api.JoinRequest) error {
 	if err := c.store.Join(ctx, r.ID, r.RaftAddr, r.HTTPAddr); err != nil {
 		return fmt.Errorf("join %s: %w", r.ID, err)
 	}
+	c.kickMembers() // ask the new member what it reads
 	return nil
 }
 
@@ -142,5 +143,6 @@ func (c *Coordinator) RemoveMember(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("remove member %s: %w", id, err)
 	}
+	c.kickMembers() // the record drops the member
 	return nil
 }

@@ -26,7 +26,26 @@ func (c *Coordinator) RaftView() metrics.RaftView {
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		Leader: c.store.IsLeader(), HasLeader: st.LeaderID != "",
 		Halted: halted, HaltedIndex: h.Index,
+		Members: c.memberViews(),
 	}
+}
+
+// memberViews is every member's release as this member knows it
+// (molt_member_info, exported by the leader only).
+func (c *Coordinator) memberViews() []metrics.MemberView {
+	if !c.store.IsLeader() {
+		return nil
+	}
+	ms, err := c.store.Members()
+	if err != nil {
+		return nil
+	}
+	out := make([]metrics.MemberView, 0, len(ms))
+	for _, m := range ms {
+		caps, from, _ := c.capsOf(m.ID)
+		out = append(out, metrics.MemberView{ID: m.ID, Version: caps.Version, Source: from})
+	}
+	return out
 }
 
 // AgentsView reports every registered agent's liveness.

@@ -169,7 +169,7 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 // record; its self-declared "by" is ignored: the record names the
 // authenticated caller.
 func (c *Coordinator) upgradeOptions(req api.UpgradeRequest) phases.Options {
-	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: phases.CurrentStepLayout,
+	o := phases.Options{Automatic: req.Automatic, ConcurrentWorkerPools: req.ConcurrentWorkerPools, StepLayout: c.stepLayout(),
 		HealthTimeout: c.cfg.HealthTimeout, GateTimeout: c.cfg.GateTimeout}
 	if req.Emergency != nil {
 		o.EmergencyReason = req.Emergency.Reason
@@ -238,7 +238,13 @@ func (c *Coordinator) Members() ([]api.Member, error) {
 	}
 	out := make([]api.Member, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, api.Member{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader})
+		am := api.Member{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: m.Voter, Leader: m.Leader}
+		caps, from, reason := c.capsOf(m.ID)
+		am.CapabilitiesFrom, am.Reason = from, reason
+		if from != fromAssumed {
+			am.Version, am.Commit, am.Capabilities = caps.Version, caps.Commit, &caps
+		}
+		out = append(out, am)
 	}
 	return out, nil
 }

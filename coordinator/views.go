@@ -35,6 +35,7 @@ func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
 		if t, ok := live.lastSeen(nodeKey(r.Spec.Name, node)); ok {
 			as.LastSeen = t
 		}
+		as.AgentVersion = live.version(nodeKey(r.Spec.Name, node))
 		st.Agents = append(st.Agents, as)
 	}
 	return out

@@ -76,6 +76,7 @@ const (
 	RaftLeaderChangesTotal      = "molt_raft_leader_changes_total"
 	HandshakesRefusedTotal      = "molt_tls_handshakes_refused_total"
 	BuildInfo                   = "molt_build_info"
+	MemberInfo                  = "molt_member_info"
 	AgentOperationsReported     = "molt_agent_operations_reported_total"
 	NodeRollbacksTotal          = "molt_node_rollbacks_total"
 	HealthGateChecksTotal       = "molt_health_gate_checks_total"
@@ -168,7 +169,8 @@ var catalog = []Info{
 	{PreflightChecksTotal, Counter, []string{"cluster", "check", "result"}, "Preflight check results (pass, warn, fail).", ExporterCoordinator},
 	{RaftCommitDuration, Histogram, nil, "Time from proposing a Raft command to its commit on this leader.", ExporterCoordinator},
 	{RaftLeaderChangesTotal, Counter, nil, "Raft leader changes this member observed.", ExporterCoordinator},
-	{BuildInfo, Gauge, []string{"version", "commit", "goversion"}, "Always 1; its labels say which molt release this member runs (internal/version: semver, source commit, Go version).", ExporterCoordinator},
+	{BuildInfo, Gauge, []string{"version", "commit", "goversion"}, "Always 1; its labels say which molt release this binary runs (internal/version: semver, source commit, Go version). Every coordinator member and every agent exports it.", ExporterCoordinator},
+	{MemberInfo, Gauge, []string{"member", "version", "source"}, "Exported by the leader only: 1 for each coordinator member, labelled with the molt release it runs as the leader knows it (source: self, member — it answered — , record, or assumed — it did not answer: 0.1.0 is assumed).", ExporterCoordinator},
 	{HandshakesRefusedTotal, Counter, []string{"listener", "reason"}, "Connections this member closed before their TLS handshake finished, by listener (api, raft) and reason (limit: beyond the bound on handshakes in progress; timeout: not finished within 10 s; failed: refused or broken).", ExporterCoordinator},
 	{AgentOperationsReported, Counter, []string{"kind", "result"}, "Agent operation results as reported to the coordinator.", ExporterCoordinator},
 	{NodeRollbacksTotal, Counter, []string{"cluster", "pool", "result"}, "Nodes taken back to the version before the upgrade (a pool rollback), by result (succeeded, failed).", ExporterCoordinator},

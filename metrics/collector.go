@@ -16,7 +16,7 @@ var stateMetrics = []string{
 	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext, ClusterEndOfSupportUpgrade,
 	AgentLastSeenAge, AgentMissing,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
-	RaftHalted, RaftHaltedIndex,
+	RaftHalted, RaftHaltedIndex, MemberInfo,
 }
 
 // coordinatorCollector reads a Source at every scrape. It holds no state of
@@ -91,6 +91,14 @@ func (c *coordinatorCollector) collectRaft(ch chan<- prometheus.Metric, r RaftVi
 	c.gauge(ch, RaftHasLeader, b2f(r.HasLeader))
 	c.gauge(ch, RaftHalted, b2f(r.Halted))
 	c.gauge(ch, RaftHaltedIndex, float64(r.HaltedIndex))
+	if r.Leader {
+		seen := map[string]bool{}
+		for _, m := range r.Members {
+			if once(seen, m.ID) {
+				c.gauge(ch, MemberInfo, 1, m.ID, m.Version, m.Source)
+			}
+		}
+	}
 }
 
 func (c *coordinatorCollector) collectCluster(ch chan<- prometheus.Metric, cl ClusterView, seen map[string]bool) {

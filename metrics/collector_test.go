@@ -244,7 +244,9 @@ func TestCollectorDuplicatesDoNotBreakScrape(t *testing.T) {
 // steps, pools, versions and nodes only. Pods never appear in a label, so a
 // cluster with many pods costs no more series than an empty one.
 func TestCollectorCardinality(t *testing.T) {
-	raftSeries := 7 + len(RaftStates) // term, last, commit, applied, has_leader, halted, halted_index + one-hot
+	// term, last, commit, applied, has_leader, halted, halted_index,
+	// one-hot state, and the leader's one series per member
+	raftSeries := 7 + len(RaftStates) + len(leaderRaft.Members)
 	// info, phase, paused, skew, blocked, end of support, auto-upgrade
 	// state (one-hot) and failures
 	perCluster := 1 + len(ClusterPhases) + 1 + 1 + 1 + 1 + len(AutoUpgradeStates) + 1
@@ -298,4 +300,19 @@ func TestCollectorStepEndStates(t *testing.T) {
 	s := gather(t, NewCoordinatorCollector(src))
 	require.Equal(t, map[string]string{"cluster=c1,step=pool/a": "cancelled", "cluster=c1,step=pool/b": "rolled_back"},
 		hot(t, s, UpgradeStepState, "state"))
+}
+
+// The leader exports every member's release (molt_member_info); a
+// follower, whose view may be older, does not.
+func TestCollectorMemberInfo(t *testing.T) {
+	const want = `
+# HELP molt_member_info Exported by the leader only: 1 for each coordinator member, labelled with the molt release it runs as the leader knows it (source: self, member — it answered — , record, or assumed — it did not answer: 0.1.0 is assumed).
+# TYPE molt_member_info gauge
+molt_member_info{member="m1",source="self",version="0.2.0"} 1
+molt_member_info{member="m2",source="assumed",version="0.1.0"} 1
+`
+	require.NoError(t, testutil.CollectAndCompare(NewCoordinatorCollector(&fakeSource{raft: leaderRaft, now: t0}), strings.NewReader(want), MemberInfo))
+	follower := leaderRaft
+	follower.Leader, follower.State = false, "Follower"
+	require.Zero(t, testutil.CollectAndCount(NewCoordinatorCollector(&fakeSource{raft: follower, now: t0}), MemberInfo))
 }

@@ -27,7 +27,8 @@ func (f *fakeSource) Now() time.Time              { return f.now }
 var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
 
 // leaderRaft is a healthy single-member leader.
-var leaderRaft = RaftView{State: "Leader", Term: 3, LastIndex: 42, CommitIndex: 42, AppliedIndex: 41, Leader: true, HasLeader: true}
+var leaderRaft = RaftView{State: "Leader", Term: 3, LastIndex: 42, CommitIndex: 42, AppliedIndex: 41, Leader: true, HasLeader: true,
+	Members: []MemberView{{ID: "m1", Version: "0.2.0", Source: "self"}, {ID: "m2", Version: "0.1.0", Source: "assumed"}}}
 
 // tb is what the helpers below need; both *testing.T and *rapid.T have it,
 // so property tests fail (and shrink) through rapid.

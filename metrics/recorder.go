@@ -50,6 +50,11 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 	}
 }
 
+// RegisterBuildInfo registers molt_build_info with reg, for a binary
+// that serves metrics without a Recorder (molt-agent): NewRecorder
+// registers it for the coordinator.
+func RegisterBuildInfo(reg prometheus.Registerer) { buildInfo(promauto.With(reg)) }
+
 // buildInfo sets molt_build_info to 1 with this binary's release as labels,
 // the Prometheus convention for a version: join on it, count by version.
 func buildInfo(f promauto.Factory) *prometheus.GaugeVec {

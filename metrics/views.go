@@ -120,6 +120,14 @@ type RaftView struct {
 	// release cannot read (raftstore.HaltInfo), at HaltedIndex.
 	Halted      bool
 	HaltedIndex uint64
+	// Members is every coordinator member with the release it runs, as
+	// this member knows it; exported by the leader only.
+	Members []MemberView
+}
+
+// MemberView is one coordinator member's release (molt_member_info).
+type MemberView struct {
+	ID, Version, Source string
 }
 
 // Source is what the coordinator collector reads at every scrape. The

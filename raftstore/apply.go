@@ -53,11 +53,17 @@ func (s *Store) propose(ctx context.Context, c Command) (any, error) {
 		// Do not append what the caller has already given up on.
 		return nil, fmt.Errorf("raftstore: apply %s: %w: %w", t, ErrTimeout, err)
 	}
+	minVersion := s.minVersion(c)
+	if g := s.gate.Load(); g != nil {
+		if err := (*g)(c, minVersion); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	// The entry carries the lowest release that reads it, for a member
 	// too old to read it to name (HaltInfo.NeedsVersion).
-	f := s.raft.ApplyLog(raft.Log{Data: b, Extensions: command.EncodeExtensions(s.minVersion(c))}, remaining(ctx))
+	f := s.raft.ApplyLog(raft.Log{Data: b, Extensions: command.EncodeExtensions(minVersion)}, remaining(ctx))
 	if err := s.wait(ctx, f); err != nil {
 		return nil, fmt.Errorf("raftstore: apply %s: %w", t, err)
 	}

@@ -35,6 +35,9 @@ type fsm struct {
 	// it. onHalt, when set, is called once it is set.
 	halt   atomic.Pointer[HaltInfo]
 	onHalt func()
+	// snapshotFormat is the newest snapshot format every member reads
+	// (Store.SetSnapshotFormat); 0, unknown, writes format 1.
+	snapshotFormat atomic.Int32
 
 	// applied is the index of the last command entry the FSM applied (or the
 	// index recorded in the last restored snapshot). Raft's no-op and
@@ -75,9 +78,18 @@ func newFSM(m Machine, log *slog.Logger) (*fsm, error) {
 		}
 		f.handlers[t] = h
 	}
-	f.handlers[cmdSetMember] = f.applySetMember
-	f.handlers[cmdRemoveMember] = f.applyRemoveMember
+	for t, h := range f.internalHandlers() {
+		f.handlers[t] = h
+	}
 	return f, nil
+}
+
+// internalHandlers is the registry of raftstore's own commands.
+func (f *fsm) internalHandlers() map[CommandType]ApplyFunc {
+	return map[CommandType]ApplyFunc{
+		cmdSetMember:    f.applySetMember,
+		cmdRemoveMember: f.applyRemoveMember,
+	}
 }
 
 // Apply decodes one entry and runs its handler. It panics only when the
@@ -164,7 +176,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	members := maps.Clone(f.members)
 	f.mu.RUnlock()
-	return &fsmSnapshot{data: snapshotData{index: f.applied.Load(), members: members, machine: data}}, nil
+	return &fsmSnapshot{data: snapshotData{index: f.applied.Load(), members: members, machine: data, format: writeFormat(int(f.snapshotFormat.Load()))}}, nil
 }
 
 // Restore replaces all state with a snapshot's. Everything is parsed before

@@ -111,3 +111,43 @@ func (s *Store) handOffIfHalted(ctx context.Context) {
 		s.log.Warn("halted member could not hand leadership over", "err", err)
 	}
 }
+
+// SetSnapshotFormat sets the newest snapshot format every member reads,
+// as the caller learnt it from the members (the coordinator asks them):
+// snapshots are written in it, or in this release's newest if that is
+// older. 0 (the default: unknown) writes format 1, which every release
+// reads.
+func (s *Store) SetSnapshotFormat(readable int) {
+	s.fsm.snapshotFormat.Store(int32(readable))
+}
+
+// SnapshotFormatWritten is the format the next snapshot is written in.
+func (s *Store) SnapshotFormatWritten() int {
+	return int(writeFormat(int(s.fsm.snapshotFormat.Load())))
+}
+
+// NewestInternalCommand is the newest of raftstore's own command numbers
+// this release registers (its registry, fsm.go).
+func NewestInternalCommand() CommandType {
+	var newest CommandType
+	for t := range (&fsm{}).internalHandlers() {
+		newest = max(newest, t)
+	}
+	return newest
+}
+
+// Gate decides, before a command is written, whether every member can
+// read it: a non-nil error refuses the command, and nothing is written
+// (the capability gate: docs/mixed-versions.md). minVersion is the
+// lowest release that reads the command (VersionedMachine).
+type Gate func(c Command, minVersion string) error
+
+// SetGate sets the gate every proposal passes, raftstore's own commands
+// included; nil removes it.
+func (s *Store) SetGate(g Gate) {
+	if g == nil {
+		s.gate.Store(nil)
+		return
+	}
+	s.gate.Store(&g)
+}

@@ -36,11 +36,29 @@ const (
 	sectionMachine byte = 2 // the Machine's Snapshot bytes, opaque here
 )
 
+// SnapshotFormat is the newest snapshot format this release reads and
+// writes.
+const SnapshotFormat = snapshotVersion
+
+// writeFormat is the format a snapshot is written in: the newest that
+// every member reads (Store.SetSnapshotFormat), never above this
+// release's. A snapshot written here may be sent to any member
+// (InstallSnapshot), so it must be one every member reads. Only format 1
+// exists, so today every choice writes 1; the choice is made here so that
+// a release that adds format 2 writes it only once every member reads it.
+//
+// readable is 0 when unknown: format 1, which every release reads.
+func writeFormat(readable int) byte {
+	return byte(min(max(readable, 1), snapshotVersion))
+}
+
 // snapshotData is everything a snapshot holds.
 type snapshotData struct {
 	index   uint64
 	members map[string]memberMeta
 	machine []byte
+	// format is the format to write (writeFormat; 0 writes format 1).
+	format byte
 }
 
 // writeSnapshot encodes s to w.
@@ -52,7 +70,7 @@ func writeSnapshot(w io.Writer, s snapshotData) error {
 	bw := bufio.NewWriter(w)
 	var hdr [8 + 1 + 8]byte
 	copy(hdr[:8], snapshotMagic)
-	hdr[8] = snapshotVersion
+	hdr[8] = writeFormat(int(s.format)) // 0: format 1
 	binary.BigEndian.PutUint64(hdr[9:], s.index)
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err

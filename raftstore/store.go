@@ -36,7 +36,9 @@ const (
 // Store is one Raft member: the log and snapshots on disk, the transport and
 // the FSM over the domain Machine. All methods are safe for concurrent use.
 type Store struct {
-	cfg   Config
+	cfg Config
+	// gate, when set, decides whether a command may be written (SetGate).
+	gate  atomic.Pointer[Gate]
 	log   *slog.Logger
 	fsm   *fsm
 	raft  *raft.Raft

@@ -26,6 +26,7 @@ func newRegistry() (*prometheus.Registry, *metrics.AgentMetrics) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	metrics.RegisterBuildInfo(reg) // molt_build_info: which molt this agent runs
 	return reg, metrics.NewAgentMetrics(reg)
 }
 

@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/moltproject/molt/internal/version"
 )
 
 // TestListenerServesMetricsAndHealthz starts the listener on a free port,
@@ -33,6 +36,7 @@ func TestListenerServesMetricsAndHealthz(t *testing.T) {
 		`molt_agent_last_heartbeat_success_timestamp_seconds 1.7e+09`,
 		`molt_agent_heartbeat_failures_total 1`,
 		`molt_agent_artifact_bytes_total{source="stage"} 42`,
+		`molt_build_info{commit="` + version.Get().Commit + `",goversion="` + runtime.Version() + `",version="` + version.Version + `"} 1`,
 		`go_goroutines `,
 		`process_resident_memory_bytes `,
 	} {

@@ -221,12 +221,16 @@ func run() error {
 	// an HTTP request to an HTTPS server" and reaches no handler. The
 	// handshake is bounded before net/http sees the connection (apiListener).
 	ln := apiListener(tcp, mt.serverTLS(), func(r tlsaccept.Reason) { rec.HandshakeRefused("api", string(r)) })
+	// The leader asks every member what it reads over the members' mutual
+	// TLS, as it forwards writes (docs/mixed-versions.md).
+	fwd := mt.clientTransport()
+	cfg.ProbeMember = httpapi.ProbeMember(fwd)
 	c, err := coordinator.New(cfg)
 	if err != nil {
 		return err
 	}
 	reg.MustRegister(metrics.NewCoordinatorCollector(c))
-	srv := httpapi.NewServer(httpapi.New(httpapi.ServicesOf(c), httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: mt.clientTransport(),
+	srv := httpapi.NewServer(httpapi.New(httpapi.ServicesOf(c), httpapi.Config{Logger: log, Gatherer: reg, ArtifactDir: *artifactDir, ForwardTransport: fwd,
 		DisableWeb: !*webView, SessionTTL: *webSessionTTL}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

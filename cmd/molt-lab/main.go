@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/lab"
 )
 
@@ -31,6 +32,12 @@ func main() {
 		usage()
 	}
 	cmd, args := os.Args[1], os.Args[2:]
+	if cmd == "--version" || cmd == "-version" {
+		// molt's release; "up --version" is the Kubernetes version the
+		// lab's hosts start at.
+		fmt.Println(version.Get().String())
+		return
+	}
 	cfg := lab.DefaultConfig()
 	if cmd == "demo" {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

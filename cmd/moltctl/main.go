@@ -224,7 +224,7 @@ func printCluster(w io.Writer, cl api.Cluster) {
 		case !a.Healthy:
 			state = "unhealthy"
 		}
-		fmt.Fprintf(w, "  agent %-12s %-9s kubelet %s containerd %s\n", a.Node, state, a.Kubelet, a.Containerd)
+		fmt.Fprintf(w, "  agent %-12s %-9s molt %s kubelet %s containerd %s\n", a.Node, state, dash(a.AgentVersion), a.Kubelet, a.Containerd)
 	}
 	if u := cl.Status.Upgrade; u != nil {
 		fmt.Fprintf(w, "upgrade %s: %s → %s, %s\n", u.ID, u.From, u.To, u.State)
@@ -385,15 +385,7 @@ func (c *cli) memberCmd() *cobra.Command {
 		if _, err := c.client().Do(cmd.Context(), http.MethodGet, "/v1/members", nil, &ms); err != nil {
 			return err
 		}
-		return c.print(ms, func() {
-			for _, m := range ms {
-				role := "follower"
-				if m.Leader {
-					role = "leader"
-				}
-				fmt.Fprintf(c.out, "%-16s %-9s raft %-21s http %s\n", m.ID, role, m.RaftAddr, m.HTTPAddr)
-			}
-		})
+		return c.print(ms, func() { renderMembers(c.out, ms) })
 	}})
 	return cmd
 }

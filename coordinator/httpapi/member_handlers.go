@@ -17,6 +17,8 @@ type MemberService interface {
 	// MemberCertificate signs a member's certificate before it joins.
 	MemberCertificate(ctx context.Context, r api.JoinRequest) (api.JoinResponse, error)
 	RemoveMember(ctx context.Context, id string) error
+	// MemberSelf is this member's own answer: what it runs and reads.
+	MemberSelf() api.MemberSelf
 }
 
 // memberHandlers serve /v1/members.

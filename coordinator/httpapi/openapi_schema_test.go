@@ -43,7 +43,7 @@ var wireBodies = []any{
 	api.EnrollRequest{}, api.EnrollResponse{}, api.RenewRequest{},
 	api.RegisterRequest{}, api.RegisterResponse{}, api.AgentHealth{},
 	api.OperationsResponse{}, api.OperationResult{},
-	api.RelayedBeats{}, api.RelayedBeatsAnswer{}, api.ReadIndex{},
+	api.RelayedBeats{}, api.RelayedBeatsAnswer{}, api.ReadIndex{}, api.MemberSelf{},
 	api.Session{}, api.Problem{},
 }
 

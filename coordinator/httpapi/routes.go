@@ -40,9 +40,10 @@ type serving struct {
 	// in a batch when it changes nothing (relay.go) and forwards
 	// otherwise.
 	relay bool
-	// member: a member's own call to the leader (relayed heartbeats),
-	// served by the leader alone and never forwarded; like the agents'
-	// calls it carries, not recorded.
+	// member: a member's own call to another member (relayed heartbeats
+	// and the read index, served by the leader alone; a member's
+	// capabilities, served by the member asked), never forwarded; like
+	// the agents' calls it carries, not recorded.
 	member bool
 }
 
@@ -56,7 +57,8 @@ var (
 	// agentBeat: an agent's heartbeat, an agentCall that a follower may
 	// relay to the leader with others (relay.go).
 	agentBeat = serving{leader: true, relay: true}
-	// memberCall: beats a follower relays, for the leader alone.
+	// memberCall: members' calls to each other (beats a follower relays
+	// and the read index, for the leader alone; a member's capabilities).
 	memberCall = serving{member: true}
 	// local: a change of this member's own memory (web sessions).
 	local = serving{local: true}
@@ -120,6 +122,7 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/agents/{cluster}/{node}/heartbeat", NeedAgent, agentBeat, f(h.agents.heartbeat)},
 		{"POST", relayedBeatsPath, NeedMember, memberCall, f(h.relayedBeats)},
 		{"GET", readIndexPath, NeedMember, memberCall, f(h.serveReadIndex)},
+		{"GET", memberSelfPath, NeedMember, memberCall, f(h.members.self)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.agents.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.agents.result)},
 	}

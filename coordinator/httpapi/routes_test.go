@@ -12,7 +12,7 @@ import (
 // (which docs/security.md says the audit log leaves out); an agent's call
 // is an agent route; a read is served by any member; only the web view's
 // sessions are a member's own; members call each other only to relay
-// beats and learn the read index. A write route added
+// beats, learn the read index and learn each other's capabilities. A write route added
 // without a success status, or a read on the leader, fails here.
 func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 	audited := 0
@@ -27,7 +27,8 @@ func TestEveryRouteSaysHowItIsServed(t *testing.T) {
 		case agentCall, agentBeat:
 			require.Equal(t, NeedAgent, rt.need, "%s: only agents' own calls go unrecorded", name)
 		case memberCall:
-			require.Contains(t, []string{"POST " + relayedBeatsPath, "GET " + readIndexPath}, name, "only the beats a follower relays and the read index it asks for are a member's own calls")
+			require.Contains(t, []string{"POST " + relayedBeatsPath, "GET " + readIndexPath, "GET " + memberSelfPath}, name,
+				"only the beats a follower relays, the read index it asks for and the capabilities the leader asks for are a member's own calls")
 			require.Equal(t, NeedMember, rt.need, name)
 		default:
 			require.True(t, rt.serve.leader, name)

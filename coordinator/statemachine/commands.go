@@ -43,6 +43,7 @@ const (
 	CmdAutoStart       command.Type = 39 // auto.go
 	CmdAutoRecord      command.Type = 40 // auto.go
 	CmdPutChannel      command.Type = 41 // auto.go
+	CmdSetMembers      command.Type = 42 // members.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -81,6 +82,7 @@ var commandSince = map[command.Type]string{
 	CmdAutoStart:       command.BaselineVersion,
 	CmdAutoRecord:      command.BaselineVersion,
 	CmdPutChannel:      command.BaselineVersion,
+	CmdSetMembers:      SinceMembers,
 }
 
 // CommandSince returns the molt release that introduced command number

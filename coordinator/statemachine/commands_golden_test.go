@@ -45,6 +45,7 @@ var pinnedCommands = []struct {
 	{"autoStart", CmdAutoStart, 39},
 	{"autoRecord", CmdAutoRecord, 40},
 	{"putChannel", CmdPutChannel, 41},
+	{"setMembers", CmdSetMembers, 42},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

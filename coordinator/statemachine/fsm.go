@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -29,7 +30,22 @@ type Machine struct {
 	// onChange is called (without the lock) after every applied command, so
 	// the leader loop wakes instead of polling.
 	onChange func()
+	// snapshotFormat is the newest snapshot format every member reads
+	// (SetSnapshotFormat); 0, unknown, writes format 1.
+	snapshotFormat atomic.Int32
 }
+
+// SetSnapshotFormat sets the newest coordinator snapshot format every
+// member reads, as the coordinator learnt it from the members. A
+// snapshot may be sent to any member (Raft's InstallSnapshot), so it is
+// written in that format, or in this release's newest if that is older;
+// 0 (unknown, the default) writes format 1, which every release reads.
+// Only format 1 exists: the choice is explicit so that the release that
+// adds format 2 writes it only once every member reads it.
+func (f *Machine) SetSnapshotFormat(readable int) { f.snapshotFormat.Store(int32(readable)) }
+
+// SnapshotFormatWritten is the format Snapshot writes now.
+func (f *Machine) SnapshotFormatWritten() int { return writeFormat(int(f.snapshotFormat.Load())) }
 
 // New returns a state machine holding an empty state.
 func New() *Machine { return &Machine{st: newState()} }
@@ -87,6 +103,7 @@ func decoders() map[command.Type]decoder {
 		typed((*state).autoStart),
 		typed((*state).autoRecord),
 		typed((*state).putChannel),
+		typed((*state).setMembers),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))
@@ -196,7 +213,7 @@ func (f *Machine) locked(d decoder) command.ApplyFunc {
 func (f *Machine) Snapshot() ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return encodeSnapshot(f.st)
+	return encodeSnapshot(f.st, f.SnapshotFormatWritten())
 }
 
 // Restore builds a fresh state from a snapshot of any format version this

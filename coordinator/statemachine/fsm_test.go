@@ -264,6 +264,11 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, &ChannelRecord{Name: "stable", AutoUpgradeTarget: v("1.34.4"), UpdatedAt: now}, st.Channels["stable"])
 			}},
 		{"put an unknown channel", registered, PutChannelCmd{Channel: "edge", Now: now}, ErrInvalid, nil},
+		{"record members' capabilities", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Version: "0.2.0", Command: 42, StepLayout: 3}}, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, map[string]api.MemberCapabilities{"m1": {Version: "0.2.0", Command: 42, StepLayout: 3}}, st.Members)
+			}},
+		{"a member recorded without a version", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Command: 42}}, Now: now}, ErrInvalid, nil},
 		{"put a channel past the catalog", registered, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
 		{"start an automatic upgrade", autoRegistered, autoStart(0, nil), nil,
 			func(t *testing.T, st *state) {

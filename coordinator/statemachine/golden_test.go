@@ -519,6 +519,14 @@ func goldenEntries() []goldenEntry {
 	add(autoStart(1, "auto-2"))
 	add(PreflightFinishCmd{Cluster: "auto", Run: "auto-2", Now: now(), Report: preflight.Report{Verdict: preflight.Passed,
 		Results: []preflight.Result{{Check: preflight.IDNodesReady, Severity: preflight.Blocking, Status: preflight.Pass, Message: "3 of 3 nodes Ready"}}}})
+	// The record of members' capabilities (0.2.0, members.go): two
+	// members, then one left; a record without a version is refused.
+	caps := func(v string) api.MemberCapabilities {
+		return api.MemberCapabilities{Version: v, Commit: "0123456789ab", Command: 42, RaftCommand: 2, StateSnapshot: 1, RaftSnapshot: 1, StepLayout: 3}
+	}
+	add(SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": caps("0.2.0"), "m2": caps("0.2.0")}, Now: now()})
+	refuse(ErrInvalid, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {}}, Now: now()})
+	add(SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": caps("0.2.1")}, Now: now()})
 	return out
 }
 
@@ -736,7 +744,7 @@ func TestGoldenSnapshotVersions(t *testing.T) {
 	st, version, err := decodeSnapshot(legacy)
 	require.NoError(t, err)
 	require.Equal(t, 0, version)
-	fromLegacy, err := encodeSnapshot(st)
+	fromLegacy, err := encodeSnapshot(st, 1)
 	require.NoError(t, err)
 	head, _ := replay(t, readGoldenLog(t, goldenLogPath)[:legacyEntries])
 	want, err := head.Snapshot()

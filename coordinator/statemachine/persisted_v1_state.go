@@ -24,6 +24,9 @@ type stateV1 struct {
 	AuditSeq      uint64          `json:"auditSeq,omitempty"`
 	// Channels were added with automatic upgrades; absent before.
 	Channels map[string]*channelV1 `json:"channels,omitempty"`
+	// Members was added in 0.2.0 (members.go); absent before the first
+	// record.
+	Members map[string]memberCapabilitiesV1 `json:"members,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -74,6 +77,7 @@ func stateToV1(s *state) stateV1 {
 		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordToV1),
 		AuditSeq:      s.AuditSeq,
 		Channels:      conv.Map(s.Channels, func(c *ChannelRecord) *channelV1 { return conv.Ptr(c, channelToV1) }),
+		Members:       membersToV1(s.Members),
 	}
 }
 
@@ -88,6 +92,7 @@ func (d *v1Decoder) state(s stateV1) *state {
 		AgentAuditLog: conv.Slice(s.AgentAuditLog, auditRecordFromV1),
 		AuditSeq:      s.AuditSeq,
 		Channels:      conv.Map(s.Channels, func(c *channelV1) *ChannelRecord { return conv.Ptr(c, d.channel) }),
+		Members:       membersFromV1(s.Members),
 	}
 	if st.Tokens == nil { // snapshots from before tokens
 		st.Tokens = map[string]*TokenRecord{}

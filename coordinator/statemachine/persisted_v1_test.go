@@ -131,7 +131,7 @@ func TestStateConvertsLosslessly(t *testing.T) {
 	for _, r := range st.Clusters {
 		r.Upgrade.BuildIndex() // as every decoded upgrade has them
 	}
-	snap, err := encodeSnapshot(st)
+	snap, err := encodeSnapshot(st, 1)
 	require.NoError(t, err)
 	back, version, err := decodeSnapshot(snap)
 	require.NoError(t, err)

@@ -30,13 +30,21 @@ const (
 	snapshotVersion = 1
 )
 
-// encodeSnapshot writes st in the current version.
-func encodeSnapshot(st *state) ([]byte, error) {
+// writeFormat is the format a snapshot is written in, given the newest
+// every member reads (0: unknown, format 1).
+func writeFormat(readable int) int { return min(max(readable, 1), snapshotVersion) }
+
+// encodeSnapshot writes st in format (writeFormat; this release writes
+// only version 1).
+func encodeSnapshot(st *state, format int) ([]byte, error) {
+	if format != 1 {
+		return nil, fmt.Errorf("coordinator: snapshot format %d cannot be written by this release", format)
+	}
 	js, err := json.Marshal(stateToV1(st))
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: snapshot: %w", err)
 	}
-	hdr := snapshotMagic + " " + strconv.Itoa(snapshotVersion) + "\n"
+	hdr := snapshotMagic + " " + strconv.Itoa(format) + "\n"
 	return append([]byte(hdr), js...), nil
 }
 

@@ -37,6 +37,9 @@ type state struct {
 	enveloped bool
 	// Channels are the catalog's release channels by name (auto.go).
 	Channels map[string]*ChannelRecord
+	// Members is the replicated record of what each coordinator member
+	// runs and reads, by member ID (members.go); nil before the first.
+	Members map[string]api.MemberCapabilities
 }
 
 func newState() *state {

@@ -15,11 +15,11 @@ func TestBinariesPrintTheirVersion(t *testing.T) {
 	const pkg = "github.com/moltproject/molt/internal/version"
 	build := exec.Command("go", "build", "-o", out+"/",
 		"-ldflags", "-X "+pkg+".Version=9.8.7 -X "+pkg+".Commit=0123456789abcdef0123",
-		"../../cmd/molt-coordinator", "../../cmd/molt-agent", "../../cmd/moltctl")
+		"../../cmd/molt-coordinator", "../../cmd/molt-agent", "../../cmd/moltctl", "../../cmd/molt-lab")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	for _, bin := range []string{"molt-coordinator", "molt-agent", "moltctl"} {
+	for _, bin := range []string{"molt-coordinator", "molt-agent", "moltctl", "molt-lab"} {
 		b, err := exec.Command(filepath.Join(out, bin), "--version").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --version: %v\n%s", bin, err, b)

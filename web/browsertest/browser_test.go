@@ -16,6 +16,7 @@ import (
 	"github.com/moltproject/molt/cloud"
 	"github.com/moltproject/molt/cloud/memory"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
@@ -181,6 +182,10 @@ func TestWebView(t *testing.T) {
 		// names no target).
 		op.wait("the why column", `[...document.querySelectorAll('th')].some(th => th.innerText.includes('Why'))`)
 		op.wait("lab's why", `(document.querySelector('[data-cluster="lab"]') || {innerText: ''}).innerText.includes('up-to-date')`)
+		// The coordinator's members, each with the molt it runs.
+		op.wait("the members", `!!document.querySelector('[data-member="m1"]')`)
+		require.Contains(t, op.text(`[data-member="m1"]`), version.Version)
+		require.Contains(t, op.text(`[data-member="m1"]`), "leader")
 		op.shot("fleet")
 	})
 
@@ -202,6 +207,7 @@ func TestWebView(t *testing.T) {
 		op.confirm("from 1.33.6 to 1.34.4", true)
 		op.wait("the control-plane LB pool running", isState(sel("data-step", "pool/cplb"), "running"))
 		op.wait("its node running", isState(`tr[data-node="cplb-1"]`, "running"))
+		op.wait("its agent's molt", `(document.querySelector('tr[data-node="cplb-1"]') || {innerText: ''}).innerText.includes('molt `+version.Version+`')`)
 		require.Equal(t, "pending", eval[string](t, op.ctx, state(sel("data-step", "pool/cp"))))
 		// A keyboard user on the control plane's Cancel button keeps the
 		// focus there while the pools are redrawn.

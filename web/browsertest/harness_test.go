@@ -22,6 +22,7 @@ import (
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/internal/testlog"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
@@ -301,7 +302,7 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			}
 			registered = true
 		}
-		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: node, Time: time.Now(),
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: node, Time: time.Now(), AgentVersion: version.Version,
 			Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		ops, err := cl.PollOperations(pctx, a.cluster, node, 500*time.Millisecond)

@@ -400,9 +400,10 @@ function fleetPage() {
   const error = region();
   const list = region({ id: 'fleet' });
   const chans = region({ id: 'channels' });
+  const members = region({ id: 'members' });
   let why = {};
   let whyAt = 0;
-  const el = h('section', null, h('h1', { text: 'Fleet' }), error, list, chans);
+  const el = h('section', null, h('h1', { text: 'Fleet' }), error, list, chans, members);
   return {
     title: 'Fleet', el, error,
     async refresh() {
@@ -440,8 +441,28 @@ function fleetPage() {
           : table(['Cluster', 'Kind', 'Channel', 'Current', 'Target', 'Upgrade', 'Progress', 'Agents', showWhy && 'Why (not) upgrading'].filter(Boolean), rows, { 'aria-label': 'Clusters' }));
       const ch = await optional('channels', '/v1/channels').catch(() => null);
       chans.show(ch, () => (ch ? [h('h2', { text: 'Release channels' }), genericTable(Array.isArray(ch) ? ch : ch.channels || [ch])] : null));
+      const ms = await api('GET', '/v1/members');
+      members.show(ms, () => [h('h2', { text: 'Coordinator members' }), memberTable(ms)]);
     },
   };
+}
+
+// memberTable lists the coordinator's members with the molt release each
+// runs and what it reads (docs/mixed-versions.md); a member the answering
+// one does not know is taken to run 0.1.0.
+function memberTable(ms) {
+  const rows = ms.map((m) => {
+    const c = m.capabilities;
+    return h('tr', { 'data-member': m.id },
+      h('th', { scope: 'row', class: 'mono', text: m.id }),
+      h('td', { text: m.leader ? 'leader' : m.voter ? 'follower' : 'non-voter' }),
+      h('td', { class: 'mono', text: c ? c.version : 'unknown (0.1.0 assumed)' }),
+      h('td', { class: 'mono small', text: c && c.commit ? c.commit.slice(0, 12) : '' }),
+      h('td', { class: 'small', text: c ? `commands ${c.command}/${c.raftCommand}, snapshots ${c.stateSnapshot}/${c.raftSnapshot}, step layout ${c.stepLayout}` : '' }),
+      h('td', { class: 'mono small', text: m.httpAddr || '' }),
+      h('td', null, m.reason ? badge('failed', m.reason) : badge('ok')));
+  });
+  return table(['Member', 'Role', 'molt', 'Commit', 'Reads', 'Address', 'Status'], rows, { 'aria-label': 'Coordinator members' });
 }
 
 // genericTable renders objects whose shape this page does not know (the
@@ -666,7 +687,7 @@ function nodeTable(c, u, agents, ctl, out) {
         h('td', { class: 'num', text: n.attempt ? n.attempt + 1 : '' }), // attempts count from 1 here, from 0 on the wire
         h('td', { class: 'mono', text: n.version }),
         h('td', { class: 'small' }, timeEl(n.startedAt)),
-        h('td', { class: 'small', text: a ? (a.missing ? 'missing' : a.healthy ? 'healthy' : a.registered ? 'unhealthy' : 'not registered') : 'not registered' }),
+        h('td', { class: 'small', text: (a ? (a.missing ? 'missing' : a.healthy ? 'healthy' : a.registered ? 'unhealthy' : 'not registered') : 'not registered') + (a && a.agentVersion ? ` · molt ${a.agentVersion}` : '') }),
         h('td', { class: 'small', text: [n.zone, ...notes].filter(Boolean).join(' · ') }),
         h('td', { class: 'num', text: (n.leftBehind || []).length || '' }),
         h('td', null, n.state === 'failed' ? h('button', {
