@@ -15,10 +15,20 @@ import (
 // agents beating every 10 s would be 1,500 Raft writes a second if every
 // beat were committed; instead only changes are: registered, missing, back,
 // healthy ↔ unhealthy, component versions.
+//
+// Beside the beats it keeps their deadlines (deadlines): a tick looks only
+// at agents whose last beat is older than MissingAfter, not at every agent
+// (SPEC's 15,000 nodes would cost a copy and walk of every agent record
+// each tick).
 type liveness struct {
 	mu    sync.Mutex
 	seen  map[string]time.Time
 	since time.Time // when this member started leading
+	due   deadlines
+	// seeded: due holds every agent the replica has registered and not
+	// missing. A term starts unseeded (agents registered under an earlier
+	// leader have not beaten here); its first sweep walks the agents once.
+	seeded bool
 	// versions is the molt release each agent last said it runs (its
 	// registration and beats), shown per node; kept across terms, it is
 	// as old as the last beat this member served.
@@ -26,7 +36,7 @@ type liveness struct {
 }
 
 func newLiveness() *liveness {
-	return &liveness{seen: map[string]time.Time{}, versions: map[string]string{}}
+	return &liveness{seen: map[string]time.Time{}, due: newDeadlines(), versions: map[string]string{}}
 }
 
 // noteVersion records the release agent key says it runs ("" says
@@ -54,22 +64,42 @@ func (l *liveness) reset(now time.Time) {
 	defer l.mu.Unlock()
 	l.seen = map[string]time.Time{}
 	l.since = now
+	l.due = newDeadlines()
+	l.seeded = false
 }
 
-func (l *liveness) beat(key string, now time.Time) {
+// note records agent (cluster, node)'s latest beat as at; l.mu held.
+// Every agent has its grace from the term's start, a beat a follower
+// received before it and relayed after too.
+func (l *liveness) note(cluster, node string, at time.Time) {
+	key := nodeKey(cluster, node)
+	last, ok := l.seen[key]
+	if !ok || at.After(last) {
+		l.seen[key], last = at, at
+	}
+	l.due.set(cluster, node, later(last, l.since))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+func (l *liveness) beat(cluster, node string, now time.Time) {
 	l.mu.Lock()
-	l.seen[key] = now
+	l.seen[nodeKey(cluster, node)] = now
+	l.due.set(cluster, node, later(now, l.since))
 	l.mu.Unlock()
 }
 
 // beatAt notes a beat received at, earlier than now, by a follower that
 // relayed it: it keeps whichever beat of the agent is the later, since a
 // relayed beat may arrive after one the agent sent here since.
-func (l *liveness) beatAt(key string, at time.Time) {
+func (l *liveness) beatAt(cluster, node string, at time.Time) {
 	l.mu.Lock()
-	if at.After(l.seen[key]) {
-		l.seen[key] = at
-	}
+	l.note(cluster, node, at)
 	l.mu.Unlock()
 }
 
@@ -91,30 +121,74 @@ func (l *liveness) awaiting(key string, now time.Time, grace time.Duration) bool
 	return !seen && now.Sub(l.since) <= grace
 }
 
-// sweep commits "missing" for registered agents that stopped beating.
-func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
-	var gone []statemachine.AgentHealthCmd
-	agents := c.sm.Agents()
+// agentSource is what expired asks of the replicated state: one agent's
+// record, and (once a term) every agent's.
+type agentSource interface {
+	Agent(cluster, node string) (statemachine.AgentRecord, bool)
+	Agents() []statemachine.NodeAgent
+}
+
+// expired returns the registered agents, not missing, whose last beat (or
+// the term's start) is more than missingAfter before now: those to commit
+// missing. They leave the deadlines; retry puts back one whose commit
+// failed. Agents no longer registered, or already missing, leave them too:
+// registering and beating (the only ways back) put them back. Its cost
+// follows the deadlines passed, but for the term's first call, which
+// walks every agent once.
+func (l *liveness) expired(now time.Time, missingAfter time.Duration, agents agentSource) []deadline {
+	var all []statemachine.NodeAgent
 	l.mu.Lock()
-	for _, a := range agents {
-		if !a.Registered || a.Missing {
-			continue
+	seeded := l.seeded
+	l.mu.Unlock()
+	if !seeded {
+		all = agents.Agents() // outside l.mu: the FSM's lock is never taken under it
+	}
+	l.mu.Lock()
+	if !l.seeded {
+		for _, a := range all {
+			if a.Registered && !a.Missing && !l.due.has(a.Cluster, a.Node) {
+				last, ok := l.seen[nodeKey(a.Cluster, a.Node)]
+				if !ok {
+					last = l.since
+				}
+				l.due.set(a.Cluster, a.Node, later(last, l.since))
+			}
 		}
-		last, ok := l.seen[nodeKey(a.Cluster, a.Node)]
-		if !ok || last.Before(l.since) {
-			// Every agent has its grace from the term's start, a beat
-			// a follower received before it and relayed after too.
-			last = l.since
-		}
-		if now.Sub(last) > c.cfg.MissingAfter {
-			gone = append(gone, statemachine.AgentHealthCmd{Cluster: a.Cluster, Node: a.Node, Missing: true, Healthy: false, Now: now})
-		}
+		l.seeded = true
+	}
+	var popped []deadline
+	for d, ok := l.due.first(); ok && now.Sub(d.last) > missingAfter; d, ok = l.due.first() {
+		l.due.remove(d.cluster, d.node)
+		popped = append(popped, d)
 	}
 	l.mu.Unlock()
-	for _, cmd := range gone {
-		c.log.Warn("agent missing", "cluster", cmd.Cluster, "node", cmd.Node)
+	gone := popped[:0]
+	for _, d := range popped {
+		if a, ok := agents.Agent(d.cluster, d.node); ok && a.Registered && !a.Missing {
+			gone = append(gone, d)
+		}
+	}
+	return gone
+}
+
+// retry puts back the deadline of an agent whose missing commit failed,
+// so that the next tick tries again — unless it has beaten since.
+func (l *liveness) retry(d deadline) {
+	l.mu.Lock()
+	if !l.due.has(d.cluster, d.node) {
+		l.due.set(d.cluster, d.node, d.last)
+	}
+	l.mu.Unlock()
+}
+
+// sweep commits "missing" for registered agents that stopped beating.
+func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
+	for _, d := range l.expired(now, c.cfg.MissingAfter, c.sm) {
+		c.log.Warn("agent missing", "cluster", d.cluster, "node", d.node)
+		cmd := statemachine.AgentHealthCmd{Cluster: d.cluster, Node: d.node, Missing: true, Healthy: false, Now: now}
 		if _, err := c.apply(ctx, cmd); err != nil {
 			c.log.Warn("commit agent missing", "err", err)
+			l.retry(d)
 		}
 	}
 }
@@ -133,7 +207,7 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 	if _, err := c.apply(ctx, cmd); err != nil {
 		return api.RegisterResponse{}, err
 	}
-	c.live.beat(nodeKey(r.Cluster, r.Node), now)
+	c.live.beat(r.Cluster, r.Node, now)
 	c.live.noteVersion(nodeKey(r.Cluster, r.Node), r.AgentVersion)
 	return api.RegisterResponse{Cluster: r.Cluster, Node: r.Node, HeartbeatIntervalSeconds: int(c.cfg.HeartbeatInterval / time.Second)}, nil
 }
@@ -162,9 +236,9 @@ func (c *Coordinator) heartbeat(ctx context.Context, h api.AgentHealth, now, at 
 		return fmt.Errorf("agent %s/%s is not registered: %w", h.Cluster, h.Node, ErrNotFound)
 	}
 	if at.Equal(now) {
-		c.live.beat(nodeKey(h.Cluster, h.Node), now)
+		c.live.beat(h.Cluster, h.Node, now)
 	} else { // relayed
-		c.live.beatAt(nodeKey(h.Cluster, h.Node), at)
+		c.live.beatAt(h.Cluster, h.Node, at)
 	}
 	c.live.noteVersion(nodeKey(h.Cluster, h.Node), h.AgentVersion)
 	if !beatChanges(a, h) {
@@ -223,7 +297,7 @@ func (c *Coordinator) RelayedHeartbeats(ctx context.Context, beats []RelayedBeat
 		at := now.Add(-max(b.Age, 0))
 		if checkHeartbeatLimits(b.Health) == nil {
 			if a, ok := c.sm.Agent(b.Health.Cluster, b.Health.Node); ok && a.Registered && !beatChanges(a, b.Health) {
-				c.live.beatAt(nodeKey(b.Health.Cluster, b.Health.Node), at)
+				c.live.beatAt(b.Health.Cluster, b.Health.Node, at)
 				c.live.noteVersion(nodeKey(b.Health.Cluster, b.Health.Node), b.Health.AgentVersion)
 				continue
 			}

@@ -19,7 +19,7 @@ import (
 const testDeadline = 60 * time.Second
 
 // waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, testDeadline, 5*time.Millisecond, "waiting for %s", what)
 }
@@ -142,7 +142,7 @@ func TestWakeDelay(t *testing.T) {
 
 // soloLeader opens a one-member coordinator on loopback and waits until it
 // leads. Run is not started: the test drives the leader itself.
-func soloLeader(t *testing.T) *Coordinator {
+func soloLeader(t testing.TB) *Coordinator {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Raft.NodeID = "solo"
