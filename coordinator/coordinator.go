@@ -40,6 +40,9 @@ type Coordinator struct {
 	peers       peers
 	membersKick chan struct{}
 
+	// results batches agents' preflight results (preflight_results.go).
+	results resultBatcher
+
 	// autoStarted, when set (tests), is called with every start decision
 	// the leader committed.
 	autoStarted atomic.Pointer[func(statemachine.AutoStartCmd)]

@@ -2,15 +2,24 @@ package coordinator_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/coordinator/statemachine"
 	"github.com/moltproject/molt/preflight"
+	"github.com/moltproject/molt/raftstore"
 )
 
 // TestPreflightRunAndUpgradeRefusal runs a preflight alone, then shows
@@ -197,4 +206,111 @@ func TestPreflightInArtifactWaves(t *testing.T) {
 	})
 	require.Equal(t, string(preflight.Passed), run.Report.Verdict, "%+v", run.Report.Results)
 	require.Len(t, run.Results, 2*len(nodes), "every host answered both checks")
+}
+
+// TestPreflightFormsFollowTheMembers runs the same preflight on a
+// coordinator whose members all read 0.2.0 and on one with a member that
+// reads only what 0.1.0 reads, and reads each member's Raft log
+// afterwards: the first writes the run's plan instead of its operations
+// and batches results (command 48), the second writes what 0.1.0 reads
+// (operations in the start entry, one entry per result); both store the
+// same run, every result recorded.
+func TestPreflightFormsFollowTheMembers(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(map[bool]string{false: "0.2.0", true: "a 0.1.0 member"}[old], func(t *testing.T) {
+			tc := newTestCluster(t, 1, newFakeOps())
+			m := tc.members[0]
+			cl := m.client()
+			if old {
+				m2 := startMember(t, "m2", t.TempDir(), false, nil, "", func(cfg *coordinator.Config) {
+					cfg.Capabilities = func() api.MemberCapabilities { return coordinator.Baseline }
+				})
+				tc.replace(append(tc.list(), m2))
+				_, err := cl.Do(t.Context(), http.MethodPost, "/v1/members", api.JoinRequest{ID: m2.id, RaftAddr: m2.c.Store().RaftAddr(), HTTPAddr: m2.addr}, nil)
+				require.NoError(t, err)
+				eventually(t, "the leader heard m2 runs 0.1.0", func() bool {
+					ms, err := m.c.Members()
+					i := slices.IndexFunc(ms, func(x api.Member) bool { return x.ID == "m2" })
+					return err == nil && i >= 0 && ms[i].Version == "0.1.0"
+				})
+			}
+			nodes := nodeNames(registerLab(t, cl))
+			startAgents(t.Context(), tc, "lab", nodes, true)
+			waitAgents(t, tc, "lab", len(nodes))
+			var run api.PreflightRun
+			_, err := cl.Do(t.Context(), http.MethodPost, "/v1/clusters/lab/preflight", map[string]string{"version": "1.34.4"}, &run)
+			require.NoError(t, err)
+			eventually(t, "preflight done", func() bool {
+				run = api.PreflightRun{}
+				_, err := cl.Do(t.Context(), http.MethodGet, "/v1/clusters/lab/preflight/lab-1", nil, &run)
+				return err == nil && run.State == "done"
+			})
+			require.Equal(t, string(preflight.Passed), run.Report.Verdict, "%+v", run.Report.Results)
+			require.Len(t, run.Results, 2*len(nodes), "every host answered both checks")
+			for _, n := range nodes {
+				require.Len(t, run.Operations[n], 2, "artifacts and peers on %s", n)
+			}
+			m.stop(false)
+
+			counts := map[raftstore.CommandType]int{}
+			var start string
+			for _, e := range commandsInLog(t, filepath.Join(m.dir, "wal")) {
+				counts[e.typ]++
+				if e.typ == statemachine.CmdPreflightStart {
+					start = string(e.body)
+				}
+			}
+			if old {
+				require.Contains(t, start, `"preflight-lab-1-cp-1-peers"`, "the operations in the entry")
+				require.NotContains(t, start, `"hostPlan"`)
+				require.Equal(t, 2*len(nodes), counts[statemachine.CmdPreflightResult], "one entry per result")
+				require.Zero(t, counts[statemachine.CmdPreflightResults])
+				return
+			}
+			require.Contains(t, start, `"hostPlan":1`)
+			require.Contains(t, start, `"operations":null`, "no operations in the entry")
+			require.Zero(t, counts[statemachine.CmdPreflightResult])
+			require.Positive(t, counts[statemachine.CmdPreflightResults], "results in batch entries")
+		})
+	}
+}
+
+// logEntry is one command entry of a stopped member's Raft log.
+type logEntry struct {
+	typ  raftstore.CommandType
+	body []byte
+}
+
+// commandsInLog reads a stopped member's Raft log (its wal directory):
+// every command entry, in order, an audited command as the command it
+// carries. The test members keep their whole log.
+func commandsInLog(t testing.TB, path string) []logEntry {
+	s, err := wal.Open(path, wal.WithMetaStore(&metadb.BoltMetaDB{}))
+	require.NoError(t, err)
+	defer s.Close()
+	first, err := s.FirstIndex()
+	require.NoError(t, err)
+	last, err := s.LastIndex()
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), first, "the log was compacted")
+	var out []logEntry
+	for i := first; i <= last; i++ {
+		var l raft.Log
+		require.NoError(t, s.GetLog(i, &l))
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		typ, body, err := raftstore.Decode(l.Data)
+		require.NoError(t, err)
+		if typ == statemachine.CmdAudited {
+			var a struct {
+				Type    uint8           `json:"type"`
+				Command json.RawMessage `json:"command"`
+			}
+			require.NoError(t, json.Unmarshal(body, &a))
+			typ, body = raftstore.CommandType(a.Type), a.Command
+		}
+		out = append(out, logEntry{typ, body})
+	}
+	return out
 }

@@ -111,6 +111,13 @@ func (s *state) putChannel(c PutChannelCmd) (any, error) {
 // (patches first, the catch-up pace) is the leader's choice and is not
 // judged again here.
 func (s *state) autoStart(c AutoStartCmd) (any, error) {
+	if c.Preflight != nil {
+		// Before any domain rule: a run this release cannot read is not
+		// a refusal (the replica halts), whatever else the entry says.
+		if err := checkHostPlan(c.Preflight.HostPlan); err != nil {
+			return nil, err
+		}
+	}
 	r, err := s.cluster(c.Cluster)
 	if err != nil {
 		return nil, err

@@ -16,34 +16,35 @@ import (
 // the next free number, a row in pinnedCommands (commands_golden_test.go)
 // and a golden file in testdata/commands/. Numbers 1–15 are raftstore's.
 const (
-	CmdPutRelease      command.Type = 16
-	CmdPutCluster      command.Type = 17
-	CmdDeleteCluster   command.Type = 18
-	CmdStartUpgrade    command.Type = 19
-	CmdAdvance         command.Type = 20
-	CmdNodeStepResult  command.Type = 21
-	CmdStepResult      command.Type = 22
-	CmdPoolCommand     command.Type = 23
-	CmdRetryNode       command.Type = 24
-	CmdAgentRegister   command.Type = 25
-	CmdAgentHealth     command.Type = 26
-	CmdSetProtection   command.Type = 27
-	CmdSetPolicy       command.Type = 28 // maintenance.go
-	CmdPreflightStart  command.Type = 29 // preflight.go
-	CmdPreflightResult command.Type = 30 // preflight.go
-	CmdPreflightFinish command.Type = 31 // preflight.go
-	CmdPutToken        command.Type = 32 // trust.go
-	CmdDeleteToken     command.Type = 33 // trust.go
-	CmdEnrollAgent     command.Type = 34 // trust.go
-	CmdRenewAgentCert  command.Type = 35 // trust.go
-	CmdAppendAudit     command.Type = 36 // audit.go
-	CmdRewrapSecrets   command.Type = 37 // secrets.go
-	CmdPoolWorkResult  command.Type = 38
-	CmdAudited         command.Type = 47 // audit.go
-	CmdAutoStart       command.Type = 39 // auto.go
-	CmdAutoRecord      command.Type = 40 // auto.go
-	CmdPutChannel      command.Type = 41 // auto.go
-	CmdSetMembers      command.Type = 42 // members.go
+	CmdPutRelease       command.Type = 16
+	CmdPutCluster       command.Type = 17
+	CmdDeleteCluster    command.Type = 18
+	CmdStartUpgrade     command.Type = 19
+	CmdAdvance          command.Type = 20
+	CmdNodeStepResult   command.Type = 21
+	CmdStepResult       command.Type = 22
+	CmdPoolCommand      command.Type = 23
+	CmdRetryNode        command.Type = 24
+	CmdAgentRegister    command.Type = 25
+	CmdAgentHealth      command.Type = 26
+	CmdSetProtection    command.Type = 27
+	CmdSetPolicy        command.Type = 28 // maintenance.go
+	CmdPreflightStart   command.Type = 29 // preflight.go
+	CmdPreflightResult  command.Type = 30 // preflight.go
+	CmdPreflightFinish  command.Type = 31 // preflight.go
+	CmdPutToken         command.Type = 32 // trust.go
+	CmdDeleteToken      command.Type = 33 // trust.go
+	CmdEnrollAgent      command.Type = 34 // trust.go
+	CmdRenewAgentCert   command.Type = 35 // trust.go
+	CmdAppendAudit      command.Type = 36 // audit.go
+	CmdRewrapSecrets    command.Type = 37 // secrets.go
+	CmdPoolWorkResult   command.Type = 38
+	CmdAudited          command.Type = 47 // audit.go
+	CmdAutoStart        command.Type = 39 // auto.go
+	CmdAutoRecord       command.Type = 40 // auto.go
+	CmdPutChannel       command.Type = 41 // auto.go
+	CmdSetMembers       command.Type = 42 // members.go
+	CmdPreflightResults command.Type = 48 // preflight_results.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -55,34 +56,35 @@ const (
 // field of an existing command is named in MinVersion, for the values
 // that carry it.
 var commandSince = map[command.Type]string{
-	CmdPutRelease:      command.BaselineVersion,
-	CmdPutCluster:      command.BaselineVersion,
-	CmdDeleteCluster:   command.BaselineVersion,
-	CmdStartUpgrade:    command.BaselineVersion,
-	CmdAdvance:         command.BaselineVersion,
-	CmdNodeStepResult:  command.BaselineVersion,
-	CmdStepResult:      command.BaselineVersion,
-	CmdPoolCommand:     command.BaselineVersion,
-	CmdRetryNode:       command.BaselineVersion,
-	CmdAgentRegister:   command.BaselineVersion,
-	CmdAgentHealth:     command.BaselineVersion,
-	CmdSetProtection:   command.BaselineVersion,
-	CmdSetPolicy:       command.BaselineVersion,
-	CmdPreflightStart:  command.BaselineVersion,
-	CmdPreflightResult: command.BaselineVersion,
-	CmdPreflightFinish: command.BaselineVersion,
-	CmdPutToken:        command.BaselineVersion,
-	CmdDeleteToken:     command.BaselineVersion,
-	CmdEnrollAgent:     command.BaselineVersion,
-	CmdRenewAgentCert:  command.BaselineVersion,
-	CmdAppendAudit:     command.BaselineVersion,
-	CmdRewrapSecrets:   command.BaselineVersion,
-	CmdPoolWorkResult:  command.BaselineVersion,
-	CmdAudited:         command.BaselineVersion,
-	CmdAutoStart:       command.BaselineVersion,
-	CmdAutoRecord:      command.BaselineVersion,
-	CmdPutChannel:      command.BaselineVersion,
-	CmdSetMembers:      SinceMembers,
+	CmdPutRelease:       command.BaselineVersion,
+	CmdPutCluster:       command.BaselineVersion,
+	CmdDeleteCluster:    command.BaselineVersion,
+	CmdStartUpgrade:     command.BaselineVersion,
+	CmdAdvance:          command.BaselineVersion,
+	CmdNodeStepResult:   command.BaselineVersion,
+	CmdStepResult:       command.BaselineVersion,
+	CmdPoolCommand:      command.BaselineVersion,
+	CmdRetryNode:        command.BaselineVersion,
+	CmdAgentRegister:    command.BaselineVersion,
+	CmdAgentHealth:      command.BaselineVersion,
+	CmdSetProtection:    command.BaselineVersion,
+	CmdSetPolicy:        command.BaselineVersion,
+	CmdPreflightStart:   command.BaselineVersion,
+	CmdPreflightResult:  command.BaselineVersion,
+	CmdPreflightFinish:  command.BaselineVersion,
+	CmdPutToken:         command.BaselineVersion,
+	CmdDeleteToken:      command.BaselineVersion,
+	CmdEnrollAgent:      command.BaselineVersion,
+	CmdRenewAgentCert:   command.BaselineVersion,
+	CmdAppendAudit:      command.BaselineVersion,
+	CmdRewrapSecrets:    command.BaselineVersion,
+	CmdPoolWorkResult:   command.BaselineVersion,
+	CmdAudited:          command.BaselineVersion,
+	CmdAutoStart:        command.BaselineVersion,
+	CmdAutoRecord:       command.BaselineVersion,
+	CmdPutChannel:       command.BaselineVersion,
+	CmdSetMembers:       SinceMembers,
+	CmdPreflightResults: SincePreflightResults,
 }
 
 // CommandSince returns the molt release that introduced command number
@@ -94,12 +96,17 @@ func CommandSince(t command.Type) (string, bool) {
 
 // MinVersion is the lowest molt release that reads c's entry: the
 // release of its command number (commandSince), or a later one when c
-// uses a field added after its number (none yet). An AuditedCmd needs at
-// least what the command it carries needs.
+// uses a field added after its number (fieldSince). An AuditedCmd needs
+// at least what the command it carries needs.
 func MinVersion(c command.Command) string {
 	v, ok := commandSince[c.Type()]
 	if !ok {
 		return ""
+	}
+	if f := fieldSince(c); f != "" {
+		if below, ok := command.VersionBelow(v, f); ok && below {
+			v = f
+		}
 	}
 	if a, ok := c.(AuditedCmd); ok {
 		if inner, ok := commandSince[a.CommandType]; ok {
@@ -109,6 +116,24 @@ func MinVersion(c command.Command) string {
 		}
 	}
 	return v
+}
+
+// fieldSince is the release that introduced the newest field c's value
+// uses, "" for none newer than its number.
+func fieldSince(c command.Command) string {
+	var run *PreflightRun
+	switch c := c.(type) {
+	case PreflightStartCmd:
+		run = &c.Run
+	case StartUpgradeCmd:
+		run = c.Preflight
+	case AutoStartCmd:
+		run = c.Preflight
+	}
+	if run != nil && run.HostPlan != HostPlanNone {
+		return SinceHostPlan
+	}
+	return ""
 }
 
 // MinVersion makes Machine a raftstore.VersionedMachine (see the

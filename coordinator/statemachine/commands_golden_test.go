@@ -46,6 +46,7 @@ var pinnedCommands = []struct {
 	{"autoRecord", CmdAutoRecord, 40},
 	{"putChannel", CmdPutChannel, 41},
 	{"setMembers", CmdSetMembers, 42},
+	{"preflightResults", CmdPreflightResults, 48},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

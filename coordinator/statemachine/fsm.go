@@ -104,6 +104,7 @@ func decoders() map[command.Type]decoder {
 		typed((*state).autoRecord),
 		typed((*state).putChannel),
 		typed((*state).setMembers),
+		typed((*state).preflightResults),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))
@@ -378,6 +379,11 @@ func (s *state) checkUpgrade(name string, to phases.Version) (*ClusterRecord, er
 }
 
 func (s *state) startUpgrade(c StartUpgradeCmd) (any, error) {
+	if c.Preflight != nil {
+		if err := checkHostPlan(c.Preflight.HostPlan); err != nil {
+			return nil, err
+		}
+	}
 	r, err := s.checkUpgrade(c.Cluster, c.To)
 	if err != nil {
 		return nil, err
@@ -403,7 +409,7 @@ func (s *state) startUpgrade(c StartUpgradeCmd) (any, error) {
 	}
 	// SPEC §4: preflight first; spec.version is set, and the steps may
 	// run, only once the run this entry starts has passed (preflightFinish).
-	addPreflight(r, *c.Preflight)
+	s.addPreflight(r, *c.Preflight)
 	u.State, u.Preflight = phases.UpgradePreflight, c.Preflight.ID
 	return u.ID, nil
 }

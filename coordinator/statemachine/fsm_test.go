@@ -340,6 +340,18 @@ func TestApplyCommands(t *testing.T) {
 				require.Equal(t, "agent:lab/worker-1", st.AgentAuditLog[0].Principal)
 				require.Len(t, st.AuditLog, 4, "operators' class: the old trail, moved")
 			}},
+		{"a batch of results records each on its own", preflight1, PreflightResultsCmd{Now: now, Results: []PreflightResultCmd{
+			{Cluster: "lab", Run: "lab-1", Node: "cp-1", Result: api.OperationResult{ID: "preflight-lab-1-cp-1-peers", State: api.OpSucceeded}},
+			{Cluster: "lab", Run: "lab-1", Node: "cp-1", Result: api.OperationResult{ID: "preflight-lab-1-worker-1-peers", State: api.OpSucceeded}},
+		}}, nil,
+			func(t *testing.T, st *state) {
+				res := st.Clusters["lab"].preflight("lab-1").Results
+				require.Len(t, res, 1, "the second is not cp-1's operation")
+				require.Contains(t, res, "preflight-lab-1-cp-1-peers")
+			}},
+		{"a batch whose every result is refused changes nothing", preflight1, PreflightResultsCmd{Now: now, Results: []PreflightResultCmd{
+			{Cluster: "lab", Run: "lab-9", Node: "cp-1", Result: api.OperationResult{ID: "preflight-lab-9-cp-1-peers", State: api.OpSucceeded}},
+		}}, nil, nil},
 	}
 	covered := map[raftstore.CommandType]bool{}
 	for _, tc := range tests {

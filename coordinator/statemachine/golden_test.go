@@ -527,6 +527,18 @@ func goldenEntries() []goldenEntry {
 	add(SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": caps("0.2.0"), "m2": caps("0.2.0")}, Now: now()})
 	refuse(ErrInvalid, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {}}, Now: now()})
 	add(SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": caps("0.2.1")}, Now: now()})
+	// A preflight run whose hosts' operations every member derives from
+	// its state (0.2.0, preflight_plan.go), and two of its results in one
+	// entry with a third refused inside it (preflight_results.go).
+	pf := now()
+	add(PreflightStartCmd{Run: PreflightRun{ID: "lab-30", Cluster: "lab", Target: phases.MustParseVersion("1.34.4"),
+		CreatedAt: pf, Deadline: pf.Add(preflightTimeout), HostPlan: HostPlanRing}})
+	fin := now()
+	result := func(node, op string) PreflightResultCmd {
+		return PreflightResultCmd{Cluster: "lab", Run: "lab-30", Node: node, Result: api.OperationResult{
+			ID: "preflight-lab-30-" + node + "-" + op, State: api.OpSucceeded, StartedAt: fin.Add(-time.Second), FinishedAt: fin}}
+	}
+	add(PreflightResultsCmd{Results: []PreflightResultCmd{result("cp-1", "artifacts"), result("worker-1", "peers"), result("worker-2", "nosuch")}, Now: fin})
 	return out
 }
 

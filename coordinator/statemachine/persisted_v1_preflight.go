@@ -23,6 +23,8 @@ type preflightRunV1 struct {
 	Operations map[string][]operationV1     `json:"operations"`
 	Results    map[string]operationResultV1 `json:"results,omitempty"`
 	Report     *preflightReportV1           `json:"report,omitempty"`
+	// HostPlan: 0.2.0 (PreflightRun.HostPlan); only in entries.
+	HostPlan int `json:"hostPlan,omitempty"`
 }
 
 type preflightReportV1 struct {
@@ -45,7 +47,7 @@ func preflightRunToV1(r PreflightRun) preflightRunV1 {
 		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
 		Operations: conv.Map(r.Operations, func(ops []api.Operation) []operationV1 { return conv.Slice(ops, operationToV1) }),
 		Results:    conv.Map(r.Results, operationResultToV1),
-		Report:     conv.Ptr(r.Report, preflightReportToV1)}
+		Report:     conv.Ptr(r.Report, preflightReportToV1), HostPlan: r.HostPlan}
 }
 
 func (d *v1Decoder) preflightRun(r preflightRunV1) PreflightRun {
@@ -53,7 +55,7 @@ func (d *v1Decoder) preflightRun(r preflightRunV1) PreflightRun {
 		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
 		Operations: conv.Map(r.Operations, func(ops []operationV1) []api.Operation { return conv.Slice(ops, operationFromV1) }),
 		Results:    conv.Map(r.Results, operationResultFromV1),
-		Report:     conv.Ptr(r.Report, preflightReportFromV1)}
+		Report:     conv.Ptr(r.Report, preflightReportFromV1), HostPlan: r.HostPlan}
 }
 
 func preflightReportToV1(r preflight.Report) preflightReportV1 {

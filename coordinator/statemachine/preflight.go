@@ -34,6 +34,10 @@ type PreflightRun struct {
 	Operations map[string][]api.Operation
 	Results    map[string]api.OperationResult
 	Report     *preflight.Report
+	// HostPlan, in an entry that starts the run, says that the entry
+	// carries no Operations: every member derives them when it applies
+	// the entry (preflight_plan.go). Zero in a stored run.
+	HostPlan int
 }
 
 // PreflightStartCmd (CmdPreflightStart) stores a new preflight run with its host operations.
@@ -67,6 +71,9 @@ func (r *ClusterRecord) preflight(id string) *PreflightRun {
 }
 
 func (s *state) preflightStart(c PreflightStartCmd) (any, error) {
+	if err := checkHostPlan(c.Run.HostPlan); err != nil {
+		return nil, err
+	}
 	r, err := s.cluster(c.Run.Cluster)
 	if err != nil {
 		return nil, err
@@ -74,13 +81,14 @@ func (s *state) preflightStart(c PreflightStartCmd) (any, error) {
 	if r.preflight(c.Run.ID) != nil {
 		return nil, fmt.Errorf("preflight %s exists: %w", c.Run.ID, phases.ErrStale)
 	}
-	addPreflight(r, c.Run)
+	s.addPreflight(r, c.Run)
 	return nil, nil
 }
 
-// addPreflight stores a new running preflight run, keeping the latest
-// maxPreflights.
-func addPreflight(r *ClusterRecord, run PreflightRun) {
+// addPreflight stores a new running preflight run, its operations derived
+// when the entry names a host plan, keeping the latest maxPreflights.
+func (s *state) addPreflight(r *ClusterRecord, run PreflightRun) {
+	s.hostOperations(r, &run)
 	run.State = "running"
 	r.PreflightSeq++
 	r.Preflights = append(r.Preflights, &run)

@@ -115,6 +115,7 @@ var propGens = []propGen{
 	{2, CmdSetPolicy, (*propHarness).genSetPolicy},
 	{2, CmdPreflightStart, (*propHarness).genPreflightStart},
 	{4, CmdPreflightResult, (*propHarness).genPreflightResult},
+	{2, CmdPreflightResults, (*propHarness).genPreflightResults},
 	{3, CmdPreflightFinish, (*propHarness).genPreflightFinish},
 	{2, CmdPutToken, (*propHarness).genPutToken},
 	{1, CmdDeleteToken, (*propHarness).genDeleteToken},
@@ -328,7 +329,11 @@ func (h *propHarness) preflightRun(rt *rapid.T, c string, to phases.Version) *Pr
 			{ID: "preflight-" + id + "-" + n + "-peers", Kind: api.OpProbePeers, ProbePeers: &api.ProbePeers{Addresses: []string{"10.0.0.1:7443"}}},
 		}
 	}
-	return &PreflightRun{ID: id, Cluster: c, Target: to, CreatedAt: h.now, Deadline: h.now.Add(2 * time.Minute), Operations: ops}
+	run := &PreflightRun{ID: id, Cluster: c, Target: to, CreatedAt: h.now, Deadline: h.now.Add(2 * time.Minute), Operations: ops}
+	if rapid.Bool().Draw(rt, "derived operations") {
+		run.Operations, run.HostPlan = nil, HostPlanRing
+	}
+	return run
 }
 
 // target draws an upgrade's target, most often the next version up.
@@ -483,6 +488,16 @@ func (h *propHarness) genPreflightResult(rt *rapid.T) Command {
 	state := pick(rt, "op state", api.OpSucceeded, api.OpSucceeded, api.OpFailed, api.OpRunning)
 	return PreflightResultCmd{Cluster: c, Run: run.ID, Node: node, Result: api.OperationResult{ID: opID, State: state, StartedAt: h.now,
 		Details: map[string]string{"k": h.next()}}}
+}
+
+// genPreflightResults batches one to four results, of one run or several.
+func (h *propHarness) genPreflightResults(rt *rapid.T) Command {
+	n := rapid.IntRange(1, 4).Draw(rt, "batch")
+	c := PreflightResultsCmd{Now: h.now}
+	for range n {
+		c.Results = append(c.Results, h.genPreflightResult(rt).(PreflightResultCmd))
+	}
+	return c
 }
 
 func (h *propHarness) genPreflightFinish(rt *rapid.T) Command {

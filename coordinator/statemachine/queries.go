@@ -400,22 +400,28 @@ func (f *Machine) PreflightInput(cluster string, to phases.Version) (preflight.I
 	if err != nil {
 		return preflight.Input{}, err
 	}
+	return f.st.preflightInput(r, to), nil
+}
+
+// preflightInput is PreflightInput for cluster record r; the caller holds
+// the lock.
+func (s *state) preflightInput(r *ClusterRecord, to phases.Version) preflight.Input {
 	in := preflight.Input{Cluster: copySpec(r.Spec), Current: r.StatusVersion, Target: to, Agents: map[string]preflight.Agent{}}
 	in.Cluster.Version = r.StatusVersion
-	if rel, ok := f.st.Releases[to.String()]; ok {
+	if rel, ok := s.Releases[to.String()]; ok {
 		r := convert.PreflightRelease(*rel)
 		in.Release = &r
 	}
-	if admin, ok := f.st.Clusters[r.Spec.AdminCluster]; ok {
+	if admin, ok := s.Clusters[r.Spec.AdminCluster]; ok {
 		in.AdminVersion = admin.StatusVersion
 	}
-	for _, n := range sortedKeys(f.st.Clusters) {
-		if f.st.Clusters[n].Spec.AdminCluster == r.Spec.Name {
-			in.UserClusters = append(in.UserClusters, phases.ClusterVersion{Name: n, Version: f.st.Clusters[n].StatusVersion})
+	for _, n := range sortedKeys(s.Clusters) {
+		if s.Clusters[n].Spec.AdminCluster == r.Spec.Name {
+			in.UserClusters = append(in.UserClusters, phases.ClusterVersion{Name: n, Version: s.Clusters[n].StatusVersion})
 		}
 	}
 	for node, a := range r.Agents {
 		in.Agents[node] = preflight.Agent{Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy}
 	}
-	return in, nil
+	return in
 }

@@ -42,7 +42,7 @@ func TestQueriesReturnCopies(t *testing.T) {
 	r, err := f.Cluster("lab")
 	require.NoError(t, err)
 	require.Nil(t, r.Preflights, "Cluster leaves the preflight runs out")
-	require.Equal(t, 1, r.PreflightSeq, "PreflightSeq is kept")
+	require.Equal(t, 2, r.PreflightSeq, "PreflightSeq is kept")
 	r.Spec.Pools[0].Name = "changed"
 	r.Spec.Pools[0].Nodes = nil
 	r.Upgrade.Nodes[0].State = phases.StateFailed
@@ -76,8 +76,9 @@ func TestQueriesReturnCopies(t *testing.T) {
 	run.Report.Verdict = "changed"
 	runs, err := f.Preflights("lab")
 	require.NoError(t, err)
-	runs[0].Run.Report.Verdict = "changed"
-	runs[0].Run.ID = "changed"
+	last := len(runs) - 1 // lab-1, the oldest, with its report
+	runs[last].Run.Report.Verdict = "changed"
+	runs[last].Run.ID = "changed"
 	rel, ok := f.Release("1.34.4")
 	require.True(t, ok)
 	rel.Channels, rel.Version = nil, "changed"

@@ -48,10 +48,11 @@ func TestEntriesOfANewerReleaseCannotBeRead(t *testing.T) {
 	newer := phases.Options{StepLayout: phases.CurrentStepLayout + 1}
 	inner, err := json.Marshal(map[string]any{"name": "x"})
 	require.NoError(t, err)
+	unknown := NewestCommand() + 1 // no release has it yet
 	for name, c := range map[string]Command{
 		"start upgrade, newer step layout": StartUpgradeCmd{Cluster: "c", To: phases.Version{Major: 1, Minor: 16, Patch: 1}, Options: newer, Now: now},
 		"auto start, newer step layout":    AutoStartCmd{Cluster: "c", To: phases.Version{Major: 1, Minor: 16, Patch: 1}, Options: newer, Now: now},
-		"audited, unknown command":         AuditedCmd{Record: AuditRecord{Time: now}, CommandType: CmdPutChannel + 7, Command: inner},
+		"audited, unknown command":         AuditedCmd{Record: AuditRecord{Time: now}, CommandType: unknown, Command: inner},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, _ := replay(t, readGoldenLog(t, goldenLogPath)[:3])
