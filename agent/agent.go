@@ -120,6 +120,11 @@ func New(cfg Config) (*Agent, error) {
 	a.apiTransport = newRenewingTransport(func() *http.Transport { return client.ConfigureTransport(a.creds.transport()) })
 	a.apiHTTP = &http.Client{Transport: a.apiTransport}
 	a.client = client.NewEndpoints(endpoints, a.apiHTTP)
+	// Every agent of a fleet is given the same list of members; each
+	// starts at the member its node name hashes to, so the fleet's beats
+	// and long polls are shared among the members (a follower relays the
+	// beats that change nothing in batches, docs/ha.md).
+	a.client.SpreadBy(cfg.Cluster + "/" + cfg.Node)
 	j, err := openJournal(a.dataPath("journal.jsonl"), a.clock.Now)
 	if err != nil {
 		return nil, err

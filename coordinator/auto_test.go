@@ -214,7 +214,18 @@ func TestSchedulerDecisionSurvivesLeaderKill(t *testing.T) {
 	}
 	// The member that committed the start is the one killed, whoever
 	// leads by now: on a loaded machine leadership may have moved since
-	// (or be in an election, with no leader at all).
+	// (or be in an election, with no leader at all). Before, every member
+	// holds the record of what each member reads, so that the next leader
+	// takes the dead one at its record (0.2.0) and judges the decision on
+	// the state, not at the capability gate.
+	eventually(t, "every member's capabilities recorded everywhere", func() bool {
+		for _, m := range tc.alive() {
+			if len(m.c.MemberRecords()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
 	old := first.by
 	old.stop(true)
 	newLeader := tc.waitLeader()

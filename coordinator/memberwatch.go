@@ -58,18 +58,20 @@ func (p *peers) set(m map[string]peerAnswer) {
 }
 
 // capsOf returns what member id reads as this member knows it, and
-// where from: itself; on the leader, the member's answer in this term
-// (a member that did not answer is assumed to read only the Baseline);
-// the replicated record; else the Baseline, assumed.
+// where from: itself; on the leader, the member's answer in this term;
+// the replicated record; else the Baseline, assumed. A member that does
+// not answer the leader (down, restarting) is taken at its record: it
+// reads what it said it reads until an answer says otherwise — a member
+// brought back on an older release after that is a rollback, which
+// halts it (docs/mixed-versions.md) — so one member down for a reboot
+// does not hold back what every member recorded it reads. Without a
+// record it is assumed to read only the Baseline.
 func (c *Coordinator) capsOf(id string) (api.MemberCapabilities, string, string) {
 	if id == c.cfg.Raft.NodeID {
 		s := c.MemberSelf()
 		return s.Capabilities, fromSelf, s.Reason
 	}
-	if a, ok := c.peers.get(id); ok && c.store.IsLeader() {
-		if a.err != nil {
-			return Baseline, fromAssumed, ""
-		}
+	if a, ok := c.peers.get(id); ok && c.store.IsLeader() && a.err == nil {
 		return a.self.Capabilities, fromMember, a.self.Reason
 	}
 	if r, ok := c.sm.MemberRecords()[id]; ok {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -116,6 +117,26 @@ func (c *Client) Base() string {
 	}
 	return c.endpoints[c.current.Load()]
 }
+
+// SpreadBy makes the client start at an endpoint picked by a hash of
+// key instead of the first one: agents configured with the same list of
+// members, each spread by its node name, share their load among the
+// members rather than all beating at the first one until it fails. It
+// returns the index of that endpoint.
+func (c *Client) SpreadBy(key string) int {
+	if len(c.endpoints) == 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	i := int(h.Sum32() % uint32(len(c.endpoints)))
+	c.current.Store(int32(i))
+	return i
+}
+
+// Current is the index in Endpoints of the endpoint the next request
+// starts at: the one that answered last.
+func (c *Client) Current() int { return int(c.current.Load()) }
 
 // Endpoints returns every endpoint the client knows, in the order given.
 func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -204,3 +205,34 @@ func TestPollTellsNoUpgradeFromUnknown(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestSpreadByStartsAtAHashedEndpoint: clients given the same endpoints
+// and spread by different keys start at different members, all of them
+// used; the same key always picks the same member, and the request goes
+// there first.
+func TestSpreadByStartsAtAHashedEndpoint(t *testing.T) {
+	var hits [3]atomic.Int64
+	var eps []string
+	for i := range 3 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			hits[i].Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		eps = append(eps, srv.URL)
+	}
+	for n := range 300 {
+		key := fmt.Sprintf("lab/w-%d", n)
+		c := client.NewEndpoints(eps, nil)
+		i := c.SpreadBy(key)
+		require.Equal(t, i, client.NewEndpoints(eps, nil).SpreadBy(key), "the same key, the same member")
+		require.Equal(t, i, c.Current())
+		before := hits[i].Load()
+		_, err := c.Do(t.Context(), http.MethodGet, "/x", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, before+1, hits[i].Load(), "the request went to the member of its key")
+	}
+	for i := range hits {
+		require.Greater(t, hits[i].Load(), int64(60), "member %d got its share of 300", i)
+	}
+}

@@ -108,8 +108,10 @@ func (cp *ControlPlane) Stop() {
 	cp.procs = nil
 }
 
-func start(b binaries, dir string) (cp *ControlPlane, err error) {
-	cp = &ControlPlane{Dir: dir}
+func start(b binaries, dir string) (_ *ControlPlane, err error) {
+	// cp is not the named result: every failure returns nil, and the
+	// processes started so far must still be stopped.
+	cp := &ControlPlane{Dir: dir}
 	defer func() {
 		if err != nil {
 			cp.Stop()

@@ -1,0 +1,150 @@
+// Command agentload measures a coordinator of three molt-coordinator
+// processes under the heartbeats of many agents, as a fleet would send
+// them (docs/performance.md, row P2 at 15,000 agents): the agents run in
+// this process, the members in their own, so neither's CPU, memory or
+// file limits are the other's.
+//
+// It starts three members on loopback (the first bootstraps, the others
+// join it), registers a cluster of -agents nodes, enrolls one agent per
+// node with its own key and certificate through a bootstrap token, and
+// runs every agent as molt-agent does: one kept mutual-TLS HTTP/2
+// connection, a heartbeat every -interval, a long poll for operations.
+// Agents are spread over the members by their node name, as molt-agent
+// spreads them (agent.startEndpoint). After -warmup it measures for
+// -duration: each beat's latency by the member that answered it (leader
+// or follower), each member's RSS (its highest), the Raft entries the
+// leader committed, and the leader changes. It prints the rows and
+// writes them as JSON to -out.
+//
+// Usage: agentload -coordinator-bin bin/molt-coordinator [-agents 15000]
+// [-interval 10s] [-warmup 1m] [-duration 2m] [-dir DIR] [-out FILE]
+//
+// It raises its open-file limit to the hard limit (members inherit it);
+// 15,000 agents need more than 15,000 descriptors here and about a third
+// of that in each member (the packaged units set LimitNOFILE).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func main() {
+	bin := flag.String("coordinator-bin", "bin/molt-coordinator", "the molt-coordinator binary to run three members of")
+	agents := flag.Int("agents", 15000, "agents, one per node")
+	interval := flag.Duration("interval", 10*time.Second, "each agent's heartbeat interval")
+	pollWait := flag.Duration("poll-wait", 30*time.Second, "each agent's long poll")
+	warmup := flag.Duration("warmup", time.Minute, "how long the agents run before the measurement")
+	duration := flag.Duration("duration", 2*time.Minute, "how long the measurement lasts")
+	dir := flag.String("dir", "", "the members' data directories (default: a new temporary directory, removed after)")
+	out := flag.String("out", "", "write the results as JSON here too")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	limit := raiseFileLimit()
+	work := *dir
+	if work == "" {
+		d, err := os.MkdirTemp("", "agentload-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	res, err := run(ctx, config{bin: *bin, agents: *agents, interval: *interval, pollWait: *pollWait,
+		warmup: *warmup, duration: *duration, dir: work, fileLimit: limit})
+	if err != nil {
+		log.Fatalf("agentload: %v", err)
+	}
+	res.print(os.Stdout)
+	if *out != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*out, b, 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// config is one run's parameters.
+type config struct {
+	bin                string
+	agents             int
+	interval, pollWait time.Duration
+	warmup, duration   time.Duration
+	dir                string
+	fileLimit          uint64
+}
+
+// raiseFileLimit sets this process's soft open-file limit to its hard
+// limit and returns it; the members started later inherit it.
+func raiseFileLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		log.Fatal(err)
+	}
+	l.Cur = l.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		log.Fatal(err)
+	}
+	return l.Cur
+}
+
+// run is one measurement: members up, cluster and agents in place, the
+// agents beating, the figures taken, everything stopped.
+func run(ctx context.Context, cfg config) (*results, error) {
+	bin, err := filepath.Abs(cfg.bin)
+	if err != nil {
+		return nil, err
+	}
+	co, err := startMembers(ctx, bin, cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer co.stop()
+	logf("3 members up; registering a cluster of %d nodes", cfg.agents)
+	nodes, err := co.registerCluster(ctx, "load", cfg.agents)
+	if err != nil {
+		return nil, err
+	}
+	fl := newFleet(co, "load", nodes, cfg.interval, cfg.pollWait)
+	start := time.Now()
+	if err := fl.enroll(ctx); err != nil {
+		return nil, err
+	}
+	logf("%d agents enrolled in %s; registering and starting them", len(nodes), time.Since(start).Round(time.Second))
+	if err := fl.start(ctx); err != nil {
+		return nil, err
+	}
+	logf("every agent registered after %s; warming up for %s", time.Since(start).Round(time.Second), cfg.warmup)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(cfg.warmup):
+	}
+	before, err := co.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fl.measure(true)
+	peak := co.watchRSS(ctx, cfg.duration)
+	fl.measure(false)
+	after, err := co.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fl.stop()
+	return summarize(cfg, fl, before, after, peak), nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[agentload %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
