@@ -135,6 +135,7 @@ func TestUpgradeBinaryFromCoordinatorPath(t *testing.T) {
 	other := &fakeCoordinator{coord.Peer(t)}
 	h := newFakeHost(t, coord)
 	h.cfg.Coordinator = coord.URL + "," + other.URL
+	h.startAtFirst(t)
 	newBin := kubeletScript("v1.34.0", false)
 	path, sum := other.ServeArtifact("v1.34.0/kubelet", newBin)
 	stop, _ := runAgent(t, h.cfg)

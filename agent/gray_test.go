@@ -118,6 +118,7 @@ func TestFrozenMemberIsLeftBehind(t *testing.T) {
 	h := newFakeHostAt(t, "https://"+proxy.addr()+","+other.URL, coord)
 	h.cfg.PollWait = 10 * time.Minute
 	h.cfg.HeartbeatInterval = 200 * time.Millisecond
+	h.startAtFirst(t)
 	url, sum := h.serve("kubelet", kubeletScript("v1.34.0", false))
 	runAgent(t, h.cfg)
 

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/internal/agenttest"
 )
 
@@ -229,4 +230,22 @@ func upgradeOp(id, url, sum, version string) api.Operation {
 
 func manifest(name, image string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: kube-system\nspec:\n  containers:\n  - name: c\n    image: %s\n", name, image)
+}
+
+// startAtFirst names h's node so that its agent, spread over the members
+// by its name (client.SpreadBy), starts at the first of them: tests of
+// failover from the member an agent talks to need to know which one it
+// is.
+func (h *fakeHost) startAtFirst(t *testing.T) {
+	t.Helper()
+	eps, err := client.ParseEndpoints(h.cfg.Coordinator)
+	require.NoError(t, err)
+	for i := 1; i < 100; i++ {
+		node := fmt.Sprintf("n%d", i)
+		if client.NewEndpoints(eps, nil).SpreadBy(h.cfg.Cluster+"/"+node) == 0 {
+			h.cfg.Node = node
+			return
+		}
+	}
+	t.Fatal("no node name starts at the first member")
 }
