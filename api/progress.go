@@ -97,6 +97,16 @@ func (u *Upgrade) PoolNodes(p *PoolTrack) []NodeTask {
 	return u.Nodes[p.First : p.First+p.Count]
 }
 
+// Node returns the upgrade's task of the node named name.
+func (u *Upgrade) Node(name string) (*NodeTask, bool) {
+	for i := range u.Nodes {
+		if u.Nodes[i].Node == name {
+			return &u.Nodes[i], true
+		}
+	}
+	return nil, false
+}
+
 // Step returns the upgrade's step with this ID.
 func (u *Upgrade) Step(id string) (*Step, bool) {
 	for i := range u.Steps {
@@ -105,6 +115,18 @@ func (u *Upgrade) Step(id string) (*Step, bool) {
 		}
 	}
 	return nil, false
+}
+
+// String is the node step as a NodeTask's Step names it: the kind, and for
+// an operation its kind and component ("operation:UpgradeBinary:kubelet").
+func (s NodeStep) String() string {
+	if s.Op == nil {
+		return string(s.Kind)
+	}
+	if s.Op.Component != "" {
+		return string(s.Kind) + ":" + string(s.Op.Kind) + ":" + s.Op.Component
+	}
+	return string(s.Kind) + ":" + string(s.Op.Kind)
 }
 
 // StepsOf returns the node step list n follows in its pool p (n.Path:

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/maintenance"
 	"github.com/moltproject/molt/phases"
 )
@@ -73,5 +74,22 @@ func TestWireNamesEqualTheEngines(t *testing.T) {
 		{string(api.UpgradeCancelled), string(phases.UpgradeCancelled)},
 	} {
 		require.Equal(t, pair[1], pair[0], "a wire name differs from the engine's")
+	}
+}
+
+// TestNodeStepStringIsTheWiresStep: api.NodeStep's String is how the
+// coordinator names a node's step on the wire (NodeTask.Step, the
+// engine's NodeStep.String), for every step of every strategy.
+func TestNodeStepStringIsTheWiresStep(t *testing.T) {
+	var steps []phases.NodeStep
+	for _, r := range []phases.Role{phases.RoleControlPlaneLB, phases.RoleControlPlane, phases.RoleLoadBalancer, phases.RoleWorker} {
+		steps = append(steps, phases.BareMetalNodeSteps(r)...)
+	}
+	steps = append(steps, phases.NodeStep{Kind: phases.NodeCreateReplacement}, phases.NodeStep{Kind: phases.NodeOperation, Op: &phases.OpSpec{Kind: phases.OpRollback}})
+	u := &phases.Upgrade{Pools: []phases.PoolTrack{{NodeSteps: steps}}}
+	wire := convert.UpgradeToAPI(u)
+	require.Len(t, wire.Pools[0].NodeSteps, len(steps))
+	for i, s := range steps {
+		require.Equal(t, s.String(), wire.Pools[0].NodeSteps[i].String())
 	}
 }
