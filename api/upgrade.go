@@ -270,7 +270,7 @@ type NodeTask struct {
 	// GreenSince is when every gate of the node last turned green.
 	GreenSince time.Time `json:"greenSince,omitzero"`
 	// Step is the node step (of the list Path names) a running node is at,
-	// or a failed node stopped at: "drain", "operation:upgradeBinary:kubelet";
+	// or a failed node stopped at: "drain", "operation:UpgradeBinary:kubelet";
 	// the coordinator reads it off Cursor.
 	Step string `json:"step,omitempty"`
 }

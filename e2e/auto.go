@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/phases"
 )
 
 // Automatic upgrades on the lab (SPEC §14): the scenario the end-to-end
@@ -36,14 +35,14 @@ type AutoReport struct {
 	// StartedAfter is the time from opening the window to the upgrade
 	// being there; Started the upgrade as first seen.
 	StartedAfter time.Duration
-	Started      *phases.Upgrade
+	Started      *api.Upgrade
 	// Paused is the upgrade once paused at the window's end, PausedStatus
 	// the status then (PauseAt only).
-	Paused       *phases.Upgrade
+	Paused       *api.Upgrade
 	PausedStatus api.UpgradeStatus
 	// Upgrade is the finished upgrade, Done the status afterwards, Took
 	// the time from opening the window to status.version.
-	Upgrade *phases.Upgrade
+	Upgrade *api.Upgrade
 	Done    api.UpgradeStatus
 	Took    time.Duration
 }
@@ -131,7 +130,7 @@ func (e *Env) RunAutomatic(ctx context.Context, o AutoOptions) (AutoReport, erro
 	}
 	err = poll(ctx, 2*time.Minute, func() (bool, error) {
 		u, err := e.Upgrade(ctx)
-		if err != nil || u.To.String() != o.To || !u.Options.Automatic {
+		if err != nil || u.To != o.To || !u.Options.Automatic {
 			return false, nil
 		}
 		rep.Started = u
@@ -184,7 +183,7 @@ func (e *Env) pauseAndResume(ctx context.Context, rep *AutoReport, o AutoOptions
 		}
 		p.show(u)
 		n, ok := u.Node(o.PauseAt)
-		return ok && n.State != phases.StatePending, nil
+		return ok && n.State != api.StepPending, nil
 	})
 	if err != nil {
 		return fmt.Errorf("node %s never started: %w", o.PauseAt, err)
@@ -199,11 +198,11 @@ func (e *Env) pauseAndResume(ctx context.Context, rep *AutoReport, o AutoOptions
 			return false, nil
 		}
 		p.show(u)
-		if !u.InProgress() {
+		if !u.InProgress {
 			return false, fmt.Errorf("upgrade %s ended %s before it paused", id, u.State)
 		}
 		rep.Paused = u
-		return u.PauseReason != "" && countState(u, phases.StateRunning) == 0, nil
+		return u.PauseReason != "" && countState(u, api.StepRunning) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("no pause at the window's end: %w", err)
@@ -213,7 +212,7 @@ func (e *Env) pauseAndResume(ctx context.Context, rep *AutoReport, o AutoOptions
 		return err
 	}
 	e.step("paused at a safe point (%s): %d node(s) done, %d waiting for the window", rep.Paused.PauseReason,
-		countState(rep.Paused, phases.StateDone), countState(rep.Paused, phases.StatePending))
+		countState(rep.Paused, api.StepDone), countState(rep.Paused, api.StepPending))
 	e.printStatus(rep.PausedStatus)
 	// Nothing new starts while the window is closed.
 	held := time.Now()
@@ -222,7 +221,7 @@ func (e *Env) pauseAndResume(ctx context.Context, rep *AutoReport, o AutoOptions
 		if err != nil {
 			return false, nil
 		}
-		if countState(u, phases.StatePending) < countState(rep.Paused, phases.StatePending) || u.PauseReason == "" {
+		if countState(u, api.StepPending) < countState(rep.Paused, api.StepPending) || u.PauseReason == "" {
 			return false, fmt.Errorf("work started while the window was closed")
 		}
 		return time.Since(held) >= o.PauseHold, nil
@@ -234,7 +233,7 @@ func (e *Env) pauseAndResume(ctx context.Context, rep *AutoReport, o AutoOptions
 	return e.SetWindow(ctx, true)
 }
 
-func countState(u *phases.Upgrade, st phases.State) int {
+func countState(u *api.Upgrade, st api.StepState) int {
 	n := 0
 	for _, t := range u.Nodes {
 		if t.State == st {

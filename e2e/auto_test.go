@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/maintenance"
-	"github.com/moltproject/molt/phases"
 )
 
 // testAutomaticPatch is the run's patch upgrade, made automatic (SPEC §14):
@@ -21,7 +19,7 @@ import (
 // itself; closing the window when the first worker starts pauses the
 // upgrade at a safe point (that worker finishes, the next waits), and
 // reopening it resumes the upgrade to the end. It returns the upgrade.
-func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) *phases.Upgrade {
+func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) *api.Upgrade {
 	probes := env.StartProbes(ctx)
 	rep, err := env.RunAutomatic(ctx, AutoOptions{To: to, PauseAt: "worker-1", PauseHold: 5 * time.Second})
 	reports := probes.Stop()
@@ -34,14 +32,14 @@ func testAutomaticPatch(t *testing.T, ctx context.Context, env *Env, to string) 
 	require.True(t, rep.Plan.End.After(rep.Plan.Waits[0].End))
 
 	require.True(t, rep.Started.Options.Automatic)
-	require.Equal(t, string(maintenance.PauseMaintenanceWindow), rep.Paused.PauseReason)
+	require.Equal(t, string(api.PauseMaintenanceWindow), rep.Paused.PauseReason)
 	w1, _ := rep.Paused.Node("worker-1")
 	w2, _ := rep.Paused.Node("worker-2")
-	require.Equal(t, phases.StateDone, w1.State, "the node in flight finished")
-	require.Equal(t, phases.StatePending, w2.State, "nothing new started after the window closed")
+	require.Equal(t, api.StepDone, w1.State, "the node in flight finished")
+	require.Equal(t, api.StepPending, w2.State, "nothing new started after the window closed")
 	require.Equal(t, api.AutoPausedAtWindowEnd, rep.PausedStatus.State, rep.PausedStatus.Message)
 
-	require.Equal(t, phases.UpgradeDone, rep.Upgrade.State)
+	require.Equal(t, api.UpgradeDone, rep.Upgrade.State)
 	require.NotZero(t, rep.Upgrade.ResumedAt, "resumed when the window reopened")
 	require.Equal(t, api.AutoUpToDate, rep.Done.State)
 	require.Contains(t, rep.Done.LastAttempt.Reason, "channel regular targets "+to)

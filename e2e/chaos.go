@@ -22,9 +22,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
-	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
 // ChaosConfig configures the chaos of one upgrade.
@@ -83,7 +81,7 @@ type Chaos struct {
 	halted        sync.Once
 
 	mu          sync.Mutex
-	u           *phases.Upgrade
+	u           *api.Upgrade
 	records     []*FaultRecord
 	starts      map[string]map[int]time.Time
 	transitions []time.Time
@@ -144,18 +142,18 @@ func (e *Env) StartChaos(ctx context.Context, cfg ChaosConfig) (*Chaos, error) {
 }
 
 // upgradeVia reads the cluster's current upgrade through cl within timeout.
-func upgradeVia(ctx context.Context, cl *client.Client, timeout time.Duration) (*phases.Upgrade, error) {
+func upgradeVia(ctx context.Context, cl *client.Client, timeout time.Duration) (*api.Upgrade, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var u api.Upgrade
 	if _, err := cl.Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
 		return nil, err
 	}
-	return convert.UpgradeFromAPI(&u)
+	return &u, nil
 }
 
 // upgrade reads the cluster's current upgrade from whichever member answers.
-func (c *Chaos) upgrade(ctx context.Context) (*phases.Upgrade, error) {
+func (c *Chaos) upgrade(ctx context.Context) (*api.Upgrade, error) {
 	return upgradeVia(ctx, c.client, 20*time.Second)
 }
 
@@ -225,7 +223,7 @@ func (c *Chaos) follow(ctx context.Context) {
 	})
 }
 
-func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
+func (c *Chaos) observe(ctx context.Context, u *api.Upgrade, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.u == nil {
@@ -242,7 +240,7 @@ func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
 	}
 	c.u = u
 	c.recordLocked(u)
-	if !u.InProgress() {
+	if !u.InProgress {
 		return
 	}
 	c.fireLocked(ctx, u, now)
@@ -250,7 +248,7 @@ func (c *Chaos) observe(ctx context.Context, u *phases.Upgrade, now time.Time) {
 
 // recordLocked records the transitions and step starts u shows. c.mu is
 // held.
-func (c *Chaos) recordLocked(u *phases.Upgrade) {
+func (c *Chaos) recordLocked(u *api.Upgrade) {
 	record := func(t time.Time) {
 		if !t.IsZero() && !slices.Contains(c.transitions, t) {
 			c.transitions = append(c.transitions, t)
@@ -261,7 +259,7 @@ func (c *Chaos) recordLocked(u *phases.Upgrade) {
 		record(n.StartedAt)
 		record(n.StepStartedAt)
 		record(n.FinishedAt)
-		if n.State == phases.StateRunning && !n.StepStartedAt.IsZero() {
+		if n.State == api.StepRunning && !n.StepStartedAt.IsZero() {
 			if c.starts[n.Node] == nil {
 				c.starts[n.Node] = map[int]time.Time{}
 			}
@@ -277,7 +275,7 @@ func (c *Chaos) recordLocked(u *phases.Upgrade) {
 }
 
 // fireLocked fires the faults whose trigger u passed. c.mu is held.
-func (c *Chaos) fireLocked(ctx context.Context, u *phases.Upgrade, now time.Time) {
+func (c *Chaos) fireLocked(ctx context.Context, u *api.Upgrade, now time.Time) {
 	for _, r := range c.records {
 		if r.Fired {
 			continue
@@ -307,7 +305,7 @@ func (c *Chaos) fireLocked(ctx context.Context, u *phases.Upgrade, now time.Time
 }
 
 // triggered reports whether u has reached tr.
-func triggered(u *phases.Upgrade, tr Trigger) bool {
+func triggered(u *api.Upgrade, tr Trigger) bool {
 	if tr.StepID != "" {
 		s, ok := u.Step(tr.StepID)
 		return ok && !s.StartedAt.IsZero()
@@ -316,7 +314,7 @@ func triggered(u *phases.Upgrade, tr Trigger) bool {
 	if !ok {
 		return false
 	}
-	return (n.State == phases.StateRunning && n.Cursor >= tr.Cursor) || n.State == phases.StateDone
+	return (n.State == api.StepRunning && n.Cursor >= tr.Cursor) || n.State == api.StepDone
 }
 
 // inject puts a fault in place, waits its duration (or Finish) and heals it.
@@ -468,7 +466,7 @@ func (c *Chaos) apply(ctx context.Context, r *FaultRecord) (func(context.Context
 			return nil, errors.New("no upgrade")
 		}
 		var rel api.Release
-		if _, err := c.client.Do(ctx, http.MethodGet, "/v1/releases/"+u.To.String(), nil, &rel); err != nil {
+		if _, err := c.client.Do(ctx, http.MethodGet, "/v1/releases/"+u.To, nil, &rel); err != nil {
 			return nil, err
 		}
 		art := rel.Components.Kubelet
@@ -528,7 +526,7 @@ func (c *Chaos) setFrozen(m *Member, v bool) {
 	c.frozen[m] = v
 }
 
-func (c *Chaos) current() *phases.Upgrade {
+func (c *Chaos) current() *api.Upgrade {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.u
@@ -645,11 +643,11 @@ func (c *Chaos) sample(ctx context.Context) {
 // WaitEnd waits until the followed upgrade is no longer in progress, or
 // until deadline passes; it returns the upgrade as last seen and whether
 // the deadline passed.
-func (c *Chaos) WaitEnd(ctx context.Context, deadline time.Time) (*phases.Upgrade, bool) {
+func (c *Chaos) WaitEnd(ctx context.Context, deadline time.Time) (*api.Upgrade, bool) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		if u := c.current(); u != nil && !u.InProgress() {
+		if u := c.current(); u != nil && !u.InProgress {
 			return u, false
 		}
 		if time.Now().After(deadline) {
@@ -740,7 +738,7 @@ type CheckResult struct {
 type ChaosReport struct {
 	Seed      uint64
 	Profile   string
-	Upgrade   *phases.Upgrade
+	Upgrade   *api.Upgrade
 	Ending    Ending
 	EndDetail string
 	// Explained is false for a halt no injected halting fault accounts
@@ -811,7 +809,7 @@ func (c *Chaos) Finish(ctx context.Context, deadlinePassed bool) *ChaosReport {
 	if u == nil {
 		return rep
 	}
-	from, to := u.From.String(), u.To.String()
+	from, to := u.From, u.To
 
 	add("order", "SPEC §4 from the recorded steps", checkOrder(u))
 
@@ -877,7 +875,7 @@ func (c *Chaos) Finish(ctx context.Context, deadlinePassed bool) *ChaosReport {
 	add("no-torn-files", fmt.Sprintf("kubelet, containerd and %d manifests on %d hosts", manifests, len(e.Lab.Config().Topology.Hosts)), tv)
 
 	// Version rules, sampled while the upgrade ran.
-	roles := map[string]phases.Role{}
+	roles := map[string]api.Role{}
 	for i := range u.Nodes {
 		if p, ok := u.Pool(u.Nodes[i].Pool); ok {
 			roles[u.Nodes[i].Node] = p.Role
@@ -1005,7 +1003,7 @@ func nextAfter(ts []time.Time, t time.Time) time.Duration {
 
 // haltExplained reports whether a halt comes from an injected fault that
 // must halt it: a wrong checksum that fired and that a node failed on.
-func haltExplained(u *phases.Upgrade, faults []FaultRecord) bool {
+func haltExplained(u *api.Upgrade, faults []FaultRecord) bool {
 	fired := false
 	for _, f := range faults {
 		if f.Kind == FaultBadArtifact && f.Fired && f.Err == "" {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // A lab upgrade's wall time against the sum of its steps' lower bounds
@@ -60,9 +60,9 @@ func (b BoundReport) String() string {
 // LowerBound computes the lab row for a finished upgrade u. starts maps a
 // node to the StepStartedAt seen at each cursor while the upgrade ran;
 // ops are the agents' journaled operations by ID.
-func LowerBound(u *phases.Upgrade, starts map[string]map[int]time.Time, ops map[string]OpTimes) (BoundReport, error) {
+func LowerBound(u *api.Upgrade, starts map[string]map[int]time.Time, ops map[string]OpTimes) (BoundReport, error) {
 	var r BoundReport
-	if u == nil || u.State != phases.UpgradeDone {
+	if u == nil || u.State != api.UpgradeDone {
 		return r, fmt.Errorf("lower bound: only a completed upgrade has one")
 	}
 	work := map[string]time.Duration{}
@@ -76,7 +76,7 @@ func LowerBound(u *phases.Upgrade, starts map[string]map[int]time.Time, ops map[
 		d := n.FinishedAt.Sub(n.StartedAt)
 		seen := starts[n.Node]
 		for c, s := range steps {
-			if s.Kind != phases.NodeOperation {
+			if s.Kind != api.NodeStepOperation {
 				continue
 			}
 			begin, ok := seen[c]
@@ -87,7 +87,7 @@ func LowerBound(u *phases.Upgrade, starts map[string]map[int]time.Time, ops map[
 			if c == len(steps)-1 {
 				end, ok = n.FinishedAt, true
 			}
-			op, found := ops[u.OperationID(n.Node, c, n.Attempt)]
+			op, found := ops[operationID(u, n.Node, c, n.Attempt)]
 			if !ok || !found || op.Finished.IsZero() {
 				continue
 			}
@@ -113,7 +113,7 @@ func LowerBound(u *phases.Upgrade, starts map[string]map[int]time.Time, ops map[
 		}
 		took := s.FinishedAt.Sub(s.StartedAt)
 		b := took
-		if s.Kind == phases.StepPool {
+		if s.Kind == api.StepKindPool {
 			p, ok := u.Pool(s.Pool)
 			if !ok {
 				return r, fmt.Errorf("lower bound: no pool %s", s.Pool)
@@ -127,7 +127,7 @@ func LowerBound(u *phases.Upgrade, starts map[string]map[int]time.Time, ops map[
 			b = max(longest, sum/time.Duration(width))
 		}
 		bound[s.ID] = b
-		// Steps are listed after their dependencies (phases.buildSteps).
+		// Steps are listed after their dependencies (the coordinator lays them out so).
 		var after time.Duration
 		for _, d := range s.Deps {
 			after = max(after, end[d])

@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // The invariants a chaos run is checked against, as pure functions of what
@@ -38,25 +38,25 @@ const (
 // checkEnding classifies the upgrade as the run left it. deadlinePassed
 // says the run stopped waiting for it; statusVersion is the cluster's
 // status.version then.
-func checkEnding(u *phases.Upgrade, statusVersion string, deadlinePassed bool) (Ending, string, []string) {
+func checkEnding(u *api.Upgrade, statusVersion string, deadlinePassed bool) (Ending, string, []string) {
 	switch {
 	case u == nil:
 		return EndWedged, "no upgrade", []string{"ending: the upgrade was never seen"}
-	case u.State == phases.UpgradeDone:
-		if statusVersion != u.To.String() {
+	case u.State == api.UpgradeDone:
+		if statusVersion != u.To {
 			return EndWedged, "done", []string{fmt.Sprintf("ending: upgrade done but status.version is %q, not %s", statusVersion, u.To)}
 		}
 		return EndCompleted, "done", nil
-	case u.State == phases.UpgradeFailed || u.State == phases.UpgradeCancelled:
+	case u.State == api.UpgradeFailed || u.State == api.UpgradeCancelled:
 		var v []string
-		if statusVersion != u.From.String() {
+		if statusVersion != u.From {
 			v = append(v, fmt.Sprintf("ending: upgrade %s but status.version is %q, not the old %s", u.State, statusVersion, u.From))
 		}
-		if strings.TrimSpace(u.Reason) == "" && u.State == phases.UpgradeFailed {
+		if strings.TrimSpace(u.Reason) == "" && u.State == api.UpgradeFailed {
 			return EndWedged, string(u.State), append(v, "ending: upgrade failed without a reason")
 		}
 		return EndHalted, fmt.Sprintf("%s: %s", u.State, u.Reason), v
-	case u.InProgress() && deadlinePassed:
+	case u.InProgress && deadlinePassed:
 		if why := waitReasons(u); why != "" {
 			return EndHalted, "waiting: " + why, nil
 		}
@@ -67,14 +67,14 @@ func checkEnding(u *phases.Upgrade, statusVersion string, deadlinePassed bool) (
 
 // waitReasons is what the upgrade says it waits for: a pause, nodes
 // waiting, failed nodes an operator must retry.
-func waitReasons(u *phases.Upgrade) string {
+func waitReasons(u *api.Upgrade) string {
 	var why []string
 	if u.PauseReason != "" {
 		why = append(why, "paused: "+u.PauseReason)
 	}
 	for _, n := range u.Nodes {
 		switch {
-		case n.State == phases.StateFailed:
+		case n.State == api.StepFailed:
 			why = append(why, fmt.Sprintf("%s failed: %s", n.Node, n.Error))
 		case n.Waiting != "":
 			why = append(why, fmt.Sprintf("%s waits: %s", n.Node, n.Waiting))
@@ -84,18 +84,17 @@ func waitReasons(u *phases.Upgrade) string {
 }
 
 // where says which steps and nodes run.
-func where(u *phases.Upgrade) string {
+func where(u *api.Upgrade) string {
 	var at []string
 	for _, s := range u.Steps {
-		if s.State == phases.StateRunning {
+		if s.State == api.StepRunning {
 			at = append(at, "step "+s.ID)
 		}
 	}
 	for i := range u.Nodes {
 		n := &u.Nodes[i]
-		if n.State == phases.StateRunning {
-			st, _ := u.CurrentStep(n)
-			at = append(at, fmt.Sprintf("%s at %d:%s", n.Node, n.Cursor, st))
+		if n.State == api.StepRunning {
+			at = append(at, fmt.Sprintf("%s at %d:%s", n.Node, n.Cursor, n.Step))
 		}
 	}
 	return strings.Join(at, ", ")
@@ -107,25 +106,25 @@ func where(u *phases.Upgrade) string {
 // pools; those pools before the worker pools; the health step after every
 // other; control-plane nodes one at a time. A step that never started is
 // not checked; one that started must have found its predecessors done.
-func checkOrder(u *phases.Upgrade) []string {
+func checkOrder(u *api.Upgrade) []string {
 	var v []string
-	rank := func(s *phases.Step) int {
+	rank := func(s *api.Step) int {
 		switch {
-		case s.Kind == phases.StepPool && s.Role == phases.RoleControlPlaneLB:
+		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlaneLB:
 			return 0
-		case s.Kind == phases.StepPool && s.Role == phases.RoleControlPlane:
+		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlane:
 			return 1
-		case s.Kind == phases.StepPool && s.Role == phases.RoleLoadBalancer:
+		case s.Kind == api.StepKindPool && s.Role == api.RoleLoadBalancer:
 			return 2
-		case s.Kind == phases.StepPool && s.Role == phases.RoleWorker:
+		case s.Kind == api.StepKindPool && s.Role == api.RoleWorker:
 			return 3
-		case s.ID == phases.StepIDHealth:
+		case s.ID == api.StepIDHealth:
 			return 4
 		default: // add-ons, lifecycle: after the control plane
 			return 2
 		}
 	}
-	before := func(later, earlier *phases.Step) bool {
+	before := func(later, earlier *api.Step) bool {
 		rl, re := rank(later), rank(earlier)
 		switch {
 		case rl == 4:
@@ -134,7 +133,7 @@ func checkOrder(u *phases.Upgrade) []string {
 			// Workers wait for the loadBalancer pools (and the control
 			// plane), not for the add-ons (SPEC §4: 5 runs in parallel,
 			// 6 follows the loadBalancer pool).
-			return re < 2 || (re == 2 && earlier.Kind == phases.StepPool)
+			return re < 2 || (re == 2 && earlier.Kind == api.StepKindPool)
 		case rl == 2:
 			return re < 2
 		case rl == 1:
@@ -152,7 +151,7 @@ func checkOrder(u *phases.Upgrade) []string {
 			if i == j || !before(later, earlier) {
 				continue
 			}
-			if earlier.State != phases.StateDone || earlier.FinishedAt.After(later.StartedAt) {
+			if earlier.State != api.StepDone || earlier.FinishedAt.After(later.StartedAt) {
 				v = append(v, fmt.Sprintf("order: %s started %s before %s finished (%s)", later.ID,
 					later.StartedAt.Format("15:04:05.000"), earlier.ID, earlier.State))
 			}
@@ -160,10 +159,10 @@ func checkOrder(u *phases.Upgrade) []string {
 	}
 	for i := range u.Pools {
 		p := &u.Pools[i]
-		if p.Role != phases.RoleControlPlane {
+		if p.Role != api.RoleControlPlane {
 			continue
 		}
-		var started []phases.NodeTask
+		var started []api.NodeTask
 		for _, n := range u.PoolNodes(p) {
 			if !n.StartedAt.IsZero() {
 				started = append(started, n)
@@ -204,7 +203,7 @@ type journalRecord struct {
 }
 
 // opKey splits an operation ID: upgrade/node/cursor/aN, or
-// upgrade/node/rollback/cursor/aN (phases.Upgrade.OperationID).
+// upgrade/node/rollback/cursor/aN (api.Upgrade.OperationID).
 type opKey struct {
 	upgrade, node string
 	rollback      bool
@@ -404,7 +403,7 @@ type VersionSample struct {
 // node to its pool's role. The control-plane LB pool is exempt from the
 // second rule: SPEC §4 upgrades it, kubelet included, before the control
 // plane (its only workloads are the LB's static pods).
-func checkVersionSamples(samples []VersionSample, from, to string, roles map[string]phases.Role) (checked int, v []string) {
+func checkVersionSamples(samples []VersionSample, from, to string, roles map[string]api.Role) (checked int, v []string) {
 	seen := map[string]bool{}
 	add := func(key, msg string) {
 		if !seen[key] {
@@ -418,8 +417,8 @@ func checkVersionSamples(samples []VersionSample, from, to string, roles map[str
 		}
 		checked++
 		at := s.At.Format("15:04:05.0")
-		var oldestAPI phases.Version
-		api := map[string]phases.Version{}
+		var oldestAPI kubeVersion
+		apiServer := map[string]kubeVersion{}
 		for key, ver := range s.ControlPlane {
 			if ver != from && ver != to {
 				add("cp-version/"+key+ver, fmt.Sprintf("version-rules: %s %s runs %s, neither %s nor %s", at, key, ver, from, to))
@@ -428,11 +427,11 @@ func checkVersionSamples(samples []VersionSample, from, to string, roles map[str
 			if comp != "kube-apiserver" {
 				continue
 			}
-			pv, err := phases.ParseVersion(ver)
+			pv, err := parseKubeVersion(ver)
 			if err != nil {
 				continue
 			}
-			api[node] = pv
+			apiServer[node] = pv
 			if oldestAPI.IsZero() || pv.Less(oldestAPI) {
 				oldestAPI = pv
 			}
@@ -442,14 +441,14 @@ func checkVersionSamples(samples []VersionSample, from, to string, roles map[str
 				add("kubelet-version/"+node+ver, fmt.Sprintf("version-rules: %s kubelet of %s is %s, neither %s nor %s", at, node, ver, from, to))
 				continue
 			}
-			kv, err := phases.ParseVersion(ver)
+			kv, err := parseKubeVersion(ver)
 			if err != nil {
 				continue
 			}
 			switch roles[node] {
-			case phases.RoleControlPlaneLB:
-			case phases.RoleControlPlane:
-				if own, ok := api[node]; ok && own.Less(kv) {
+			case api.RoleControlPlaneLB:
+			case api.RoleControlPlane:
+				if own, ok := apiServer[node]; ok && own.Less(kv) {
 					add("newer/"+node, fmt.Sprintf("version-rules: %s kubelet of %s at %s, newer than its kube-apiserver at %s", at, node, kv, own))
 				}
 			default:

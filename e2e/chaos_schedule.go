@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // A chaos run upgrades the lab while a seeded schedule injects faults
@@ -148,7 +148,7 @@ func SmokeProfile() ChaosProfile {
 		Kinds:   []FaultKind{FaultFollowerKill, FaultLeaderFreeze, FaultFollowerFreeze, FaultPartition, FaultLinkCut, FaultAPILBDown},
 		Count:   4,
 		Nodes:   []string{"cplb-1", "lb-1", "worker-2"},
-		StepIDs: []string{phases.StepIDAddons},
+		StepIDs: []string{api.StepIDAddons},
 	}
 }
 
@@ -168,7 +168,7 @@ func ProfileByName(name string) (ChaosProfile, error) {
 // Schedule draws the faults of one run from seed, for upgrade u (its
 // pools, node steps and nodes; MIG pools join like any other). hosts are
 // the nodes that are lab hosts: only they take agent and host faults.
-func Schedule(seed uint64, u *phases.Upgrade, prof ChaosProfile, hosts []string) []Fault {
+func Schedule(seed uint64, u *api.Upgrade, prof ChaosProfile, hosts []string) []Fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6d6f6c74))
 	kinds := slices.Clone(prof.Kinds)
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
@@ -192,11 +192,11 @@ func Schedule(seed uint64, u *phases.Upgrade, prof ChaosProfile, hosts []string)
 type candidate struct {
 	node   string
 	cursor int
-	step   phases.NodeStep
-	next   *phases.NodeStep
+	step   api.NodeStep
+	next   *api.NodeStep
 }
 
-func drawFault(rng *rand.Rand, k FaultKind, u *phases.Upgrade, prof ChaosProfile, hosts []string) (Fault, bool) {
+func drawFault(rng *rand.Rand, k FaultKind, u *api.Upgrade, prof ChaosProfile, hosts []string) (Fault, bool) {
 	f := Fault{Kind: k, Pick: rng.IntN(2)}
 	isHost := func(n string) bool { return slices.Contains(hosts, n) }
 	var cands []candidate
@@ -217,7 +217,7 @@ func drawFault(rng *rand.Rand, k FaultKind, u *phases.Upgrade, prof ChaosProfile
 			}
 			switch k {
 			case FaultAgentKill:
-				if !isHost(n.Node) || s.Kind != phases.NodeOperation {
+				if !isHost(n.Node) || s.Kind != api.NodeStepOperation {
 					continue
 				}
 			case FaultLinkCut:
@@ -227,7 +227,7 @@ func drawFault(rng *rand.Rand, k FaultKind, u *phases.Upgrade, prof ChaosProfile
 			case FaultBadArtifact:
 				// Fires one step before a binary upgrade, so the
 				// download falls inside the window.
-				if cd.next == nil || cd.next.Op == nil || cd.next.Op.Kind != phases.OpUpgradeBinary {
+				if cd.next == nil || cd.next.Op == nil || cd.next.Op.Kind != api.OpUpgradeBinary {
 					continue
 				}
 			}
@@ -241,7 +241,7 @@ func drawFault(rng *rand.Rand, k FaultKind, u *phases.Upgrade, prof ChaosProfile
 	case FaultAgentKill, FaultLinkCut, FaultBadArtifact:
 	default:
 		for _, s := range u.Steps {
-			if s.Kind != phases.StepPool && (len(prof.StepIDs) == 0 || slices.Contains(prof.StepIDs, s.ID)) {
+			if s.Kind != api.StepKindPool && (len(prof.StepIDs) == 0 || slices.Contains(prof.StepIDs, s.ID)) {
 				stepIDs = append(stepIDs, s.ID)
 			}
 		}

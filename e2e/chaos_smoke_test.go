@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // smokeSeed is the chaos schedule of the faulted patch in CI: a partition
@@ -57,7 +57,7 @@ func (s *chaosSmoke) finish(t *testing.T, ctx context.Context, want Ending) {
 	require.Empty(t, rep.Violations())
 	require.Equal(t, want, rep.Ending, rep.EndDetail)
 	if want == EndHalted {
-		require.True(t, strings.HasPrefix(rep.EndDetail, string(phases.UpgradeCancelled)+":"), "halted by the cancellation, not %q", rep.EndDetail)
+		require.True(t, strings.HasPrefix(rep.EndDetail, string(api.UpgradeCancelled)+":"), "halted by the cancellation, not %q", rep.EndDetail)
 	}
 	fired := 0
 	for _, f := range rep.Faults {

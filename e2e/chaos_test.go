@@ -1,34 +1,33 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
-// labUpgrade is the lab's upgrade as NewUpgrade lays it out: the full
-// topology's pools, v1.33.13 → v1.34.3.
-func labUpgrade(t *testing.T) *phases.Upgrade {
+// labUpgrade is the lab's upgrade as the coordinator answers GET
+// .../upgrade right after it started: the full topology's pools, v1.33.13
+// → v1.34.3, the current step layout. testdata/lab-upgrade.json holds it
+// (the engine's NewUpgrade for lab.FullTopology, converted for the wire);
+// the tests read it as any client of the API would.
+func labUpgrade(t *testing.T) *api.Upgrade {
 	t.Helper()
-	c := &phases.ClusterSpec{Name: ClusterName, Kind: phases.KindStandalone, Version: phases.MustParseVersion("1.33.13")}
-	for _, p := range []struct {
-		name string
-		role phases.Role
-	}{{"cplb", phases.RoleControlPlaneLB}, {"cp", phases.RoleControlPlane}, {"lb", phases.RoleLoadBalancer}, {"workers", phases.RoleWorker}} {
-		pool := phases.Pool{Name: p.name, Role: p.role}
-		for _, h := range lab.FullTopology().WithRole(lab.Role(p.role)) {
-			pool.Nodes = append(pool.Nodes, phases.Node{Name: h.Name, Address: h.IP})
-		}
-		c.Pools = append(c.Pools, pool)
-	}
-	return phases.NewUpgrade("lab-1.34.3-1", c, phases.MustParseVersion("1.34.3"), phases.Options{StepLayout: phases.CurrentStepLayout}, time.Unix(0, 0))
+	b, err := os.ReadFile(filepath.Join("testdata", "lab-upgrade.json"))
+	require.NoError(t, err)
+	var u api.Upgrade
+	require.NoError(t, json.Unmarshal(b, &u))
+	return &u
 }
 
 func labHosts() []string {
@@ -62,12 +61,12 @@ func TestScheduleIsTheSeeds(t *testing.T) {
 				require.Equal(t, p.NodeSteps[f.Trigger.Cursor].String(), f.Trigger.Step)
 				switch f.Kind {
 				case FaultAgentKill:
-					require.Equal(t, phases.NodeOperation, p.NodeSteps[f.Trigger.Cursor].Kind, "an agent is killed while it runs an operation")
+					require.Equal(t, api.NodeStepOperation, p.NodeSteps[f.Trigger.Cursor].Kind, "an agent is killed while it runs an operation")
 					require.Equal(t, f.Trigger.Node, f.Host)
 					require.Positive(t, f.Trigger.Delay)
 				case FaultBadArtifact:
 					next := p.NodeSteps[f.Trigger.Cursor+1]
-					require.Equal(t, phases.OpUpgradeBinary, next.Op.Kind, "a wrong checksum is served just before a binary download")
+					require.Equal(t, api.OpUpgradeBinary, next.Op.Kind, "a wrong checksum is served just before a binary download")
 					require.Equal(t, next.Op.Component, f.Component)
 				}
 			} else {
@@ -102,7 +101,7 @@ func TestSmokeProfileKeepsToItsNodes(t *testing.T) {
 		for _, f := range s {
 			require.NotContains(t, []FaultKind{FaultLeaderKill, FaultAgentKill, FaultBadArtifact}, f.Kind)
 			if f.Trigger.StepID != "" {
-				require.Equal(t, phases.StepIDAddons, f.Trigger.StepID)
+				require.Equal(t, api.StepIDAddons, f.Trigger.StepID)
 			} else {
 				require.Contains(t, SmokeProfile().Nodes, f.Trigger.Node)
 			}
@@ -118,36 +117,36 @@ func TestTriggerAtOrPastItsStep(t *testing.T) {
 	n, _ := u.Node("cp-2")
 	tr := Trigger{Node: "cp-2", Cursor: 3}
 	require.False(t, triggered(u, tr))
-	n.State, n.Cursor = phases.StateRunning, 2
+	n.State, n.Cursor = api.StepRunning, 2
 	require.False(t, triggered(u, tr))
 	n.Cursor = 4
 	require.True(t, triggered(u, tr), "a step the follower did not see still triggers")
-	n.State = phases.StateDone
+	n.State = api.StepDone
 	require.True(t, triggered(u, tr))
-	s, _ := u.Step(phases.StepIDAddons)
-	require.False(t, triggered(u, Trigger{StepID: phases.StepIDAddons}))
+	s, _ := u.Step(api.StepIDAddons)
+	require.False(t, triggered(u, Trigger{StepID: api.StepIDAddons}))
 	s.StartedAt = time.Unix(1, 0)
-	require.True(t, triggered(u, Trigger{StepID: phases.StepIDAddons}))
+	require.True(t, triggered(u, Trigger{StepID: api.StepIDAddons}))
 }
 
 // ranInOrder fills u's steps and nodes as a run that kept SPEC §4: each
 // step after its dependencies, control-plane nodes one at a time.
-func ranInOrder(u *phases.Upgrade) {
+func ranInOrder(u *api.Upgrade) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	span := map[string][2]int{"pool/cplb": {0, 10}, "pool/cp": {10, 100}, "addons": {100, 120}, "pool/lb": {100, 130}, "pool/workers": {130, 190}, "health": {190, 195}}
 	for i := range u.Steps {
 		s := &u.Steps[i]
 		sp := span[s.ID]
-		s.State, s.StartedAt, s.FinishedAt = phases.StateDone, at(sp[0]), at(sp[1])
+		s.State, s.StartedAt, s.FinishedAt = api.StepDone, at(sp[0]), at(sp[1])
 	}
 	nodes := map[string][2]int{"cplb-1": {0, 10}, "cp-1": {10, 40}, "cp-2": {40, 70}, "cp-3": {70, 100}, "lb-1": {100, 130}, "worker-1": {130, 160}, "worker-2": {160, 190}}
 	for i := range u.Nodes {
 		n := &u.Nodes[i]
 		sp := nodes[n.Node]
-		n.State, n.StartedAt, n.FinishedAt, n.Version = phases.StateDone, at(sp[0]), at(sp[1]), u.To
+		n.State, n.StartedAt, n.FinishedAt, n.Version = api.StepDone, at(sp[0]), at(sp[1]), u.To
 	}
-	u.State, u.CreatedAt, u.FinishedAt = phases.UpgradeDone, t0, at(195)
+	u.State, u.CreatedAt, u.FinishedAt = api.UpgradeDone, t0, at(195)
 }
 
 func TestOrderFindsEveryBreakOfSection4(t *testing.T) {
@@ -167,10 +166,10 @@ func TestOrderFindsEveryBreakOfSection4(t *testing.T) {
 
 	// A halted upgrade: the cp pool failed, nothing after it started.
 	cp, _ := u.Step("pool/cp")
-	cp.State = phases.StateFailed
+	cp.State = api.StepFailed
 	for _, id := range []string{"addons", "pool/lb", "pool/workers", "health"} {
 		s, _ := u.Step(id)
-		s.State, s.StartedAt, s.FinishedAt = phases.StateCancelled, time.Time{}, time.Time{}
+		s.State, s.StartedAt, s.FinishedAt = api.StepCancelled, time.Time{}, time.Time{}
 	}
 	require.Empty(t, checkOrder(u))
 	a, _ := u.Step("addons")
@@ -252,7 +251,7 @@ func TestHostFilesOldOrNewNeverTorn(t *testing.T) {
 }
 
 func TestVersionSamplesKeepRule5(t *testing.T) {
-	roles := map[string]phases.Role{"cplb-1": phases.RoleControlPlaneLB, "cp-1": phases.RoleControlPlane, "cp-2": phases.RoleControlPlane, "worker-1": phases.RoleWorker}
+	roles := map[string]api.Role{"cplb-1": api.RoleControlPlaneLB, "cp-1": api.RoleControlPlane, "cp-2": api.RoleControlPlane, "worker-1": api.RoleWorker}
 	at := time.Unix(3000, 0)
 	sample := func(kubelets map[string]string, apis ...string) VersionSample {
 		s := VersionSample{At: at, Kubelets: kubelets, ControlPlane: map[string]string{}}
@@ -331,7 +330,7 @@ func TestEndingDoneHaltedOrWedged(t *testing.T) {
 	require.Equal(t, EndWedged, e)
 	require.NotEmpty(t, v)
 
-	u.State, u.Reason = phases.UpgradeFailed, "pool workers: 1 of 2 nodes failed: worker-1 (operation:UpgradeBinary:kubelet: checksum mismatch: …)"
+	u.State, u.Reason = api.UpgradeFailed, "pool workers: 1 of 2 nodes failed: worker-1 (operation:UpgradeBinary:kubelet: checksum mismatch: …)"
 	e, detail, v := checkEnding(u, "1.33.13", false)
 	require.Equal(t, EndHalted, e)
 	require.Contains(t, detail, "checksum mismatch")
@@ -340,9 +339,9 @@ func TestEndingDoneHaltedOrWedged(t *testing.T) {
 	e, _, _ = checkEnding(u, "1.33.13", false)
 	require.Equal(t, EndWedged, e, "failed without a reason")
 
-	u.State = phases.UpgradeRunning
+	u.State = api.UpgradeRunning
 	w, _ := u.Node("worker-1")
-	w.State, w.Cursor = phases.StateRunning, 3
+	w.State, w.Cursor = api.StepRunning, 3
 	e, _, v = checkEnding(u, "1.33.13", true)
 	require.Equal(t, EndWedged, e)
 	require.Contains(t, v[0], "worker-1 at 3:")
@@ -355,9 +354,9 @@ func TestEndingDoneHaltedOrWedged(t *testing.T) {
 
 func TestHaltExplainedOnlyByAWrongChecksumThatFired(t *testing.T) {
 	u := labUpgrade(t)
-	u.State, u.Reason = phases.UpgradeFailed, "pool workers: 1 of 2 nodes failed"
+	u.State, u.Reason = api.UpgradeFailed, "pool workers: 1 of 2 nodes failed"
 	w, _ := u.Node("worker-1")
-	w.State, w.Error = phases.StateFailed, "operation:UpgradeBinary:kubelet: checksum mismatch: /artifacts/v1.34.3/kubelet"
+	w.State, w.Error = api.StepFailed, "operation:UpgradeBinary:kubelet: checksum mismatch: /artifacts/v1.34.3/kubelet"
 	fired := []FaultRecord{{Fault: Fault{Kind: FaultBadArtifact}, Fired: true}}
 	require.True(t, haltExplained(u, fired))
 	require.False(t, haltExplained(u, []FaultRecord{{Fault: Fault{Kind: FaultBadArtifact}}}), "it never fired")
@@ -375,7 +374,7 @@ func TestLowerBoundTakesDispatchOutOfOperationSteps(t *testing.T) {
 	for i := range u.Nodes {
 		n := &u.Nodes[i]
 		starts[n.Node] = map[int]time.Time{2: n.StartedAt.Add(2 * time.Second), 3: n.StartedAt.Add(6 * time.Second)}
-		ops[u.OperationID(n.Node, 2, 0)] = OpTimes{Started: n.StartedAt.Add(2500 * time.Millisecond), Finished: n.StartedAt.Add(3500 * time.Millisecond)}
+		ops[operationID(u, n.Node, 2, 0)] = OpTimes{Started: n.StartedAt.Add(2500 * time.Millisecond), Finished: n.StartedAt.Add(3500 * time.Millisecond)}
 	}
 	b, err := LowerBound(u, starts, ops)
 	require.NoError(t, err)
@@ -386,7 +385,7 @@ func TestLowerBoundTakesDispatchOutOfOperationSteps(t *testing.T) {
 	require.InDelta(t, 195.0/174, b.Ratio(), 1e-9)
 	require.Contains(t, b.String(), "wall 195s vs bound 174s: 1.12×")
 
-	u.State = phases.UpgradeFailed
+	u.State = api.UpgradeFailed
 	_, err = LowerBound(u, starts, ops)
 	require.Error(t, err)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
 // DemoConfig is the README's main job: from the older release to the newer
@@ -100,7 +99,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 		defer surge.Stop()
 	}
 	probes := env.StartProbes(ctx)
-	var u *phases.Upgrade
+	var u *api.Upgrade
 	var took time.Duration
 	if cfg.Auto {
 		var rep AutoReport
@@ -133,7 +132,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 // verify checks the finished upgrade against the real cluster with the
 // e2e test's checks (verify.go), prints each, and fails the demo when one
 // fails: the demo is the suite's one run of the minor on the full lab.
-func verify(ctx context.Context, env *Env, cfg DemoConfig, u *phases.Upgrade, before, after map[string]string, surge *SurgeWatch) error {
+func verify(ctx context.Context, env *Env, cfg DemoConfig, u *api.Upgrade, before, after map[string]string, surge *SurgeWatch) error {
 	out := cfg.Out
 	type result struct {
 		name string
@@ -153,7 +152,7 @@ func verify(ctx context.Context, env *Env, cfg DemoConfig, u *phases.Upgrade, be
 		results = append(results, result{"containerd changed on every host (" + from + " → " + to + ")", VerifyContainerdChanged(before, after)})
 	}
 	if surge != nil {
-		if p, ok := u.Pool(cfg.MIG.Name); ok && p.Strategy == phases.StrategySurge {
+		if p, ok := u.Pool(cfg.MIG.Name); ok && p.Strategy == api.StrategySurge {
 			results = append(results, result{"the MIG pool by surge: every instance replaced zone after zone, each zone within [size, size+1] (" + surge.Sizes() + "), the replacements Ready at " + cfg.To + ", the old hosts and Nodes gone",
 				surge.Verify(ctx, u, cfg.To)})
 		}

@@ -15,4 +15,11 @@
 // which add faults: a Raft leader killed and an agent killed mid-operation
 // under a chaos schedule; the MIG pool by blue/green rolled back and then
 // completed through the pool commands.
+//
+// It follows an upgrade as any client of the API does: api.Upgrade, with
+// the coordinator's reading of it (inProgress, each node's step), and
+// imports no engine package (internal/purity holds it, and its tests, to
+// that; kube, which it drives the cluster through, is the coordinator's
+// own Kubernetes edge and may). The chaos checks' unit tests read the lab's
+// upgrade from testdata/lab-upgrade.json, as the coordinator answers it.
 package e2e

@@ -20,7 +20,6 @@ import (
 	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 	"github.com/stretchr/testify/require"
 )
 
@@ -111,7 +110,7 @@ func TestUpgradeEndToEnd(t *testing.T) {
 	t.Run("automatic patch upgrade in its maintenance window, held by a red gate, the MIG pool completed in its soak", func(t *testing.T) {
 		blue, err := env.PoolNodes(ctx, env.MIG().Name)
 		require.NoError(t, err)
-		bg := driveBlueGreen(ctx, env, phases.PoolComplete)
+		bg := driveBlueGreen(ctx, env, api.PoolComplete)
 		gate := startGateHold(t, ctx, env)
 		defer func() { t.Logf("gate %s held %s", gateName, gate.Wait(t)) }()
 		u := testAutomaticPatch(t, ctx, env, patchVersion)
@@ -164,13 +163,13 @@ func testRefusals(t *testing.T, ctx context.Context, env *Env) {
 	before = snapshot(t, ctx, env)
 	started, err := env.StartUpgrade(ctx, patchVersion)
 	require.NoError(t, err)
-	require.Equal(t, phases.UpgradePreflight, started.State)
+	require.Equal(t, api.UpgradePreflight, started.State)
 	refused, err := env.Watch(ctx, started.ID, 4*time.Minute, nil)
 	require.ErrorContains(t, err, "refused")
-	require.Equal(t, phases.UpgradeRefused, refused.State)
+	require.Equal(t, api.UpgradeRefused, refused.State)
 	require.Contains(t, refused.RefusedChecks, "agents-reporting")
 	for _, n := range refused.Nodes {
-		require.Equal(t, phases.StatePending, n.State, "node %s touched by a refused upgrade", n.Node)
+		require.Equal(t, api.StepPending, n.State, "node %s touched by a refused upgrade", n.Node)
 	}
 	after := snapshot(t, ctx, env)
 	require.Equal(t, before.spec, after.spec)
@@ -217,11 +216,11 @@ func testPatchWithFaults(t *testing.T, ctx context.Context, env *Env) {
 		newLeader   time.Duration
 		agentKilled string
 	)
-	observe := func(u *phases.Upgrade) {
+	observe := func(u *api.Upgrade) {
 		mu.Lock()
 		defer mu.Unlock()
 		if killedAt.IsZero() {
-			if n, ok := u.Node("cp-2"); ok && n.State == phases.StateRunning {
+			if n, ok := u.Node("cp-2"); ok && n.State == api.StepRunning {
 				m, err := env.Leader(ctx)
 				require.NoError(t, err)
 				killedAt = time.Now()
@@ -245,13 +244,13 @@ func testPatchWithFaults(t *testing.T, ctx context.Context, env *Env) {
 			}
 		}
 		if agentKilled == "" {
-			if n, ok := u.Node("worker-1"); ok && n.State == phases.StateRunning {
-				if st, ok := u.CurrentStep(n); ok && st.Kind == phases.NodeOperation {
+			if n, ok := u.Node("worker-1"); ok && n.State == api.StepRunning {
+				if st := n.Step; strings.HasPrefix(st, string(api.NodeStepOperation)+":") {
 					// --kill-who=main: the agent is one process, and nspawn
 					// hosts cannot signal a whole cgroup (EIO on cgroup.kill).
 					_, err := env.Lab.Exec(ctx, "worker-1", "systemctl", "kill", "--kill-who=main", "-s", "KILL", "molt-agent.service")
 					require.NoError(t, err)
-					agentKilled = st.String()
+					agentKilled = st
 					t.Logf("killed worker-1's molt-agent during %s", agentKilled)
 				}
 			}
@@ -295,7 +294,7 @@ func testPatchWithFaults(t *testing.T, ctx context.Context, env *Env) {
 }
 
 // firstAfter is the earliest step or node-step start after t.
-func firstAfter(u *phases.Upgrade, t time.Time) time.Time {
+func firstAfter(u *api.Upgrade, t time.Time) time.Time {
 	var first time.Time
 	consider := func(x time.Time) {
 		if x.After(t) && (first.IsZero() || x.Before(first)) {
@@ -327,13 +326,13 @@ func requireProbed(t *testing.T, v string, probes *Probes, reports []lab.ProbeRe
 }
 
 // requireOrder: VerifyOrder (verify.go), SPEC §4 from the step history.
-func requireOrder(t *testing.T, u *phases.Upgrade) {
+func requireOrder(t *testing.T, u *api.Upgrade) {
 	t.Helper()
 	require.NoError(t, VerifyOrder(u))
 }
 
 // requireClusterAt: VerifyClusterAt (verify.go), every host at v.
-func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *phases.Upgrade, v string) {
+func requireClusterAt(t *testing.T, ctx context.Context, env *Env, u *api.Upgrade, v string) {
 	t.Helper()
 	require.NoError(t, VerifyClusterAt(ctx, env, u, v, nil))
 }

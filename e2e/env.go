@@ -18,7 +18,6 @@ import (
 	"github.com/moltproject/molt/api/client"
 	pollpkg "github.com/moltproject/molt/internal/poll"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -317,12 +316,10 @@ func (e *Env) waitMembers(ctx context.Context, n int) error {
 // registerCluster puts the lab's topology as a cluster: one pool per role,
 // the admin kubeconfig so the coordinator can cordon, drain and watch Nodes.
 func (e *Env) registerCluster(ctx context.Context, kc string) error {
-	v, err := phases.ParseVersion(e.Lab.Config().Version)
-	if err != nil {
-		return err
-	}
+	// The coordinator checks the version ("1.N.X") and refuses it with a
+	// problem that names it.
 	e.kubeconfig = kc
-	spec := api.ClusterSpec{Name: ClusterName, Kind: api.ClusterStandalone, Channel: "regular", Version: v.String(), Kubeconfig: kc}
+	spec := api.ClusterSpec{Name: ClusterName, Kind: api.ClusterStandalone, Channel: "regular", Version: strings.TrimPrefix(e.Lab.Config().Version, "v"), Kubeconfig: kc}
 	pools := []struct {
 		name string
 		role lab.Role
@@ -341,9 +338,9 @@ func (e *Env) registerCluster(ctx context.Context, kc string) error {
 	if e.groups != nil {
 		// The MIG pool, once its groups exist (registration checks them).
 		spec.Pools = append(spec.Pools, e.migPool(ctx))
-		spec.Cloud = &api.CloudSpec{Provider: phases.CloudLab, Endpoint: e.groups.Endpoint()}
+		spec.Cloud = &api.CloudSpec{Provider: api.CloudLab, Endpoint: e.groups.Endpoint()}
 	}
-	_, err = e.API().Do(ctx, http.MethodPut, "/v1/clusters/"+ClusterName, spec, nil)
+	_, err := e.API().Do(ctx, http.MethodPut, "/v1/clusters/"+ClusterName, spec, nil)
 	return err
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/cachedir"
-	"github.com/moltproject/molt/phases"
 )
 
 // Health gates, failure budgets and rollback on the lab (SPEC §16,
@@ -122,9 +121,9 @@ func (e *Env) SetPoolSettings(ctx context.Context, pool string, change func(*api
 
 // WatchUntil follows upgrade id, printing its progress, until done says
 // so or the upgrade ended.
-func (e *Env) WatchUntil(ctx context.Context, id string, what string, done func(*phases.Upgrade) bool) (*phases.Upgrade, error) {
+func (e *Env) WatchUntil(ctx context.Context, id string, what string, done func(*api.Upgrade) bool) (*api.Upgrade, error) {
 	p := newProgress(e.cfg.Out)
-	var last *phases.Upgrade
+	var last *api.Upgrade
 	err := poll(ctx, waitUpgradeTimeout, func() (bool, error) {
 		u, err := e.Upgrade(ctx)
 		if err != nil || u.ID != id {
@@ -135,7 +134,7 @@ func (e *Env) WatchUntil(ctx context.Context, id string, what string, done func(
 		if done(u) {
 			return true, nil
 		}
-		if !u.InProgress() {
+		if !u.InProgress {
 			return false, fmt.Errorf("upgrade %s ended %s before %s: %s", u.ID, u.State, what, u.Reason)
 		}
 		return false, nil

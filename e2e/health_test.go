@@ -17,7 +17,6 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/cachedir"
 	"github.com/moltproject/molt/internal/testenv"
-	"github.com/moltproject/molt/phases"
 )
 
 // The health scenarios (SPEC §16, docs/health.md) ride on the lab run of
@@ -65,10 +64,10 @@ func (g *gateHold) run(ctx context.Context) {
 	// the gate deadline because this check failed.
 	defer g.env.SetSwitch("gate", 1)
 	fail := func(err error) { g.mu.Lock(); g.err = err; g.mu.Unlock() }
-	var held *phases.Upgrade
+	var held *api.Upgrade
 	err := poll(ctx, 20*time.Minute, func() (bool, error) {
 		u, err := g.env.Upgrade(ctx)
-		if err != nil || !u.InProgress() {
+		if err != nil || !u.InProgress {
 			return false, nil
 		}
 		for _, n := range u.Nodes {
@@ -105,7 +104,7 @@ func (g *gateHold) run(ctx context.Context) {
 		}
 		started := 0
 		for _, n := range u.Nodes {
-			if n.Pool == "workers" && n.State != phases.StatePending {
+			if n.Pool == "workers" && n.State != api.StepPending {
 				started++
 			}
 		}
@@ -167,26 +166,26 @@ func testBrokenKubelet(t *testing.T, ctx context.Context, env *Env) {
 	t0 := time.Now()
 	started, err := env.StartUpgrade(ctx, brokenVersion)
 	require.NoError(t, err)
-	u, err := env.WatchUntil(ctx, started.ID, "the upgrade fails", func(u *phases.Upgrade) bool { return u.State == phases.UpgradeFailed })
+	u, err := env.WatchUntil(ctx, started.ID, "the upgrade fails", func(u *api.Upgrade) bool { return u.State == api.UpgradeFailed })
 	require.NoError(t, err)
 	t.Logf("MEASURED broken release %s: failed and rolled back in %s\n%s", brokenVersion, time.Since(t0).Round(time.Second), Summary(u))
 
 	require.True(t, strings.HasPrefix(u.Reason, "pool workers: 1 of 2 nodes failed, its failure budget is 1 (maxFailedNodes): worker-1 (operation:UpgradeBinary:kubelet:"), u.Reason)
 	require.True(t, strings.HasSuffix(u.Reason, "; rolled back: workers"), u.Reason)
 	for _, p := range []string{"cplb", "cp", "lb"} {
-		s, _ := u.Step(phases.PoolStepID(p))
-		require.Equal(t, phases.StateDone, s.State, "pool %s took the release", p)
+		s, _ := u.Step(api.PoolStepID(p))
+		require.Equal(t, api.StepDone, s.State, "pool %s took the release", p)
 	}
 	w1, _ := u.Node("worker-1")
 	require.True(t, w1.Rollback)
-	require.Equal(t, phases.StateDone, w1.State)
-	require.Equal(t, patchVersion, w1.Version.String())
+	require.Equal(t, api.StepDone, w1.State)
+	require.Equal(t, patchVersion, w1.Version)
 	if m := env.MIG(); m != nil {
-		s, _ := u.Step(phases.PoolStepID(m.Name))
-		require.Equal(t, phases.StatePending, s.State, "the MIG pool after the failed workers pool did not start")
+		s, _ := u.Step(api.PoolStepID(m.Name))
+		require.Equal(t, api.StepPending, s.State, "the MIG pool after the failed workers pool did not start")
 	}
 	w2, _ := u.Node("worker-2")
-	require.Equal(t, phases.StatePending, w2.State, "worker-2 was not touched")
+	require.Equal(t, api.StepPending, w2.State, "worker-2 was not touched")
 	require.Zero(t, w2.Attempt)
 
 	// What the cluster says: the control plane runs the new kubelet, the
@@ -233,7 +232,7 @@ func workerKubelets(t *testing.T, ctx context.Context, env *Env) map[string]stri
 }
 
 // nodeStates is "node=state" for every node of u, for messages.
-func nodeStates(u *phases.Upgrade) string {
+func nodeStates(u *api.Upgrade) string {
 	var parts []string
 	for _, n := range u.Nodes {
 		parts = append(parts, fmt.Sprintf("%s=%s@%s", n.Node, n.State, n.Version))

@@ -14,7 +14,6 @@ import (
 	"github.com/moltproject/molt/cloud"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
 // MIGPool is the MIG-backed worker pool Up adds beside the lab's
@@ -39,7 +38,7 @@ type MIGPool struct {
 func DefaultMIGPool() *MIGPool {
 	one := 1
 	return &MIGPool{Name: "mig", Zones: []string{"zone-a", "zone-b"}, Size: 1,
-		Settings: api.UpgradeSettings{Strategy: phases.StrategySurge, MaxSurge: &one}}
+		Settings: api.UpgradeSettings{Strategy: api.StrategySurge, MaxSurge: &one}}
 }
 
 // groups are the pool's groups as Up creates them.
@@ -220,11 +219,11 @@ func (e *Env) PoolCommand(ctx context.Context, pool, cmd string) error {
 // MIGSummary says what an upgrade did to the MIG pools: for surge, which
 // instance replaced which; for blue/green, the phases' outcome and the
 // green groups.
-func MIGSummary(u *phases.Upgrade) string {
+func MIGSummary(u *api.Upgrade) string {
 	var b strings.Builder
 	for i := range u.Pools {
 		p := &u.Pools[i]
-		if p.Backing != phases.BackingMIG {
+		if p.Backing != api.BackingMIG {
 			continue
 		}
 		if bg := p.BlueGreen; bg != nil {
@@ -241,7 +240,7 @@ func MIGSummary(u *phases.Upgrade) string {
 		fmt.Fprintf(&b, "MIG pool %s (%s): instances replaced zone by zone\n", p.Name, p.Strategy)
 		for _, n := range u.PoolNodes(p) {
 			took := n.FinishedAt.Sub(n.StartedAt).Round(100 * time.Millisecond)
-			fmt.Fprintf(&b, "  %-8s %-14s → %-14s v%s  %s\n", n.Zone, n.Node, n.Live(), n.Version, took)
+			fmt.Fprintf(&b, "  %-8s %-14s → %-14s v%s  %s\n", n.Zone, n.Node, liveName(&n), n.Version, took)
 		}
 	}
 	return b.String()

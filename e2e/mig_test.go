@@ -12,7 +12,6 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/cloud"
-	"github.com/moltproject/molt/phases"
 )
 
 // The MIG pool's part of the end-to-end run (e2e_test.go): the lab's
@@ -25,7 +24,7 @@ import (
 // soak, and a pool soak of an hour that only complete can cut short.
 func blueGreenSettings() api.UpgradeSettings {
 	one := 1
-	return api.UpgradeSettings{Strategy: phases.StrategyBlueGreen, BlueGreenSettings: &api.BlueGreenSettings{
+	return api.UpgradeSettings{Strategy: api.StrategyBlueGreen, BlueGreenSettings: &api.BlueGreenSettings{
 		StandardRolloutPolicy: &api.StandardRolloutPolicy{BatchNodeCount: &one, BatchSoakDuration: "2s"},
 		NodePoolSoakDuration:  "3600s"}}
 }
@@ -52,7 +51,7 @@ type blueGreenDriver struct {
 	mu sync.Mutex
 	// acted is the upgrade it acted on, in which phase, and when.
 	acted   string
-	phase   phases.BlueGreenPhase
+	phase   string
 	actedAt time.Time
 	refused []string
 }
@@ -79,7 +78,7 @@ func driveBlueGreen(ctx context.Context, env *Env, cmd string) *blueGreenDriver 
 // step acts when the pool is where cmd applies; true once it did.
 func (d *blueGreenDriver) step(ctx context.Context, env *Env, pool, cmd string) bool {
 	u, err := env.Upgrade(ctx)
-	if err != nil || u.State != phases.UpgradeRunning {
+	if err != nil || u.State != api.UpgradeRunning {
 		return false
 	}
 	p, ok := u.Pool(pool)
@@ -88,16 +87,16 @@ func (d *blueGreenDriver) step(ctx context.Context, env *Env, pool, cmd string) 
 	}
 	bg := p.BlueGreen
 	switch cmd {
-	case phases.PoolRollback:
+	case api.PoolRollback:
 		// While blue drains: a batch drains, or the batch soak after it
 		// (2 s each) holds the phase. Should it have been missed, roll
 		// back from the soak rather than wait it out (an hour): the test
 		// then fails on the phase it was posted in, at once.
-		if bg.Phase != phases.PhaseDrainingBlue && bg.Phase != phases.PhaseSoaking {
+		if bg.Phase != api.BlueGreenDrainingBlue && bg.Phase != api.BlueGreenSoaking {
 			return false
 		}
-	case phases.PoolComplete:
-		if bg.Phase != phases.PhaseSoaking || bg.Completed {
+	case api.PoolComplete:
+		if bg.Phase != api.BlueGreenSoaking || bg.Completed {
 			return false
 		}
 	}
@@ -115,7 +114,7 @@ func (d *blueGreenDriver) step(ctx context.Context, env *Env, pool, cmd string) 
 }
 
 // stop ends the driver and returns the upgrade it acted on ("" if none).
-func (d *blueGreenDriver) stop() (string, phases.BlueGreenPhase, time.Time, []string) {
+func (d *blueGreenDriver) stop() (string, string, time.Time, []string) {
 	d.cancel()
 	<-d.done
 	d.mu.Lock()
@@ -135,7 +134,7 @@ func startBlueGreenRollback(t *testing.T, ctx context.Context, env *Env) ([]stri
 	// Instances enroll their agents after they join the pool: preflight
 	// wants every agent reporting.
 	require.NoError(t, env.WaitAgents(ctx, 2*time.Minute))
-	return blue, driveBlueGreen(ctx, env, phases.PoolRollback)
+	return blue, driveBlueGreen(ctx, env, api.PoolRollback)
 }
 
 // requireRolledBack checks the upgrade u (started as id) whose MIG pool
@@ -143,22 +142,22 @@ func startBlueGreenRollback(t *testing.T, ctx context.Context, env *Env) ([]stri
 // deleted, blue is uncordoned and serves at the old version, and the
 // upgrade ended cancelled with every other pool at the patch, no longer
 // blocking: the next upgrade goes to the same version.
-func requireRolledBack(t *testing.T, ctx context.Context, env *Env, u *phases.Upgrade, id string, d *blueGreenDriver, blue []string) {
+func requireRolledBack(t *testing.T, ctx context.Context, env *Env, u *api.Upgrade, id string, d *blueGreenDriver, blue []string) {
 	t.Helper()
 	m := env.MIG()
 	acted, phase, _, refused := d.stop()
 	require.Equal(t, id, acted, "the rollback was posted (refused tries: %v)", refused)
-	require.Equal(t, phases.PhaseDrainingBlue, phase)
+	require.Equal(t, api.BlueGreenDrainingBlue, phase)
 
-	require.Equal(t, phases.UpgradeCancelled, u.State)
+	require.Equal(t, api.UpgradeCancelled, u.State)
 	p, _ := u.Pool(m.Name)
-	require.Equal(t, phases.PhaseRolledBack, p.BlueGreen.Phase)
-	require.Equal(t, phases.PhaseDrainingBlue, p.BlueGreen.RollbackFrom)
-	s, _ := u.Step(phases.PoolStepID(m.Name))
-	require.Equal(t, phases.StateRolledBack, s.State)
+	require.Equal(t, api.BlueGreenRolledBack, p.BlueGreen.Phase)
+	require.Equal(t, api.BlueGreenDrainingBlue, p.BlueGreen.RollbackFrom)
+	s, _ := u.Step(api.PoolStepID(m.Name))
+	require.Equal(t, api.StepRolledBack, s.State)
 	for _, st := range u.Steps {
-		if st.ID != s.ID && st.ID != phases.StepIDHealth {
-			require.Equal(t, phases.StateDone, st.State, "step %s", st.ID)
+		if st.ID != s.ID && st.ID != api.StepIDHealth {
+			require.Equal(t, api.StepDone, st.State, "step %s", st.ID)
 		}
 	}
 	var green []string
@@ -175,12 +174,12 @@ func requireRolledBack(t *testing.T, ctx context.Context, env *Env, u *phases.Up
 	require.NoError(t, err)
 	require.ElementsMatch(t, blue, after, "the pool is blue again")
 	var rel api.Release
-	_, err = env.API().Do(ctx, "GET", "/v1/releases/"+u.From.String(), nil, &rel)
+	_, err = env.API().Do(ctx, "GET", "/v1/releases/"+u.From, nil, &rel)
 	require.NoError(t, err)
-	requireInstanceNodes(t, ctx, env, blue, u.From.String(), rel.Components.Containerd.Version)
+	requireInstanceNodes(t, ctx, env, blue, u.From, rel.Components.Containerd.Version)
 	c, err := env.Cluster(ctx)
 	require.NoError(t, err)
-	require.Equal(t, u.From.String(), c.Status.Version, "status.version waits for every pool")
+	require.Equal(t, u.From, c.Status.Version, "status.version waits for every pool")
 	require.NoError(t, env.Lab.CheckServing(ctx))
 }
 
@@ -188,16 +187,16 @@ func requireRolledBack(t *testing.T, ctx context.Context, env *Env, u *phases.Up
 // the MIG pool: complete was posted during the soak (an hour, never
 // waited out); blue's groups, hosts and Nodes are gone; the pool is the
 // green groups, their Nodes Ready at the target.
-func requireBlueGreenCompleted(t *testing.T, ctx context.Context, env *Env, d *blueGreenDriver, blue []string, u *phases.Upgrade, version string) {
+func requireBlueGreenCompleted(t *testing.T, ctx context.Context, env *Env, d *blueGreenDriver, blue []string, u *api.Upgrade, version string) {
 	t.Helper()
 	t.Cleanup(func() { dumpMIG(t, env) })
 	acted, phase, at, refused := d.stop()
 	m := env.MIG()
 	require.Equal(t, u.ID, acted, "complete was posted (refused tries: %v)", refused)
-	require.Equal(t, phases.PhaseSoaking, phase)
+	require.Equal(t, api.BlueGreenSoaking, phase)
 	p, _ := u.Pool(m.Name)
 	bg := p.BlueGreen
-	require.Equal(t, phases.PhaseCompleted, bg.Phase)
+	require.Equal(t, api.BlueGreenCompleted, bg.Phase)
 	require.True(t, bg.Completed)
 	require.True(t, bg.SoakUntil.After(u.FinishedAt), "the hour's soak was cut short")
 	t.Logf("MEASURED MIG blue/green: complete posted at %s, upgrade finished %s later\n%s",
@@ -222,7 +221,7 @@ func requireBlueGreenCompleted(t *testing.T, ctx context.Context, env *Env, d *b
 		}
 	}
 	for _, n := range u.PoolNodes(p) {
-		grp := p.GroupOf(&n)
+		grp := groupOf(p, n.Zone)
 		_, err := env.GroupService().Groups().GetGroup(ctx, cloud.GroupRef{Zone: n.Zone, Name: grp})
 		require.ErrorIs(t, err, cloud.ErrNotFound, "blue group %s is deleted", grp)
 	}

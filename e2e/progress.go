@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 // progress prints what changed between two looks at an upgrade: a step
@@ -16,15 +16,15 @@ import (
 type progress struct {
 	out   io.Writer
 	rev   uint64
-	steps map[string]phases.State
+	steps map[string]api.StepState
 	nodes map[string]string
 }
 
 func newProgress(out io.Writer) *progress {
-	return &progress{out: out, steps: map[string]phases.State{}, nodes: map[string]string{}}
+	return &progress{out: out, steps: map[string]api.StepState{}, nodes: map[string]string{}}
 }
 
-func (p *progress) show(u *phases.Upgrade) {
+func (p *progress) show(u *api.Upgrade) {
 	// Reads go to any member; a follower may briefly be a few entries
 	// behind the leader. Never print an older revision after a newer one.
 	if u.Revision < p.rev {
@@ -43,10 +43,10 @@ func (p *progress) show(u *phases.Upgrade) {
 		}
 		p.steps[s.ID] = s.State
 		t := s.StartedAt
-		if s.State == phases.StateDone || s.State == phases.StateFailed {
+		if s.State == api.StepDone || s.State == api.StepFailed {
 			t = s.FinishedAt
 		}
-		if s.State == phases.StatePending {
+		if s.State == api.StepPending {
 			continue
 		}
 		msg := ""
@@ -59,25 +59,25 @@ func (p *progress) show(u *phases.Upgrade) {
 		n := &u.Nodes[i]
 		desc := string(n.State)
 		t := n.StepStartedAt
-		if n.State == phases.StateRunning {
-			if st, ok := u.CurrentStep(n); ok {
-				desc = fmt.Sprintf("%s (%d/%d)", st, n.Cursor+1, poolSteps(u, n))
+		if n.State == api.StepRunning {
+			if n.Step != "" { // the coordinator's reading of the cursor
+				desc = fmt.Sprintf("%s (%d/%d)", n.Step, n.Cursor+1, poolSteps(u, n))
 			}
 		}
-		if n.State == phases.StateDone {
+		if n.State == api.StepDone {
 			t = n.FinishedAt
 			desc = fmt.Sprintf("done at v%s in %s", n.Version, n.FinishedAt.Sub(n.StartedAt).Round(100*time.Millisecond))
 			if len(n.LeftBehind) > 0 {
 				desc += fmt.Sprintf(", %d pod(s) left behind by the drain", len(n.LeftBehind))
 			}
 		}
-		if n.State == phases.StateFailed {
+		if n.State == api.StepFailed {
 			desc = "FAILED: " + n.Error
 		}
 		if n.Attempt > 0 {
 			desc += fmt.Sprintf(" [attempt %d]", n.Attempt+1)
 		}
-		if p.nodes[n.Node] == desc || n.State == phases.StatePending {
+		if p.nodes[n.Node] == desc || n.State == api.StepPending {
 			continue
 		}
 		p.nodes[n.Node] = desc
@@ -85,7 +85,7 @@ func (p *progress) show(u *phases.Upgrade) {
 	}
 }
 
-func poolSteps(u *phases.Upgrade, n *phases.NodeTask) int {
+func poolSteps(u *api.Upgrade, n *api.NodeTask) int {
 	if p, ok := u.Pool(n.Pool); ok {
 		return len(p.StepsOf(n))
 	}
@@ -94,7 +94,7 @@ func poolSteps(u *phases.Upgrade, n *phases.NodeTask) int {
 
 // Summary is the end-of-upgrade report: the order steps ran in, each
 // node's time, and the pods drains left behind.
-func Summary(u *phases.Upgrade) string {
+func Summary(u *api.Upgrade) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "upgrade %s: v%s → v%s, %s in %s\n", u.ID, u.From, u.To, u.State, u.FinishedAt.Sub(u.CreatedAt).Round(100*time.Millisecond))
 	b.WriteString("order of steps:\n")
@@ -121,14 +121,14 @@ func Summary(u *phases.Upgrade) string {
 }
 
 // StepsInOrder returns the steps that ran, by start time (ties by finish).
-func StepsInOrder(u *phases.Upgrade) []phases.Step {
-	var out []phases.Step
+func StepsInOrder(u *api.Upgrade) []api.Step {
+	var out []api.Step
 	for _, s := range u.Steps {
 		if !s.StartedAt.IsZero() {
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b phases.Step) int {
+	slices.SortStableFunc(out, func(a, b api.Step) int {
 		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
 			return c
 		}

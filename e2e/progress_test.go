@@ -8,27 +8,27 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/api"
 )
 
 func TestSummaryListsStepsInTheOrderTheyRan(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	u := &phases.Upgrade{
-		ID: "lab-1.34.3-1", From: phases.MustParseVersion("1.33.13"), To: phases.MustParseVersion("1.34.3"),
-		State: phases.UpgradeDone, CreatedAt: t0, FinishedAt: at(100),
+	u := &api.Upgrade{
+		ID: "lab-1.34.3-1", From: "1.33.13", To: "1.34.3",
+		State: api.UpgradeDone, CreatedAt: t0, FinishedAt: at(100),
 		// Listed out of order on purpose; the pending one never ran.
-		Steps: []phases.Step{
+		Steps: []api.Step{
 			{ID: "pool/workers", StartedAt: at(60), FinishedAt: at(90)},
 			{ID: "pool/cplb", StartedAt: at(0), FinishedAt: at(10)},
 			{ID: "pool/cp", StartedAt: at(10), FinishedAt: at(50)},
 			{ID: "addons", StartedAt: at(50), FinishedAt: at(50)},
 			{ID: "pool/lb", StartedAt: at(50), FinishedAt: at(60)},
-			{ID: "never", State: phases.StatePending},
+			{ID: "never", State: api.StepPending},
 		},
-		Nodes: []phases.NodeTask{
-			{Node: "worker-1", Pool: "workers", StartedAt: at(60), FinishedAt: at(90), Version: phases.MustParseVersion("1.34.3"),
-				LeftBehind: []phases.LeftPod{{Namespace: "molt-demo", Name: "echo-1", Reason: "pdb"}}},
+		Nodes: []api.NodeTask{
+			{Node: "worker-1", Pool: "workers", StartedAt: at(60), FinishedAt: at(90), Version: "1.34.3",
+				LeftBehind: []api.LeftPod{{Namespace: "molt-demo", Name: "echo-1", Reason: "pdb"}}},
 		},
 	}
 	var ids []string
@@ -47,14 +47,18 @@ func TestSummaryListsStepsInTheOrderTheyRan(t *testing.T) {
 
 func TestProgressPrintsChangesOnceAndNeverGoesBack(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
-	mk := func(rev uint64, cursor int) *phases.Upgrade {
-		u := &phases.Upgrade{CreatedAt: t0, Revision: rev, State: phases.UpgradeRunning,
-			Steps: []phases.Step{{ID: "pool/cp", State: phases.StateRunning, StartedAt: t0}},
-			Pools: []phases.PoolTrack{{Name: "cp", NodeSteps: phases.BareMetalNodeSteps(phases.RoleControlPlane), Count: 1}},
-			Nodes: []phases.NodeTask{{Node: "cp-1", Pool: "cp", State: phases.StateRunning, Cursor: cursor, StepStartedAt: t0.Add(time.Second)}},
+	// A control-plane node's bare-metal steps, as the wire lists them.
+	op := func(k api.OperationKind, component string) api.NodeStep {
+		return api.NodeStep{Kind: api.NodeStepOperation, Op: &api.OpSpec{Kind: k, Component: component}}
+	}
+	steps := []api.NodeStep{{Kind: api.NodeStepCordon}, {Kind: api.NodeStepDrain}, op(api.OpImportImages, ""), op(api.OpUpgradeStaticPods, ""),
+		op(api.OpUpgradeBinary, "containerd"), op(api.OpUpgradeBinary, "kubelet"), {Kind: api.NodeStepWaitReady}, {Kind: api.NodeStepUncordon}}
+	mk := func(rev uint64, cursor int) *api.Upgrade {
+		return &api.Upgrade{CreatedAt: t0, Revision: rev, State: api.UpgradeRunning, InProgress: true,
+			Steps: []api.Step{{ID: "pool/cp", State: api.StepRunning, StartedAt: t0}},
+			Pools: []api.PoolTrack{{Name: "cp", NodeSteps: steps, Count: 1}},
+			Nodes: []api.NodeTask{{Node: "cp-1", Pool: "cp", State: api.StepRunning, Cursor: cursor, Step: steps[cursor].String(), StepStartedAt: t0.Add(time.Second)}},
 		}
-		u.BuildIndex()
-		return u
 	}
 	var buf bytes.Buffer
 	p := newProgress(&buf)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/api/convert"
-	"github.com/moltproject/molt/phases"
 )
 
 // Preflight runs the preflight checks for an upgrade to version and waits
@@ -56,23 +54,24 @@ func (e *Env) PrintReport(run api.PreflightRun) {
 // maintenance windows). The coordinator answers at once with the upgrade
 // in state preflight; its preflight run then moves it to running, or to
 // refused with the blocking checks.
-func (e *Env) StartUpgrade(ctx context.Context, version string) (*phases.Upgrade, error) {
+func (e *Env) StartUpgrade(ctx context.Context, version string) (*api.Upgrade, error) {
 	var u api.Upgrade
 	req := api.UpgradeRequest{Version: version, ConcurrentWorkerPools: e.cfg.ConcurrentWorkerPools}
 	if _, err := e.API().Do(ctx, http.MethodPost, "/v1/clusters/"+ClusterName+"/upgrade", req, &u); err != nil {
 		return nil, err
 	}
-	return convert.UpgradeFromAPI(&u)
+	return &u, nil
 }
 
-// Upgrade reads the cluster's current (or last) upgrade, as the engine's
-// type: the tests follow its steps and nodes with the engine's methods.
-func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
+// Upgrade reads the cluster's current (or last) upgrade as the API shows
+// it: the tests follow its steps and nodes, and the coordinator's reading
+// of them, off the wire, as moltctl does.
+func (e *Env) Upgrade(ctx context.Context) (*api.Upgrade, error) {
 	var u api.Upgrade
 	if _, err := e.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/upgrade", nil, &u); err != nil {
 		return nil, err
 	}
-	return convert.UpgradeFromAPI(&u)
+	return &u, nil
 }
 
 // Watch follows upgrade id until it ends (leaves preflight and running), printing every change
@@ -84,9 +83,9 @@ func (e *Env) Upgrade(ctx context.Context) (*phases.Upgrade, error) {
 // shows upgrade id, what it shows is the previous upgrade and is ignored,
 // or a watch started right after StartUpgrade would end at once on the
 // last upgrade's "done".
-func (e *Env) Watch(ctx context.Context, id string, timeout time.Duration, observe func(*phases.Upgrade)) (*phases.Upgrade, error) {
+func (e *Env) Watch(ctx context.Context, id string, timeout time.Duration, observe func(*api.Upgrade)) (*api.Upgrade, error) {
 	p := newProgress(e.cfg.Out)
-	var last *phases.Upgrade
+	var last *api.Upgrade
 	err := poll(ctx, timeout, func() (bool, error) {
 		u, err := e.Upgrade(ctx)
 		if err != nil || u.ID != id {
@@ -100,19 +99,19 @@ func (e *Env) Watch(ctx context.Context, id string, timeout time.Duration, obser
 		// A failed node halts its pool until an operator retries it
 		// (POST .../nodes/{node}/retry): stop watching and say so.
 		for _, n := range u.Nodes {
-			if n.State == phases.StateFailed {
+			if n.State == api.StepFailed {
 				return false, fmt.Errorf("node %s failed: %s (after fixing the cause: moltctl node retry %s %s)", n.Node, n.Error, ClusterName, n.Node)
 			}
 		}
-		return !u.InProgress(), nil
+		return !u.InProgress, nil
 	})
 	if err != nil {
 		return last, fmt.Errorf("upgrade did not finish in %s: %w", timeout, err)
 	}
-	if last.State == phases.UpgradeRefused {
+	if last.State == api.UpgradeRefused {
 		return last, fmt.Errorf("upgrade %s refused by preflight %s: %s", last.ID, last.Preflight, strings.Join(last.RefusedChecks, ", "))
 	}
-	if last.State != phases.UpgradeDone {
+	if last.State != api.UpgradeDone {
 		return last, fmt.Errorf("upgrade %s ended %s", last.ID, last.State)
 	}
 	return last, nil
@@ -131,7 +130,7 @@ func (e *Env) WaitVersion(ctx context.Context, v string, timeout time.Duration) 
 // blocking failure stops here), start, watch until done, and wait for
 // status.version to reach the target. It returns the finished upgrade and
 // the time from start to status.version.
-func (e *Env) RunUpgrade(ctx context.Context, to string) (*phases.Upgrade, time.Duration, error) {
+func (e *Env) RunUpgrade(ctx context.Context, to string) (*api.Upgrade, time.Duration, error) {
 	out := e.cfg.Out
 	t0 := time.Now()
 	started, err := e.StartUpgrade(ctx, to)

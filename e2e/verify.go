@@ -16,7 +16,6 @@ import (
 	"github.com/moltproject/molt/cloud"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/lab"
-	"github.com/moltproject/molt/phases"
 )
 
 // The checks of a finished upgrade against the real cluster, as errors:
@@ -48,15 +47,15 @@ func (p problems) err(what string) error {
 // LB nodes, then the workers, then the final health checks; inside the
 // control plane one node at a time; every step and node done, each node
 // of a pool upgraded in place at the target.
-func VerifyOrder(u *phases.Upgrade) error {
+func VerifyOrder(u *api.Upgrade) error {
 	var p problems
-	step := func(id string) (phases.Step, bool) {
+	step := func(id string) (api.Step, bool) {
 		s, ok := u.Step(id)
 		if !ok {
 			p.addf("no step %s", id)
-			return phases.Step{}, false
+			return api.Step{}, false
 		}
-		p.check(s.State == phases.StateDone, "step %s is %s, not done", id, s.State)
+		p.check(s.State == api.StepDone, "step %s is %s, not done", id, s.State)
 		return *s, true
 	}
 	after := func(later, earlier string) {
@@ -71,8 +70,8 @@ func VerifyOrder(u *phases.Upgrade) error {
 	after("pool/lb", "pool/cp")
 	after("pool/workers", "pool/lb")
 	for _, s := range u.Steps {
-		if s.ID != phases.StepIDHealth {
-			after(phases.StepIDHealth, s.ID)
+		if s.ID != api.StepIDHealth {
+			after(api.StepIDHealth, s.ID)
 		}
 	}
 	if cp, ok := u.Pool("cp"); ok {
@@ -84,7 +83,7 @@ func VerifyOrder(u *phases.Upgrade) error {
 		p.addf("no pool cp")
 	}
 	for _, n := range u.Nodes {
-		p.check(n.State == phases.StateDone, "node %s is %s, not done", n.Node, n.State)
+		p.check(n.State == api.StepDone, "node %s is %s, not done", n.Node, n.State)
 		if migNodeUpgraded(u, &n) {
 			p.check(n.Version == u.To, "node %s at %s, not %s", n.Node, n.Version, u.To)
 		}
@@ -95,7 +94,7 @@ func VerifyOrder(u *phases.Upgrade) error {
 // migNodeUpgraded is for VerifyOrder: whether a node task ends at the
 // target in place (a blue/green pool's blue nodes are replaced, not
 // upgraded).
-func migNodeUpgraded(u *phases.Upgrade, n *phases.NodeTask) bool {
+func migNodeUpgraded(u *api.Upgrade, n *api.NodeTask) bool {
 	p, ok := u.Pool(n.Pool)
 	return !ok || p.BlueGreen == nil
 }
@@ -107,7 +106,7 @@ func migNodeUpgraded(u *phases.Upgrade, n *phases.NodeTask) bool {
 // (kube-proxy's pods on v's image, Ready on every node; CoreDNS rolled
 // out; status.appliedManifestsVersion = v and the add-ons step done), the
 // sample workload serving, by pod and by Service name.
-func VerifyClusterAt(ctx context.Context, env *Env, u *phases.Upgrade, v string, others map[string]string) error {
+func VerifyClusterAt(ctx context.Context, env *Env, u *api.Upgrade, v string, others map[string]string) error {
 	var p problems
 	nodes, err := env.Lab.Nodes(ctx)
 	if err != nil {
@@ -165,7 +164,7 @@ func VerifyClusterAt(ctx context.Context, env *Env, u *phases.Upgrade, v string,
 	} else {
 		p.check(cl.Status.AppliedManifestsVersion == v, "status.appliedManifestsVersion is %q, not %s", cl.Status.AppliedManifestsVersion, v)
 	}
-	if addons, ok := u.Step(phases.StepIDAddons); !ok || addons.State != phases.StateDone {
+	if addons, ok := u.Step(api.StepIDAddons); !ok || addons.State != api.StepDone {
 		p.addf("the add-ons step is not done")
 	}
 	if err := env.Lab.CheckServing(ctx); err != nil {
@@ -313,7 +312,7 @@ func (w *SurgeWatch) Sizes() string {
 // surged once; the replacements are the pool's nodes, Ready at the target
 // with their provider IDs and zone labels, running the release's
 // containerd; the hosts they replaced are gone, Nodes with them.
-func (w *SurgeWatch) Verify(ctx context.Context, u *phases.Upgrade, version string) error {
+func (w *SurgeWatch) Verify(ctx context.Context, u *api.Upgrade, version string) error {
 	w.Stop()
 	var pr problems
 	env, m := w.env, w.env.MIG()
@@ -321,13 +320,13 @@ func (w *SurgeWatch) Verify(ctx context.Context, u *phases.Upgrade, version stri
 	if !ok {
 		return fmt.Errorf("MIG surge: no pool %s in the upgrade", m.Name)
 	}
-	pr.check(p.Strategy == phases.StrategySurge, "pool %s's strategy is %s, not surge", m.Name, p.Strategy)
-	s, _ := u.Step(phases.PoolStepID(m.Name))
-	lb, _ := u.Step(phases.PoolStepID("lb"))
+	pr.check(p.Strategy == api.StrategySurge, "pool %s's strategy is %s, not surge", m.Name, p.Strategy)
+	s, _ := u.Step(api.PoolStepID(m.Name))
+	lb, _ := u.Step(api.PoolStepID("lb"))
 	if s == nil || lb == nil {
 		return fmt.Errorf("MIG surge: no step for pool %s or lb", m.Name)
 	}
-	pr.check(s.State == phases.StateDone, "step %s is %s, not done", s.ID, s.State)
+	pr.check(s.State == api.StepDone, "step %s is %s, not done", s.ID, s.State)
 	pr.check(!s.StartedAt.Before(lb.FinishedAt), "the MIG pool started before the LB pool finished")
 	w.mu.Lock()
 	for _, z := range m.Zones {
@@ -341,10 +340,14 @@ func (w *SurgeWatch) Verify(ctx context.Context, u *phases.Upgrade, version stri
 	var live []string
 	zoneDone := map[string]time.Time{}
 	for _, n := range nodes {
-		pr.check(n.State == phases.StateDone, "%s is %s, not done", n.Node, n.State)
-		want := phases.ReplacementName(p.GroupOf(&n), u.ID, n.Node)
-		pr.check(n.Live() == want, "%s's replacement is %s, not its deterministic name %s", n.Node, n.Live(), want)
-		live = append(live, n.Live())
+		pr.check(n.State == api.StepDone, "%s is %s, not done", n.Node, n.State)
+		// The replacement's name is the engine's deterministic one (its
+		// unit tests pin it); here: the instance that stands for the node
+		// is the replacement the coordinator named, in the zone's group.
+		group := groupOf(p, n.Zone)
+		pr.check(n.Replacement != "" && liveName(&n) == n.Replacement, "%s stands as %s, not its replacement %q", n.Node, liveName(&n), n.Replacement)
+		pr.check(group != "" && strings.HasPrefix(n.Replacement, group+"-"), "%s's replacement %s is not named after its zone's group %q", n.Node, n.Replacement, group)
+		live = append(live, liveName(&n))
 		if n.FinishedAt.After(zoneDone[n.Zone]) {
 			zoneDone[n.Zone] = n.FinishedAt
 		}

@@ -17,9 +17,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
-	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/internal/version"
-	"github.com/moltproject/molt/phases"
 )
 
 type cli struct {
@@ -288,15 +286,11 @@ func (c *cli) upgradeCmd() *cobra.Command {
 	start.Flags().Bool("watch", false, "watch the upgrade until it ends")
 	cmd.AddCommand(start)
 	cmd.AddCommand(&cobra.Command{Use: "status CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		var wire api.Upgrade
-		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "upgrade"), nil, &wire); err != nil {
+		var u api.Upgrade
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("clusters", args[0], "upgrade"), nil, &u); err != nil {
 			return err
 		}
-		u, err := convert.UpgradeFromAPI(&wire)
-		if err != nil {
-			return err
-		}
-		return c.print(wire, func() { renderUpgrade(c.out, u, wire.Forecast, time.Now()) })
+		return c.print(u, func() { renderUpgrade(c.out, &u, time.Now()) })
 	}})
 	cmd.AddCommand(&cobra.Command{Use: "watch CLUSTER", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return c.watch(cmd.Context(), args[0], "")
@@ -312,26 +306,22 @@ func (c *cli) upgradeCmd() *cobra.Command {
 func (c *cli) watch(ctx context.Context, cluster, id string) error {
 	tty := c.output == "text" || c.output == ""
 	for {
-		var wire api.Upgrade
-		_, err := c.client().Do(ctx, http.MethodGet, apiPath("clusters", cluster, "upgrade"), nil, &wire)
+		var u api.Upgrade
+		_, err := c.client().Do(ctx, http.MethodGet, apiPath("clusters", cluster, "upgrade"), nil, &u)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil && (id == "" || wire.ID == id) {
-			u, err := convert.UpgradeFromAPI(&wire)
-			if err != nil {
-				return err
-			}
+		if err == nil && (id == "" || u.ID == id) {
 			if tty {
 				fmt.Fprint(c.out, "\033[H\033[2J")
-				renderUpgrade(c.out, u, wire.Forecast, time.Now())
-			} else if err := c.print(wire, nil); err != nil {
+				renderUpgrade(c.out, &u, time.Now())
+			} else if err := c.print(u, nil); err != nil {
 				return err
 			}
-			if u.State == phases.UpgradeRefused {
+			if u.State == api.UpgradeRefused {
 				return fmt.Errorf("upgrade %s refused by preflight %s: %s", u.ID, u.Preflight, strings.Join(u.RefusedChecks, ", "))
 			}
-			if !u.InProgress() {
+			if !inProgress(&u) {
 				return nil
 			}
 		}
@@ -343,9 +333,16 @@ func (c *cli) watch(ctx context.Context, cluster, id string) error {
 	}
 }
 
+// inProgress is the coordinator's InProgress; a member before 0.2.0 does
+// not send it, so there a running upgrade, or one waiting for its
+// preflight, counts as in progress too.
+func inProgress(u *api.Upgrade) bool {
+	return u.InProgress || u.State == api.UpgradeRunning || u.State == api.UpgradePreflight
+}
+
 func (c *cli) poolCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Pool upgrade commands"}
-	for _, verb := range []string{"cancel", "resume", "rollback", "complete"} {
+	for _, verb := range []string{api.PoolCancel, api.PoolResume, api.PoolRollback, api.PoolComplete} {
 		cmd.AddCommand(&cobra.Command{Use: verb + " CLUSTER POOL", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
 			var u api.Upgrade
 			if _, err := c.client().Do(cmd.Context(), http.MethodPost, apiPath("clusters", args[0], "pools", args[1], "upgrade", verb), struct{}{}, &u); err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/phases"
 )
 
 // bar draws a progress bar of width cells.
@@ -20,8 +19,11 @@ func bar(done, total, width int) string {
 }
 
 // renderUpgrade shows steps, then per pool a bar and the nodes in flight,
-// and the coordinator's forecast f of the end (nil: none).
-func renderUpgrade(w io.Writer, u *phases.Upgrade, f *api.UpgradeForecast, now time.Time) {
+// and the coordinator's forecast of the end. It reads the wire only: the
+// coordinator's reading of the upgrade (Failing, each node's Step,
+// Forecast) stands in for the engine's rules, so moltctl imports no
+// engine package (internal/purity holds it to that).
+func renderUpgrade(w io.Writer, u *api.Upgrade, now time.Time) {
 	fmt.Fprintf(w, "upgrade %s  %s → %s  %s", u.ID, u.From, u.To, strings.ToUpper(string(u.State)))
 	if u.PauseReason != "" {
 		fmt.Fprintf(w, "  paused: %s", u.PauseReason)
@@ -32,45 +34,50 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, f *api.UpgradeForecast, now t
 	}
 	fmt.Fprintf(w, "  elapsed %s\n\n", elapsed.Round(time.Second))
 	switch u.State {
-	case phases.UpgradePreflight:
+	case api.UpgradePreflight:
 		fmt.Fprintf(w, "  preflight %s runs; the steps below start when it passes (moltctl preflight get %s %s)\n\n", u.Preflight, u.Cluster, u.Preflight)
-	case phases.UpgradeRefused:
+	case api.UpgradeRefused:
 		fmt.Fprintf(w, "  refused by preflight %s: %s (nothing was touched; moltctl preflight get %s %s)\n", u.Preflight, strings.Join(u.RefusedChecks, ", "), u.Cluster, u.Preflight)
 		return
-	case phases.UpgradeFailed:
+	case api.UpgradeFailed:
 		fmt.Fprintf(w, "  failed: %s\n\n", u.Reason)
 	}
-	if r := u.FailReason(); r != "" && u.State == phases.UpgradeRunning {
-		fmt.Fprintf(w, "  failing, nothing new starts: %s\n\n", r)
+	if u.Failing != "" && u.State == api.UpgradeRunning {
+		fmt.Fprintf(w, "  failing, nothing new starts: %s\n\n", u.Failing)
 	}
 	doneNodes := 0
 	for _, n := range u.Nodes {
-		if n.State == phases.StateDone {
+		if n.State == api.StepDone {
 			doneNodes++
 		}
 	}
 	for _, s := range u.Steps {
 		line := fmt.Sprintf("  %-8s %-22s", s.State, s.ID)
-		if s.Kind == phases.StepPool {
-			p, _ := u.Pool(s.Pool)
+		if s.Kind == api.StepKindPool {
+			p, ok := u.Pool(s.Pool)
+			if !ok {
+				p = &api.PoolTrack{}
+			}
 			nodes := u.PoolNodes(p)
 			d := 0
 			var inflight []string
 			for _, n := range nodes {
 				switch n.State {
-				case phases.StateDone:
+				case api.StepDone:
 					d++
-				case phases.StateRunning:
-					if ns, ok := u.CurrentStep(&n); ok {
-						desc := fmt.Sprintf("%s:%s", n.Node, ns)
-						if n.Waiting != "" {
-							desc += " (waiting: " + n.Waiting + ")"
-						}
-						inflight = append(inflight, desc)
+				case api.StepRunning:
+					// A coordinator before 0.2.0 does not say the step.
+					desc := n.Node
+					if n.Step != "" {
+						desc += ":" + n.Step
 					}
-				case phases.StateFailed:
+					if n.Waiting != "" {
+						desc += " (waiting: " + n.Waiting + ")"
+					}
+					inflight = append(inflight, desc)
+				case api.StepFailed:
 					inflight = append(inflight, n.Node+":FAILED "+n.Error)
-				case phases.StatePending:
+				case api.StepPending:
 					// An automatic upgrade leaves the node alone until its
 					// protected pods may be evicted (SPEC §8).
 					if u.Options.Automatic && n.ProtectedUntil.After(now) {
@@ -83,22 +90,22 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, f *api.UpgradeForecast, now t
 				line += "  " + p.Strategy
 			}
 			if bg := p.BlueGreen; bg != nil && bg.Phase != "" {
-				line += " " + string(bg.Phase)
-				if bg.Phase == phases.PhaseDrainingBlue {
+				line += " " + bg.Phase
+				if bg.Phase == api.BlueGreenDrainingBlue {
 					line += fmt.Sprintf(" batch %d", bg.Batch+1)
 				}
-				if bg.Phase == phases.PhaseSoaking && !bg.SoakUntil.IsZero() {
+				if bg.Phase == api.BlueGreenSoaking && !bg.SoakUntil.IsZero() {
 					line += fmt.Sprintf(" until %s", bg.SoakUntil.UTC().Format("15:04 MST"))
 				}
 				if bg.Waiting != "" {
 					line += " (waiting: " + bg.Waiting + ")"
 				}
 			}
-			if p.RollingBack && s.State == phases.StateRunning {
+			if p.RollingBack && s.State == api.StepRunning {
 				line += " ROLLING BACK"
 			}
 			for _, n := range nodes {
-				if n.RedGate != "" && n.State == phases.StateRunning {
+				if n.RedGate != "" && n.State == api.StepRunning {
 					line += "  HELD by gate " + n.RedGate
 					break
 				}
@@ -106,19 +113,19 @@ func renderUpgrade(w io.Writer, u *phases.Upgrade, f *api.UpgradeForecast, now t
 			if len(inflight) > 0 {
 				line += "  " + strings.Join(inflight, ", ")
 			}
-		} else if s.Message != "" && s.State != phases.StateDone {
+		} else if s.Message != "" && s.State != api.StepDone {
 			line += " " + s.Message
 		}
 		fmt.Fprintln(w, line)
 	}
-	if u.State != phases.UpgradeRunning {
+	if u.State != api.UpgradeRunning {
 		return
 	}
 	// The ETA is the coordinator's (api.UpgradeForecast): what is left is
 	// End-At, measured on its clock, so a client's skewed clock does not
 	// move it.
 	fmt.Fprintf(w, "\n  %d/%d nodes done, ", doneNodes, len(u.Nodes))
-	if f != nil {
+	if f := u.Forecast; f != nil {
 		left := f.End.Sub(f.At)
 		if u.PauseReason != "" {
 			fmt.Fprintf(w, "ETA %s once it resumes\n", left.Round(time.Second))

@@ -17,12 +17,19 @@
 // Layers states a second kind of rule, for molt's own packages: which of
 // them a package must not depend on, so that the types of one layer (the
 // REST API's wire format, the engine's structs, the coordinator's persisted
-// format) never borrow another's. The same test holds the module to it.
+// format) never borrow another's. Among them are the API's clients —
+// moltctl, api/client, the web view's server, the end-to-end tests, their
+// tests included — which import no engine package: they read progress, and
+// the coordinator's forecast, off the wire. The same test holds the module
+// to it; a layer whose package cannot be blank-imported here (a command,
+// package main) is marked Unimportable and the test reads its sources
+// instead, so that go test's cache still sees a change.
 package purity
 
 import (
 	"go/ast"
 	"go/token"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -33,6 +40,7 @@ import (
 	// go list, a child process whose reads the cache does not record. The
 	// test fails when one of Pure is missing here.
 	_ "github.com/moltproject/molt/api"
+	_ "github.com/moltproject/molt/api/client"
 	_ "github.com/moltproject/molt/api/convert"
 	_ "github.com/moltproject/molt/coordinator/statemachine"
 	_ "github.com/moltproject/molt/maintenance"
@@ -40,6 +48,7 @@ import (
 	_ "github.com/moltproject/molt/phases"
 	_ "github.com/moltproject/molt/preflight"
 	_ "github.com/moltproject/molt/raftstore/command"
+	_ "github.com/moltproject/molt/web"
 )
 
 // Module is molt's module path.
@@ -129,6 +138,34 @@ var Deny = []Rule{
 type Layer struct {
 	Package string
 	Deny    []Rule
+	// Unimportable: the test cannot blank-import Package (a command,
+	// package main), so it reads the Go files of Package and of every
+	// package of the module Package reaches instead, which go test's
+	// cache records: a change to them runs the test again.
+	Unimportable bool
+	// Tests holds Package's test files (in the package and _test) to
+	// the rules too: their imports count as Package's.
+	Tests bool
+	// Tags are the build tags to list Package with (e2e's tests are
+	// built with -tags e2e).
+	Tags []string
+	// Opaque are packages of the module the walk does not enter: Package
+	// may import them whatever they import, since they are edges that
+	// speak the engine's types by design (kube, the Kubernetes client the
+	// coordinator shares); Package's own code must not.
+	Opaque []string
+}
+
+// engineDeny is what a client of the REST API must not import: it reads
+// the wire (package api) and nothing of the engine or the coordinator, so
+// that the coordinator's reading of an upgrade (its InProgress, Failing,
+// each node's Step, its Forecast) is the only one a client shows.
+var engineDeny = []Rule{
+	{Module + "/phases/...", "the engine: a client reads progress off the wire (api.Upgrade's inProgress, failing, nodes' step, forecast)"},
+	{Module + "/maintenance/...", "the maintenance engine and its scheduler: a client reads the wire's maintenance types"},
+	{Module + "/preflight/...", "the preflight engine: a client reads the wire's preflight report"},
+	{Module + "/coordinator/...", "the coordinator: clients of the API import nothing of it"},
+	{Module + "/api/convert", "the package that joins wire and engine (it imports the engine)"},
 }
 
 // Layers keep molt's three kinds of types apart. The wire types (api) are
@@ -137,7 +174,12 @@ type Layer struct {
 // the coordinator; the engine knows neither the wire nor the coordinator's
 // persisted format. The one package that joins wire and engine is
 // api/convert; the coordinator's persisted types live in its state
-// machine. Each package here is blank-imported by this file, as Pure's are.
+// machine. Each package here is blank-imported by this file, as Pure's are,
+// but for the Unimportable ones.
+//
+// The API's clients — moltctl, the Go client, the end-to-end tests, the web
+// view's server — import no engine package (engineDeny): they read
+// progress, and the coordinator's forecast, off the wire.
 var Layers = []Layer{
 	{Package: Module + "/api", Deny: []Rule{
 		{Module + "/phases/...", "the engine: the wire format must not change when the engine's structs do (convert in api/convert)"},
@@ -157,12 +199,23 @@ var Layers = []Layer{
 		{Module + "/api/...", "the wire types: the policy's wire twin is api.MaintenancePolicy (convert in api/convert)"},
 		{Module + "/coordinator/...", "the coordinator and its persisted format"},
 	}},
+	{Package: Module + "/cmd/moltctl", Unimportable: true, Tests: true, Deny: engineDeny},
+	{Package: Module + "/api/client", Tests: true, Deny: engineDeny},
+	{Package: Module + "/web", Tests: true, Deny: engineDeny},
+	{Package: Module + "/e2e", Unimportable: true, Tests: true, Tags: []string{"e2e"}, Deny: engineDeny,
+		Opaque: []string{Module + "/kube"}},
 }
 
 // LayerViolations walks imports (import path → its imports) breadth first
 // from l.Package and returns each package it reaches that a rule of l
 // denies, with a shortest chain, ordered by the denied package's path.
 func LayerViolations(imports map[string][]string, l Layer) []Violation {
+	if len(l.Opaque) > 0 {
+		imports = maps.Clone(imports)
+		for _, p := range l.Opaque {
+			delete(imports, p)
+		}
+	}
 	return walk(imports, l.Package, func(p string) (Rule, bool) {
 		for _, r := range l.Deny {
 			if r.Match(p) {

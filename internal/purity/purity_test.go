@@ -8,6 +8,8 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,18 +28,32 @@ var impure = map[string]string{
 
 // goPackage is the part of go list's answer the tests read.
 type goPackage struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Imports    []string
-	Error      *struct{ Err string }
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	Imports      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	TestImports  []string
+	XTestImports []string
+	Error        *struct{ Err string }
 }
 
 // goList runs go list -deps on patterns and returns every package found,
 // by import path. go test puts its own go first on PATH.
 func goList(t *testing.T, patterns ...string) map[string]goPackage {
 	t.Helper()
-	args := append([]string{"list", "-deps", "-e", "-json=ImportPath,Dir,GoFiles,Imports,Error"}, patterns...)
+	return goListTags(t, nil, patterns...)
+}
+
+// goListTags is goList with build tags.
+func goListTags(t *testing.T, tags []string, patterns ...string) map[string]goPackage {
+	t.Helper()
+	args := []string{"list", "-deps", "-e", "-json=ImportPath,Dir,GoFiles,Imports,TestGoFiles,XTestGoFiles,TestImports,XTestImports,Error"}
+	if len(tags) > 0 {
+		args = append(args, "-tags="+strings.Join(tags, ","))
+	}
+	args = append(args, patterns...)
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -113,26 +129,35 @@ func TestPureImports(t *testing.T) {
 // TestLayers fails when a package of Layers depends, directly or through
 // others, on a package of the module its layer denies, and shows the
 // import chain. Its self-checks: each layer's package is in the test binary
-// (for go test's cache), and the rules catch api/convert, which joins wire
-// and engine by design, so they are known to bite.
+// (for go test's cache) or, for a command, its sources are read; and the
+// rules catch api/convert, which joins wire and engine by design, so they
+// are known to bite.
 func TestLayers(t *testing.T) {
 	joiner := purity.Module + "/api/convert"
 	self := purity.Module + "/internal/purity"
 	patterns := []string{joiner, self}
 	for _, l := range purity.Layers {
-		patterns = append(patterns, l.Package)
+		if len(l.Tags) == 0 {
+			patterns = append(patterns, l.Package)
+		}
 	}
 	pkgs := goList(t, patterns...)
-	graph := importGraph(pkgs)
 
 	t.Run("self-check: the layers' packages are in the test binary", func(t *testing.T) {
 		for _, l := range purity.Layers {
-			require.Contains(t, pkgs[self].Imports, l.Package, "blank-import %s in purity.go", l.Package)
+			if !l.Unimportable {
+				require.Contains(t, pkgs[self].Imports, l.Package, "blank-import %s in purity.go, or mark its layer Unimportable", l.Package)
+			}
 		}
 	})
 	for _, l := range purity.Layers {
 		t.Run(strings.TrimPrefix(l.Package, purity.Module+"/"), func(t *testing.T) {
-			require.Contains(t, pkgs, l.Package, "layer package not found")
+			layerPkgs := pkgs
+			if len(l.Tags) > 0 {
+				layerPkgs = goListTags(t, l.Tags, l.Package)
+			}
+			require.Contains(t, layerPkgs, l.Package, "layer package not found")
+			graph := layerGraph(t, layerPkgs, l)
 			var msgs []string
 			for _, v := range purity.LayerViolations(graph, l) {
 				msgs = append(msgs, v.String())
@@ -145,7 +170,7 @@ func TestLayers(t *testing.T) {
 		require.Equal(t, purity.Module+"/api", api.Package)
 		phases := purity.Module + "/phases"
 		var chain []string
-		vs := purity.LayerViolations(graph, purity.Layer{Package: joiner, Deny: api.Deny})
+		vs := purity.LayerViolations(importGraph(pkgs), purity.Layer{Package: joiner, Deny: api.Deny})
 		for _, v := range vs {
 			if v.Chain[len(v.Chain)-1] == phases {
 				chain = v.Chain
@@ -153,6 +178,71 @@ func TestLayers(t *testing.T) {
 		}
 		require.Equal(t, []string{joiner, phases}, chain, "api/convert imports phases directly: %v", vs)
 	})
+}
+
+// layerGraph is the import graph of pkgs for l: with l.Tests, the imports
+// of l.Package's tests count as its own (and what they reach is listed
+// too). For an Unimportable layer it reads the Go files (and directories)
+// of every package of the module that l.Package reaches, so that go
+// test's cache sees a change to them, as it would if they were imported.
+func layerGraph(t *testing.T, pkgs map[string]goPackage, l purity.Layer) map[string][]string {
+	t.Helper()
+	root := pkgs[l.Package]
+	if l.Tests {
+		var extra []string
+		for _, imp := range slices.Concat(root.TestImports, root.XTestImports) {
+			if _, ok := pkgs[imp]; !ok && imp != l.Package {
+				extra = append(extra, imp)
+			}
+		}
+		if len(extra) > 0 {
+			pkgs = maps.Clone(pkgs)
+			maps.Copy(pkgs, goListTags(t, l.Tags, extra...))
+		}
+	}
+	graph := importGraph(pkgs)
+	if l.Tests {
+		imports := slices.Concat(root.Imports, root.TestImports, root.XTestImports)
+		imports = slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(imports))), func(p string) bool { return p == l.Package })
+		graph[l.Package] = imports
+	}
+	if l.Unimportable || l.Tests {
+		readSources(t, pkgs, graph, l)
+	}
+	return graph
+}
+
+// readSources reads the Go files of l.Package (its tests too, with
+// l.Tests) and, for an Unimportable layer, those of every package of the
+// module it reaches: go test records the files a test opens and replays
+// a cached pass only while they are unchanged.
+func readSources(t *testing.T, pkgs map[string]goPackage, graph map[string][]string, l purity.Layer) {
+	t.Helper()
+	read := func(p goPackage, files ...[]string) {
+		_, err := os.ReadDir(p.Dir) // a file added or removed
+		require.NoError(t, err)
+		for _, name := range slices.Concat(files...) {
+			_, err := os.ReadFile(filepath.Join(p.Dir, name))
+			require.NoError(t, err)
+		}
+	}
+	root := pkgs[l.Package]
+	read(root, root.GoFiles, root.TestGoFiles, root.XTestGoFiles)
+	if !l.Unimportable {
+		return
+	}
+	seen := map[string]bool{l.Package: true}
+	queue := slices.Clone(graph[l.Package])
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] || !strings.HasPrefix(p, purity.Module+"/") {
+			continue
+		}
+		seen[p] = true
+		read(pkgs[p], pkgs[p].GoFiles)
+		queue = append(queue, graph[p]...)
+	}
 }
 
 // TestPureNoClock fails when a pure package's own code (tests aside) reads

@@ -222,6 +222,14 @@ func TestWebView(t *testing.T) {
 		op.wait("the worker pool running", isState(sel("data-step", "pool/workers"), "running"))
 		op.wait("worker-1 running", isState(`tr[data-node="worker-1"]`, "running"))
 		require.Equal(t, "pending", eval[string](t, op.ctx, state(`tr[data-node="worker-2"]`)), "one worker at a time")
+		// Progress as the coordinator reads it: the node's step (its
+		// agent holds its containerd upgrade) and the forecast of the end,
+		// what is left on the coordinator's clock.
+		op.wait("worker-1's step", `document.querySelector('tr[data-node="worker-1"]').innerText.includes('upgrade containerd')`)
+		op.wait("the coordinator's forecast", `!!document.querySelector('#forecast[data-end]') && Number(document.querySelector('#forecast').dataset.leftMs) > 0 && document.querySelector('#forecast').innerText.includes(' left (')`)
+		var u api.Upgrade
+		m.do(t, http.MethodGet, "/v1/clusters/lab/upgrade", nil, &u)
+		require.NotNil(t, u.Forecast, "the coordinator forecasts the running upgrade")
 		op.shot("cluster-upgrading")
 	})
 

@@ -420,7 +420,7 @@ function fleetPage() {
       const rows = clusters.map((c) => {
         const u = c.status.upgrade;
         const p = upgradeProgress(u);
-        const active = u && (u.state === 'running' || u.state === 'preflight');
+        const active = u && u.inProgress; // the coordinator's reading
         const agents = c.status.agents || [];
         const reporting = agents.filter((a) => a.registered && !a.missing).length;
         const missing = agents.filter((a) => a.missing).length;
@@ -513,6 +513,26 @@ function nodeStepLabel(ns) {
     return ns.op.component ? `${k} ${ns.op.component}` : k;
   }
   return { waitReady: 'wait Ready', createReplacement: 'create replacement', deleteInstance: 'delete instance', recreateInstance: 'recreate instance', waitReplacement: 'wait for replacement', undoReplacement: 'undo replacement' }[ns.kind] || ns.kind;
+}
+
+// nodeStepName names a node's step as the coordinator reads it off the
+// node's cursor (n.step: "drain", "operation:UpgradeBinary:kubelet").
+function nodeStepName(s) {
+  if (!s) return '';
+  const [kind, op, component] = s.split(':');
+  return nodeStepLabel(op ? { kind, op: { kind: op, component } } : { kind });
+}
+
+// forecastEl shows the coordinator's forecast f of a running upgrade's end
+// (GET .../upgrade's forecast, null: none; undefined: not read). What is
+// left is f.end - f.at, both on the coordinator's clock, so a browser's
+// skewed clock does not move it.
+function forecastEl(u, f) {
+  if (u.state !== 'running' || f === undefined) return '';
+  if (f === null) return h('span', { id: 'forecast', text: 'no estimate: a failed node holds its pool (retry it)' });
+  const left = ms(f.end) - ms(f.at);
+  return h('span', { id: 'forecast', 'data-end': f.end, 'data-left-ms': String(left),
+    text: u.pauseReason ? `${fmtDur(left)} once it resumes` : `${fmtDur(left)} left (${fmtTime(f.end)})` });
 }
 
 function stepsOf(pt, n) {
@@ -669,7 +689,7 @@ function nodeTable(c, u, agents, ctl, out) {
       const pt = pools.get(n.pool) || {};
       const steps = stepsOf(pt, n);
       const k = n.state === 'done' ? steps.length : Math.min(n.cursor, steps.length);
-      const cur = n.state === 'running' || n.state === 'failed' ? nodeStepLabel(steps[n.cursor]) : n.state === 'done' ? 'done' : '';
+      const cur = n.state === 'running' || n.state === 'failed' ? nodeStepName(n.step) : n.state === 'done' ? 'done' : '';
       const a = agents.get(n.node);
       const notes = [
         n.waiting && `waiting: ${n.waiting}${valid(n.retryAt) ? ` (retry ${fmtTime(n.retryAt)})` : ''}`,
@@ -694,7 +714,7 @@ function nodeTable(c, u, agents, ctl, out) {
           type: 'button', 'data-action': 'retry', 'data-node': n.node,
           onclick: () => act(out, {
             title: `Retry node ${n.node}?`, yes: `Retry node ${n.node}`,
-            body: [`Node ${n.node} of pool ${n.pool} (cluster ${c}) failed at “${nodeStepLabel(steps[n.cursor])}”${n.error ? `: ${n.error}` : ''}.`, `It gets attempt ${(n.attempt || 0) + 2} at that step; its pool, halted by the failure, goes on.`],
+            body: [`Node ${n.node} of pool ${n.pool} (cluster ${c}) failed at “${nodeStepName(n.step)}”${n.error ? `: ${n.error}` : ''}.`, `It gets attempt ${(n.attempt || 0) + 2} at that step; its pool, halted by the failure, goes on.`],
             run: () => api('POST', `${cpath(c)}/nodes/${enc(n.node)}/retry`, {}), done: () => `Node ${n.node}: retry accepted.`,
           }),
         }, 'Retry') : ''));
@@ -877,12 +897,17 @@ function clusterPage(name) {
         if (lastState && lastState !== u.state) announce(`Upgrade ${u.id}: ${u.state}`);
         lastState = u.state;
         const rev = [u.id, u.revision, u.state];
-        upgrade.show(rev, () => [
+        // The forecast rides only on GET .../upgrade, made as the
+        // coordinator answers; without it the page shows none.
+        const forecast = u.state === 'running' ? await api('GET', `${cpath(name)}/upgrade`).then((x) => (x.id === u.id ? x.forecast || null : undefined), () => undefined) : undefined;
+        upgrade.show([rev, forecast && forecast.end], () => [
           h('p', null, badge(u.state), ' ', h('span', { class: 'mono', text: `${u.from} → ${u.to}` }), ' ', h('span', { class: 'muted small', text: `upgrade ${u.id}${u.options && u.options.automatic ? ', automatic' : ', manual'}` })),
           dl([
             ['Started', timeEl(u.createdAt)],
             ['Finished', timeEl(u.finishedAt)],
             ['Paused', u.pauseReason ? `${u.pauseReason} since ${fmtTime(u.pausedAt)}` : ''],
+            ['Failing', u.failing ? `nothing new starts: ${u.failing}` : ''],
+            ['Expected end', forecastEl(u, forecast)],
             ['Refused by', (u.refusedChecks || []).join(', ')],
             ['Emergency', u.options && u.options.emergencyReason],
             ['Closed', u.closed ? 'the cluster changed after this upgrade was cancelled: it cannot be resumed' : ''],
