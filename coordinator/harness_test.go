@@ -701,8 +701,8 @@ type simAgent struct {
 	// UpdateAgent replaces it.
 	agentVersion string
 	mu           sync.Mutex
-	executed map[string]int
-	results  map[string]api.OperationResult
+	executed     map[string]int
+	results      map[string]api.OperationResult
 	// upgradeOf is the Upgrade each polled operation named; upgrades the
 	// upgrade each poll answer named, in order ("-" for none given).
 	upgradeOf map[string]string
