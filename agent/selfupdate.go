@@ -232,7 +232,12 @@ func (r *run) updateAgent(ctx context.Context) (map[string]string, error) {
 		return details, err
 	}
 	a.log.Info("restarting the agent into its new release", "version", u.Version)
-	if err := a.cfg.RestartSelf(ctx); err != nil {
+	// Not ctx: systemd carries the restart out by stopping this process
+	// (SIGTERM ends ctx), which may come before its answer to the call.
+	rctx, cancel := context.WithTimeout(context.Background(), a.cfg.HealthTimeout)
+	err := a.cfg.RestartSelf(rctx)
+	cancel()
+	if err != nil && ctx.Err() == nil {
 		return details, r.undoSwap(ctx, bin, prev, record, fmt.Errorf("restart molt-agent: %w", err))
 	}
 	// systemd stops this process now; the restarted agent resumes the

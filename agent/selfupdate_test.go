@@ -49,6 +49,9 @@ type fakeAgentUnit struct {
 	starts       []string // the release of each start; "exited" for one that exited at start
 	selfRestarts int
 	stopped      bool
+	// stopsFirst: systemd stops the agent before it answers the restart
+	// call, which then fails (what a real unit does; the lab found it).
+	stopsFirst bool
 }
 
 func newFakeAgentUnit(t *testing.T, h *fakeHost, installed []byte) *fakeAgentUnit {
@@ -118,7 +121,17 @@ func (u *fakeAgentUnit) current() (context.CancelFunc, chan struct{}) {
 func (u *fakeAgentUnit) restartSelf(context.Context) error {
 	u.mu.Lock()
 	u.selfRestarts++
+	stopsFirst := u.stopsFirst
 	u.mu.Unlock()
+	if stopsFirst {
+		cancel, done := u.current()
+		cancel() // SIGTERM: the agent's ctx ends before the answer
+		go func() {
+			<-done
+			u.start()
+		}()
+		return context.Canceled
+	}
 	go func() {
 		cancel, done := u.current()
 		cancel()
@@ -182,6 +195,24 @@ func TestUpdateAgentReplacesItself(t *testing.T) {
 	require.Equal(t, 1, restarts)
 	require.Equal(t, int32(1), downloads.Load())
 	noTempFiles(t, filepath.Dir(u.bin()))
+}
+
+// systemd may stop the agent before it answers the agent's restart call:
+// the call fails, and the agent must not take that for a failed restart
+// (putting the old binary back under the restart that is under way).
+func TestUpdateAgentStoppedBeforeTheRestartAnswers(t *testing.T) {
+	coord := newFakeCoordinator(t)
+	h := newFakeHost(t, coord)
+	u := newFakeAgentUnit(t, h, agentBinary("0.1.9", false))
+	u.stopsFirst = true
+	url, sum, _ := countingServer(t, agentBinary("0.2.0", false))
+	u.start()
+	coord.enqueue(updateAgentOp("up-1", url, sum, "0.2.0"))
+	res := coord.waitResult(t, "up-1")
+	require.Equal(t, api.OpSucceeded, res.State, res.Message)
+	require.Equal(t, sum, sha(t, u.bin()))
+	starts, _ := u.counts()
+	require.Equal(t, []string{"0.1.9", "0.2.0"}, starts)
 }
 
 // A release that exits at start is put back by the guard after
