@@ -130,6 +130,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.journal = j
+	if err := a.confirmSelfUpdate(); err != nil {
+		a.log.Warn("cannot confirm the agent's update record", "err", err)
+	}
 	a.stage = openStage(a.dataPath("stage"), cfg.StageMaxBytes, a.clock.Now, a.log)
 	a.loops = progress.New(a.clock.Now, cfg.WatchdogSlack)
 	return a, nil

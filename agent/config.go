@@ -79,6 +79,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Units restarts systemd units; required for binary upgrades.
 	Units Units
+	// AgentBin is the agent's own binary, which UpdateAgent replaces (the
+	// unit's ExecStart). RestartSelf asks systemd to restart the agent's
+	// own unit and returns once the job is queued: systemd then stops
+	// this process. Both are required for UpdateAgent.
+	AgentBin    string
+	RestartSelf func(ctx context.Context) error
 	// Runtime is containerd; nil connects to ContainerdSocket on first use.
 	Runtime Runtime
 	// Pods observes the running static pods; nil uses Runtime.
@@ -114,6 +120,7 @@ func DefaultConfig() Config {
 		DataDir:             "/var/lib/molt-agent",
 		KubeletBin:          "/usr/bin/kubelet",
 		ContainerdBin:       "/usr/bin/containerd",
+		AgentBin:            "/usr/bin/molt-agent",
 		KubeletUnit:         "kubelet.service",
 		ContainerdUnit:      "containerd.service",
 		ManifestDir:         "/etc/kubernetes/manifests",

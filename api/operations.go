@@ -20,6 +20,9 @@ const (
 	OpRollback          OperationKind = "Rollback"
 	OpCheckArtifacts    OperationKind = "CheckArtifacts"
 	OpProbePeers        OperationKind = "ProbePeers"
+	// OpUpdateAgent replaces the agent itself (an upgrade's molt step).
+	// Since molt 0.2.0; an older agent refuses it as unknown.
+	OpUpdateAgent OperationKind = "UpdateAgent"
 )
 
 // Component names a host binary the agent can upgrade.
@@ -51,7 +54,24 @@ type Operation struct {
 	Rollback          *Rollback          `json:"rollback,omitempty"`
 	CheckArtifacts    *CheckArtifacts    `json:"checkArtifacts,omitempty"`
 	ProbePeers        *ProbePeers        `json:"probePeers,omitempty"`
+	UpdateAgent       *UpdateAgent       `json:"updateAgent,omitempty"`
 }
+
+// UpdateAgent replaces the molt-agent binary the agent runs with a
+// verified download and restarts the agent's unit; the new agent reports
+// the operation's result with the release it runs
+// (OperationResult.Details["agentVersion"]). An agent that does not come
+// up is rolled back to the kept previous binary by systemd
+// (docs/agent.md, "Agents update themselves").
+type UpdateAgent struct {
+	Version string `json:"version"`
+	URL     string `json:"url"`
+	SHA256  string `json:"sha256"`
+}
+
+// DetailAgentVersion is the OperationResult.Details key under which an
+// agent reports the release it runs after an UpdateAgent.
+const DetailAgentVersion = "agentVersion"
 
 // UpgradeBinary replaces a host binary with a verified download and restarts
 // its unit. The previous binary is kept for Rollback.
@@ -133,7 +153,7 @@ func (o Operation) Validate() error {
 	}
 	set := 0
 	for _, b := range []bool{o.UpgradeBinary != nil, o.UpgradeStaticPods != nil, o.ImportImages != nil,
-		o.PullImages != nil, o.Rollback != nil, o.CheckArtifacts != nil, o.ProbePeers != nil} {
+		o.PullImages != nil, o.Rollback != nil, o.CheckArtifacts != nil, o.ProbePeers != nil, o.UpdateAgent != nil} {
 		if b {
 			set++
 		}
@@ -159,6 +179,9 @@ func (o Operation) Validate() error {
 		ok = o.CheckArtifacts != nil
 	case OpProbePeers:
 		ok = o.ProbePeers != nil
+	case OpUpdateAgent:
+		u := o.UpdateAgent
+		ok = u != nil && u.Version != "" && u.URL != "" && len(u.SHA256) == 64
 	default:
 		return fmt.Errorf("%w: %s: unknown kind %q", ErrInvalidOperation, o.ID, o.Kind)
 	}

@@ -46,6 +46,21 @@ type Release struct {
 	EndOfSupport time.Time         `json:"endOfSupport,omitzero"`
 	Channels     []string          `json:"channels,omitempty"`
 	Components   ReleaseComponents `json:"components"`
+	// Agent is the molt-agent release an upgrade to this release brings
+	// every host to first, in its molt step (docs/agent.md, "Agents update
+	// themselves"); absent: the release names none, and upgrades to it
+	// leave the agents as they are. Since molt 0.2.0.
+	Agent *AgentArtifact `json:"agent,omitempty"`
+}
+
+// AgentArtifact is a molt-agent release: its version (molt's semver, as
+// molt-agent --version prints it), where to download the binary (an
+// absolute http(s) URL, or an /artifacts/ path the coordinator serves)
+// and the binary's sha256 (64 hex digits).
+type AgentArtifact struct {
+	Version string `json:"version"`
+	URL     string `json:"url"`
+	SHA256  string `json:"sha256"`
 }
 
 // PoolStatus is the status of one pool: how many nodes run each version.

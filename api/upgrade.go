@@ -50,6 +50,27 @@ type Upgrade struct {
 	// budget, or a step that failed) while in-flight nodes finish.
 	InProgress bool   `json:"inProgress,omitempty"`
 	Failing    string `json:"failing,omitempty"`
+	// Agents are the hosts of the molt step (step layout 4): each one's
+	// molt-agent replacement, pool by pool in the order of the pool
+	// steps; absent when the upgrade has no molt step.
+	Agents []AgentTask `json:"agents,omitempty"`
+}
+
+// AgentTask is one host's molt-agent replacement in an upgrade's molt
+// step: the release its agent ran when the upgrade started (From, absent
+// when unknown), the release it reported once replaced (Version), and
+// why it failed (Error: the deadline, a rollback, a download that did not
+// verify).
+type AgentTask struct {
+	Node       string    `json:"node"`
+	Pool       string    `json:"pool"`
+	From       string    `json:"from,omitempty"`
+	State      StepState `json:"state"`
+	Attempt    int       `json:"attempt,omitempty"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Version    string    `json:"version,omitempty"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // UpgradeForecast is when a running upgrade is expected to end: the
@@ -84,7 +105,8 @@ type UpgradeOptions struct {
 	EmergencyReason       string `json:"emergencyReason,omitempty"`
 	// StepLayout numbers how the steps were laid out (0: with a lifecycle
 	// step, as before layouts had numbers; 1: without; 2: MIG strategies;
-	// 3: health gates, failure budgets and bare-metal rollback).
+	// 3: health gates, failure budgets and bare-metal rollback; 4: a molt
+	// step that updates the agents first).
 	StepLayout int `json:"stepLayout,omitempty"`
 	// HealthTimeout is how long the final health step is tried before the
 	// upgrade fails; GateTimeout how long a node's gates may stay red
@@ -95,6 +117,11 @@ type UpgradeOptions struct {
 	// cluster's minor passed its end of support: it runs through
 	// maintenance windows and exclusions.
 	EndOfSupport bool `json:"endOfSupport,omitempty"`
+	// AgentVersion is the molt-agent release the upgrade brings every
+	// host to in its molt step; AgentTimeout how long one host's
+	// replacement may take until its new agent reports ("300s").
+	AgentVersion string `json:"agentVersion,omitempty"`
+	AgentTimeout string `json:"agentTimeout,omitempty"`
 }
 
 // StepState is where a step or a node's upgrade is.

@@ -37,7 +37,9 @@ var wireTypes = map[string]func() any{
 	// (api/convert's TestMaintenancePolicyIsThePolicyEndpoints).
 	"maintenance-policy": func() any { return new(api.MaintenancePolicy) },
 	"channel":            func() any { return new(api.Channel) },
-	"upgrade-status":     func() any { return new(api.UpgradeStatus) },
+	// A release catalog entry (its molt-agent since 0.2.0).
+	"release":        func() any { return new(api.Release) },
+	"upgrade-status": func() any { return new(api.UpgradeStatus) },
 	// An agent's long poll.
 	"operations-response": func() any { return new(api.OperationsResponse) },
 	// Between members: the beats a follower relays to the leader.

@@ -108,6 +108,11 @@ type Config struct {
 	HealthTimeout time.Duration
 	GateTimeout   time.Duration
 	GateInterval  time.Duration
+	// AgentTimeout is how long one host's molt-agent replacement in an
+	// upgrade's molt step may take, from its start until the new agent
+	// reports; past it the host fails and so does the step. Recorded in
+	// each upgrade when it starts; 0 means no deadline.
+	AgentTimeout time.Duration
 	// Gates evaluates PromQL health gates; nil means a promgate.Client
 	// over http.DefaultTransport.
 	Gates GateQuerier
@@ -157,6 +162,11 @@ const (
 	DefaultHealthTimeout = 30 * time.Minute
 	DefaultGateTimeout   = 10 * time.Minute
 	DefaultGateInterval  = 15 * time.Second
+	// DefaultAgentTimeout covers a download of the agent's binary, a
+	// restart, and the rollback of a release that does not come up
+	// (systemd restarts it twice, RestartSec apart, before the kept
+	// binary takes over: docs/agent.md).
+	DefaultAgentTimeout = 5 * time.Minute
 )
 
 // DefaultSchedulerInterval is the default of Config.SchedulerInterval.
@@ -202,6 +212,7 @@ func DefaultConfig() Config {
 		HealthTimeout:         DefaultHealthTimeout,
 		GateTimeout:           DefaultGateTimeout,
 		GateInterval:          DefaultGateInterval,
+		AgentTimeout:          DefaultAgentTimeout,
 		SchedulerInterval:     DefaultSchedulerInterval,
 		RegistrationHold:      DefaultRegistrationHold,
 		MemberProbeInterval:   DefaultMemberProbeInterval,

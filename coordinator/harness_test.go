@@ -693,10 +693,16 @@ type simAgent struct {
 	kubelet string
 	// fail, when set, decides that an operation fails, with that message
 	// ("" lets it succeed).
-	fail     func(node string, op api.Operation) string
-	mu       sync.Mutex
-	executed map[string]int
-	results  map[string]api.OperationResult
+	fail func(node string, op api.Operation) string
+	// silent, when set, decides that an operation is never answered (a
+	// host whose new agent does not come back).
+	silent func(node string, op api.Operation) bool
+	// agentVersion is the release it says it runs: molt's, until an
+	// UpdateAgent replaces it.
+	agentVersion string
+	mu           sync.Mutex
+	executed     map[string]int
+	results      map[string]api.OperationResult
 	// upgradeOf is the Upgrade each polled operation named; upgrades the
 	// upgrade each poll answer named, in order ("-" for none given).
 	upgradeOf map[string]string
@@ -723,7 +729,8 @@ func startAgentsWith(ctx context.Context, tc *testCluster, cluster string, nodes
 }
 
 func newSimAgent(cluster, node string) *simAgent {
-	return &simAgent{cluster: cluster, node: node, executed: map[string]int{}, results: map[string]api.OperationResult{}, upgradeOf: map[string]string{}}
+	return &simAgent{cluster: cluster, node: node, executed: map[string]int{}, results: map[string]api.OperationResult{}, upgradeOf: map[string]string{},
+		agentVersion: version.Version}
 }
 
 func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
@@ -746,12 +753,12 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 		}
 		cl := tc.agentClient(i, cred)
 		if !registered {
-			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443", AgentVersion: version.Version}); err != nil {
+			if _, err := cl.Register(ctx, api.RegisterRequest{Cluster: a.cluster, Node: a.node, Address: a.node + ":7443", AgentVersion: a.version()}); err != nil {
 				continue
 			}
 			registered = true
 		}
-		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, AgentVersion: version.Version, Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
+		_ = cl.Heartbeat(ctx, api.AgentHealth{Cluster: a.cluster, Node: a.node, AgentVersion: a.version(), Kubelet: api.ComponentHealth{Healthy: true, Version: a.kubelet}, Containerd: api.ComponentHealth{Healthy: true}})
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		resp, err := cl.Poll(pctx, a.cluster, a.node, time.Second)
 		cancel()
@@ -775,6 +782,9 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			if a.preflightOnly && op.CheckArtifacts == nil && op.ProbePeers == nil {
 				continue
 			}
+			if a.silent != nil && a.silent(a.node, op) {
+				continue
+			}
 			a.mu.Lock()
 			res, done := a.results[op.ID]
 			if !done {
@@ -783,6 +793,13 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 					if msg := a.fail(a.node, op); msg != "" {
 						res.State, res.Message = api.OpFailed, msg
 					}
+				}
+				if op.UpdateAgent != nil && res.State == api.OpSucceeded {
+					a.agentVersion = op.UpdateAgent.Version
+				}
+				if op.UpdateAgent != nil {
+					// The agent that runs after the update reports it.
+					res.Details = map[string]string{api.DetailAgentVersion: a.agentVersion}
 				}
 				if op.CheckArtifacts == nil && op.ProbePeers == nil {
 					a.executed[op.ID]++ // count host changes only
@@ -796,6 +813,12 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			_ = cl.ReportResult(ctx, a.cluster, a.node, res)
 		}
 	}
+}
+
+func (a *simAgent) version() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.agentVersion
 }
 
 // simDetails fills the result details the agent reports for host checks.

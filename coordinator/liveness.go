@@ -200,6 +200,9 @@ func (c *Coordinator) Register(ctx context.Context, r api.RegisterRequest) (api.
 	if len(r.Address) > MaxAgentStringLen || len(r.AgentVersion) > MaxAgentStringLen {
 		return api.RegisterResponse{}, limitErr("agent-register", "address and agentVersion are at most %d bytes", MaxAgentStringLen)
 	}
+	if err := checkAgentVersion(r.AgentVersion); err != nil {
+		return api.RegisterResponse{}, err
+	}
 	cmd := statemachine.AgentRegisterCmd{Cluster: r.Cluster, Node: r.Node, Address: r.Address, Now: now}
 	if err := c.sm.Precheck(cmd); err != nil {
 		return api.RegisterResponse{}, err

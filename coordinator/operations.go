@@ -114,6 +114,9 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if strings.HasPrefix(r.ID, "preflight-") {
 		return c.reportPreflightResult(ctx, cluster, node, r)
 	}
+	if _, _, _, ok := parseAgentOperationID(r.ID); ok {
+		return c.reportAgentResult(ctx, cluster, node, r)
+	}
 	upgrade, opNode, cursor, attempt, ok := parseOperationID(r.ID)
 	if !ok || opNode != node {
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
@@ -181,6 +184,9 @@ func (c *Coordinator) PollAgent(ctx context.Context, cluster, node string, wait 
 // preflight run's operations are decided before its upgrade has an ID.
 func operationUpgrade(id, pending, run string) string {
 	if upgrade, _, _, _, ok := parseOperationID(id); ok {
+		return upgrade
+	}
+	if upgrade, _, _, ok := parseAgentOperationID(id); ok {
 		return upgrade
 	}
 	if run != "" && strings.HasPrefix(id, "preflight-"+run+"-") {

@@ -103,7 +103,7 @@ func (l *leader) autoStart(ctx context.Context, now time.Time, d schedule.Decisi
 		return false
 	}
 	cmd := statemachine.AutoStartCmd{Cluster: d.Cluster, To: d.To, Kind: d.Kind, EndOfSupport: d.EndOfSupport, Reason: d.Reason,
-		Seq: seq, Limits: l.cfg.AutoUpgradeLimits, Options: l.upgradeOptions(api.UpgradeRequest{Automatic: true}), Preflight: &run, Now: now}
+		Seq: seq, Limits: l.cfg.AutoUpgradeLimits, Options: l.withAgents(l.upgradeOptions(api.UpgradeRequest{Automatic: true}), d.Cluster, d.To), Preflight: &run, Now: now}
 	v, err := l.apply(ctx, cmd)
 	if err != nil {
 		l.logDecision(d, err)

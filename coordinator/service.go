@@ -152,7 +152,7 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	}
 	spec := r.Spec
 	spec.Version = r.StatusVersion
-	opts := c.upgradeOptions(req)
+	opts := c.withAgents(c.upgradeOptions(req), cluster, to)
 	plan := phases.MakePlan(&spec, to, opts, phases.DefaultDurations(), c.cfg.Clock.Now())
 	if opts.Automatic && opts.EmergencyReason == "" && r.Policy != nil {
 		// An automatic upgrade waits for its window: the timeline says
@@ -204,7 +204,7 @@ func (c *Coordinator) StartUpgrade(ctx context.Context, cluster string, req api.
 			r.Reason = req.Emergency.Reason
 		}
 	})
-	if _, err := c.apply(ctx, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: c.upgradeOptions(req), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
+	if _, err := c.apply(ctx, statemachine.StartUpgradeCmd{Cluster: cluster, To: to, Options: c.withAgents(c.upgradeOptions(req), cluster, to), Now: c.cfg.Clock.Now(), Preflight: &run}); err != nil {
 		return nil, err
 	}
 	return c.Upgrade(cluster)

@@ -132,6 +132,18 @@ func (l *leader) act(ctx context.Context, now time.Time, plans []tickPlan) bool 
 					continue
 				}
 				offers[a.Node] = append(offers[a.Node], op)
+			case a.Kind == phases.ActUpdateAgent:
+				op, nothing := agentOp(a, p.release)
+				if nothing != "" {
+					l.startWork(ctx, a.ID, func(ctx context.Context) {
+						r := phases.AgentResult{Upgrade: a.Upgrade, Node: a.Node, Attempt: a.Attempt, Message: nothing}
+						if err := l.commitAgentResult(ctx, p.cluster, r); err != nil {
+							l.log.Warn("commit agent result", "cluster", p.cluster, "node", a.Node, "err", err)
+						}
+					})
+					continue
+				}
+				offers[a.Node] = append(offers[a.Node], op)
 			case a.Kind == phases.ActRunNodeStep:
 				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runNodeStep(ctx, p, a) })
 			case a.Kind == phases.ActRunStep:

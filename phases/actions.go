@@ -74,7 +74,8 @@ type Action struct {
 // the log (as opposed to work to run).
 func (a Action) Commits() bool {
 	switch a.Kind {
-	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish, ActPoolPhase, ActHaltStep, ActHalt, ActFailPool, ActFailStep:
+	case ActStartStep, ActCompleteStep, ActStartNode, ActPause, ActResume, ActFinish, ActPoolPhase, ActHaltStep, ActHalt, ActFailPool, ActFailStep,
+		ActStartAgent, ActFailAgent:
 		return true
 	}
 	return false

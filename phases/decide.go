@@ -90,6 +90,10 @@ func Decide(u *Upgrade, now time.Time, gate Gate) Decision {
 			}
 			d.Actions = append(d.Actions, actStartStep(u, s))
 		case StateRunning:
+			if s.Kind == StepMolt {
+				decideMolt(u, s, now, &d)
+				continue
+			}
 			if s.Kind == StepPool {
 				if p, ok := u.Pool(s.Pool); ok && p.BlueGreen != nil {
 					decideBlueGreen(u, s, p, now, gate, &d)

@@ -2,9 +2,10 @@
 //
 // It holds the version rules (SPEC §3), the model of a cluster and its pools,
 // the step graph of a cluster upgrade (SPEC §4), the per-node step machine of
-// an in-place upgrade (SPEC §6), pool concurrency budgets, the Decide entry
-// point the coordinator's leader calls on every tick, and the planner behind
-// dry runs.
+// an in-place upgrade (SPEC §6), pool concurrency budgets, the molt step
+// that replaces the hosts' agents before any Kubernetes step (molt.go), the
+// Decide entry point the coordinator's leader calls on every tick, and the
+// planner behind dry runs.
 //
 // Nothing here does I/O, logs, or reads the clock: time arrives as a value.
 // The coordinator owns the replicated state and applies the transitions

@@ -106,6 +106,8 @@ func Forecast(u *Upgrade, dur Durations, now time.Time) (end time.Time, ok bool)
 			if slot >= 0 {
 				workerSlots[slot] = stepEnd
 			}
+		case StepMolt:
+			stepEnd = latest(begin.Add(u.moltLeft(dur.Agent)), now)
 		default:
 			d := map[StepKind]time.Duration{StepAddons: dur.Addons, StepLifecycle: dur.Lifecycle, StepHealth: dur.Health}[s.Kind]
 			start := begin

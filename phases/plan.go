@@ -17,6 +17,8 @@ type Durations struct {
 	// Drain a node's cordon and drain (MIG strategies, plan_mig.go).
 	Instance time.Duration
 	Drain    time.Duration
+	// Agent is one host's molt-agent replacement (the molt step).
+	Agent time.Duration
 }
 
 // DefaultDurations are conservative guesses for hosts nobody has measured
@@ -34,6 +36,7 @@ func DefaultDurations() Durations {
 		Health:    2 * time.Minute,
 		Instance:  4 * time.Minute,
 		Drain:     3 * time.Minute,
+		Agent:     time.Minute,
 	}
 }
 
@@ -89,7 +92,8 @@ type Plan struct {
 
 // MakePlan predicts the upgrade of c to version to, starting at start.
 func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start time.Time) Plan {
-	steps := buildSteps(c, opts.StepLayout)
+	agents := agentHosts(c, opts)
+	steps := buildSteps(c, opts.StepLayout, len(agents) > 0)
 	plan := Plan{Cluster: c.Name, From: c.Version, To: to, Start: start}
 	end := map[string]time.Time{}
 	lower := map[string]time.Duration{}
@@ -151,6 +155,8 @@ func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start tim
 			}
 			minimal = time.Duration(ceilDiv(len(p.Nodes), widest)) * nodeDur
 			ps.Disruption = poolDisruption(p, width)
+		case StepMolt:
+			length, minimal = planMolt(&ps, c, agents, dur, begin)
 		case StepAddons:
 			length, minimal = dur.Addons, dur.Addons
 			ps.Disruption = "under 5 min for each add-on operator that is drained and upgraded"

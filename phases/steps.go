@@ -1,6 +1,9 @@
 package phases
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // StepKind is what a cluster upgrade step does.
 type StepKind string
@@ -13,6 +16,10 @@ const (
 	StepAddons    StepKind = "addons"
 	StepLifecycle StepKind = "lifecycle"
 	StepHealth    StepKind = "health"
+	// StepMolt replaces the molt-agent of every host that runs another
+	// agent release than the upgrade's (Options.AgentVersion), before any
+	// Kubernetes step (molt.go).
+	StepMolt StepKind = "molt"
 )
 
 // Step IDs that are not pools.
@@ -20,6 +27,7 @@ const (
 	StepIDAddons    = "addons"
 	StepIDLifecycle = "lifecycle"
 	StepIDHealth    = "health"
+	StepIDMolt      = "molt"
 )
 
 // PoolStepID is the ID of the step that upgrades a pool.
@@ -105,8 +113,12 @@ const (
 	// failure budget per pool and rollback steps for bare-metal pools
 	// (health.go).
 	StepLayoutGates = 3
+	// StepLayoutMolt starts an upgrade whose target release names a
+	// molt-agent (Options.AgentVersion) with a molt step that updates
+	// the hosts' agents first (molt.go). Introduced in molt 0.2.0.
+	StepLayoutMolt = 4
 	// CurrentStepLayout is what new upgrades and plans use.
-	CurrentStepLayout = StepLayoutGates
+	CurrentStepLayout = StepLayoutMolt
 )
 
 // buildSteps lays out the step graph of SPEC §4 for a cluster:
@@ -115,8 +127,9 @@ const (
 //	  (addons ∥ loadBalancer pools) →
 //	  worker pools (after the loadBalancer pools) → health
 //
-// (layout StepLayoutLifecycle adds a lifecycle step beside the add-ons).
-func buildSteps(c *ClusterSpec, layout int) []Step {
+// (layout StepLayoutLifecycle adds a lifecycle step beside the add-ons;
+// with molt set, a molt step comes before everything else).
+func buildSteps(c *ClusterSpec, layout int, molt bool) []Step {
 	var cplb, cp, lb, workers []string
 	for _, p := range c.Pools {
 		switch p.Role {
@@ -137,7 +150,15 @@ func buildSteps(c *ClusterSpec, layout int) []Step {
 		steps = append(steps, s)
 		all = append(all, s.ID)
 	}
+	var first []string
+	if molt {
+		add(Step{ID: StepIDMolt, Kind: StepMolt})
+		first = []string{StepIDMolt}
+	}
 	ids := func(pools []string) []string {
+		if len(pools) == 0 && molt {
+			return []string{StepIDMolt}
+		}
 		out := make([]string, len(pools))
 		for i, p := range pools {
 			out[i] = PoolStepID(p)
@@ -145,7 +166,7 @@ func buildSteps(c *ClusterSpec, layout int) []Step {
 		return out
 	}
 	for _, p := range cplb {
-		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlaneLB})
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlaneLB, Deps: slices.Clone(first)})
 	}
 	for _, p := range cp {
 		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlane, Deps: ids(cplb)})

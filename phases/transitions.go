@@ -58,7 +58,15 @@ func (u *Upgrade) Apply(a Action, now time.Time) error {
 	case ActFailPool:
 		err = u.failPool(a.Pool)
 	case ActFailStep:
+		if s, ok := u.Step(a.Step); ok && s.Kind == StepMolt && s.State == StateRunning {
+			err = u.failMolt(s, now)
+			break
+		}
 		err = u.failHealth(a.Step, now)
+	case ActStartAgent:
+		err = u.startAgent(a, now)
+	case ActFailAgent:
+		err = u.failAgent(a, now)
 	default:
 		return fmt.Errorf("action kind %q is work, not a transition", a.Kind)
 	}
@@ -90,6 +98,9 @@ func (u *Upgrade) completeStep(id string, now time.Time) error {
 	s, ok := u.Step(id)
 	if !ok {
 		return stale("no step %s", id)
+	}
+	if s.State == StateRunning && s.Kind == StepMolt {
+		return u.completeMolt(s, now)
 	}
 	if s.State != StateRunning || s.Kind != StepPool {
 		return stale("step %s is %s %s", id, s.Kind, s.State)

@@ -48,6 +48,17 @@ type Options struct {
 	// because the cluster's minor passed its end of support (SPEC §14): it
 	// runs through maintenance windows and exclusions.
 	EndOfSupport bool
+	// AgentVersion is the molt-agent release the target release names
+	// ("": none, and no molt step); AgentTimeout how long a host's agent
+	// replacement may take, from its start until the new agent reports
+	// (0: no deadline). Upgrades laid out at StepLayoutMolt on.
+	AgentVersion string
+	AgentTimeout time.Duration
+	// AgentVersions is the molt-agent release each node's agent reported
+	// when the upgrade was proposed (node → release): NewUpgrade gives
+	// every node whose entry is not AgentVersion a task in the molt step
+	// (Upgrade.Agents, which keep it as From). It is an input, not kept.
+	AgentVersions map[string]string
 }
 
 // PoolTrack is a pool's part of an upgrade: the node steps every node of the
@@ -133,6 +144,9 @@ type Upgrade struct {
 	// Nodes are grouped by pool in the order of Pools; inside a pool in the
 	// order the cluster lists them.
 	Nodes []NodeTask
+	// Agents are the molt step's hosts (StepLayoutMolt), pool by pool in
+	// the order of the pool steps; empty when there is no molt step.
+	Agents []AgentTask
 	// Revision counts applied transitions; it changes whenever anything in
 	// the upgrade does.
 	Revision uint64
@@ -166,8 +180,10 @@ func NewUpgrade(id string, c *ClusterSpec, to Version, opts Options, now time.Ti
 	u := &Upgrade{
 		ID: id, Cluster: c.Name, From: c.Version, To: to, Options: opts,
 		State: UpgradeRunning, CreatedAt: now,
-		Steps: buildSteps(c, opts.StepLayout),
+		Agents: agentHosts(c, opts),
 	}
+	u.Steps = buildSteps(c, opts.StepLayout, len(u.Agents) > 0)
+	u.Options.AgentVersions = nil
 	for _, p := range c.Pools {
 		t := PoolTrack{
 			Name: p.Name, Role: p.Role, NodeSteps: BareMetalNodeSteps(p.Role),

@@ -75,6 +75,16 @@ func (u *Units) RestartUnit(ctx context.Context, name string) error {
 	return u.job(ctx, "restart", name, u.conn.RestartUnitContext)
 }
 
+// QueueRestart asks systemd to restart name and returns once the job is
+// queued, without waiting for it: how a unit's own process restarts
+// itself (systemd stops the caller before the job finishes).
+func (u *Units) QueueRestart(ctx context.Context, name string) error {
+	if _, err := u.conn.RestartUnitContext(ctx, name, "replace", nil); err != nil {
+		return fmt.Errorf("systemd: restart %s: %w", name, err)
+	}
+	return nil
+}
+
 // StartUnit starts name and waits for the job to finish.
 func (u *Units) StartUnit(ctx context.Context, name string) error {
 	return u.job(ctx, "start", name, u.conn.StartUnitContext)

@@ -22,7 +22,7 @@ func UpgradeToAPI(u *phases.Upgrade) *api.Upgrade {
 		PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToAPI), Pools: conv.Slice(u.Pools, poolTrackToAPI), Nodes: conv.Slice(u.Nodes, nodeTaskToAPI),
-		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason, Agents: conv.Slice(u.Agents, agentTaskToAPI),
 	}
 	readProgress(u, out)
 	return out
@@ -71,7 +71,7 @@ func UpgradeFromAPI(u *api.Upgrade) (*phases.Upgrade, error) {
 		Nodes: conv.Slice(u.Nodes, func(n api.NodeTask) phases.NodeTask {
 			return nodeTaskFromAPI(&d, n)
 		}),
-		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason, Agents: conv.Slice(u.Agents, agentTaskFromAPI),
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("upgrade %s: %w", u.ID, d.err)
@@ -89,6 +89,10 @@ func optionsToAPI(o phases.Options) api.UpgradeOptions {
 	if o.GateTimeout != 0 {
 		out.GateTimeout = DurationToAPI(o.GateTimeout)
 	}
+	out.AgentVersion = o.AgentVersion
+	if o.AgentTimeout != 0 {
+		out.AgentTimeout = DurationToAPI(o.AgentTimeout)
+	}
 	return out
 }
 
@@ -100,6 +104,10 @@ func optionsFromAPI(d *fromAPI, o api.UpgradeOptions) phases.Options {
 	}
 	if o.GateTimeout != "" {
 		out.GateTimeout = d.duration("gateTimeout", o.GateTimeout)
+	}
+	out.AgentVersion = o.AgentVersion
+	if o.AgentTimeout != "" {
+		out.AgentTimeout = d.duration("agentTimeout", o.AgentTimeout)
 	}
 	return out
 }
@@ -215,4 +223,14 @@ func UpgradeForecastToAPI(u *phases.Upgrade, now time.Time) *api.UpgradeForecast
 		return nil
 	}
 	return &api.UpgradeForecast{At: now, End: end}
+}
+
+func agentTaskToAPI(a phases.AgentTask) api.AgentTask {
+	return api.AgentTask{Node: a.Node, Pool: a.Pool, From: a.From, State: api.StepState(a.State), Attempt: a.Attempt,
+		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, Version: a.Version, Error: a.Error}
+}
+
+func agentTaskFromAPI(a api.AgentTask) phases.AgentTask {
+	return phases.AgentTask{Node: a.Node, Pool: a.Pool, From: a.From, State: phases.State(a.State), Attempt: a.Attempt,
+		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, Version: a.Version, Error: a.Error}
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -32,6 +33,9 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "guard" {
+		return guard()
+	}
 	cfg := agent.DefaultConfig()
 	fs := flag.NewFlagSet("molt-agent", flag.ContinueOnError)
 	fs.StringVar(&cfg.Coordinator, "coordinator", "", "coordinator base URL, or its members' URLs separated by commas (required)")
@@ -45,6 +49,7 @@ func run() error {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "journal, backups and downloads")
 	fs.StringVar(&cfg.KubeletBin, "kubelet-bin", cfg.KubeletBin, "kubelet binary")
 	fs.StringVar(&cfg.ContainerdBin, "containerd-bin", cfg.ContainerdBin, "containerd binary")
+	agentUnit := fs.String("agent-unit", "molt-agent.service", "the agent's own systemd unit, which an UpdateAgent operation restarts")
 	fs.StringVar(&cfg.KubeletUnit, "kubelet-unit", cfg.KubeletUnit, "kubelet's systemd unit")
 	fs.StringVar(&cfg.ContainerdUnit, "containerd-unit", cfg.ContainerdUnit, "containerd's systemd unit")
 	fs.StringVar(&cfg.ManifestDir, "manifest-dir", cfg.ManifestDir, "static-pod manifest directory")
@@ -96,6 +101,16 @@ func run() error {
 	} else {
 		defer units.Close()
 		cfg.Units = units
+		cfg.RestartSelf = func(ctx context.Context) error { return units.QueueRestart(ctx, *agentUnit) }
+	}
+	// UpdateAgent replaces the binary this process runs from (the unit's
+	// ExecStart: /usr/bin in the package, /usr/local/bin from install.sh);
+	// a host root other than / keeps the default, taken under it.
+	if exe, err := os.Executable(); err == nil && cfg.HostRoot == "/" {
+		if p, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = p
+		}
+		cfg.AgentBin = exe
 	}
 	cfg.WatchdogSlack = systemd.WatchdogInterval()
 	if loopHook != nil {
@@ -159,4 +174,28 @@ func holdHook(step, file string, log *slog.Logger) agent.Hooks {
 			}
 		}
 	})
+}
+
+// guard is `molt-agent guard`, run by the unit before every start from
+// the binary an agent update kept (ExecStartPre, docs/agent.md): it puts
+// that binary back once a new release was started MaxAgentStarts times
+// without coming up. It reads only the data directory from the
+// environment, and never fails the start: an error is printed, and the
+// unit starts whatever binary is in place.
+func guard() error {
+	dir := agent.DefaultConfig().DataDir
+	if d := os.Getenv("MOLT_AGENT_DATA_DIR"); d != "" {
+		dir = d
+	}
+	if r := os.Getenv("MOLT_AGENT_HOST_ROOT"); r != "" {
+		dir = filepath.Join(r, dir)
+	}
+	did, err := agent.Guard(dir)
+	if did != "" {
+		fmt.Fprintln(os.Stderr, "molt-agent guard:", did)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "molt-agent guard:", err)
+	}
+	return nil
 }

@@ -76,6 +76,7 @@ func run() error {
 	auditAge := flag.Duration("audit-max-age", def.AuditMaxAge, "the audit log also drops records older than this (at least 1h; 0: only --audit-max-entries bounds it)")
 	healthTimeout := flag.Duration("health-timeout", def.HealthTimeout, "how long an upgrade's final health step is tried before the upgrade fails (0: until it passes); recorded in each upgrade when it starts")
 	gateTimeout := flag.Duration("gate-timeout", def.GateTimeout, "how long a node's health gates may stay red before the node fails (0: until green); recorded in each upgrade when it starts")
+	agentTimeout := flag.Duration("agent-timeout", def.AgentTimeout, "how long one host's molt-agent replacement in an upgrade's molt step may take until the new agent reports (0: no deadline); recorded in each upgrade when it starts")
 	gateInterval := flag.Duration("gate-interval", def.GateInterval, "how often a node's red or soaking health gates are looked at again")
 	schedInterval := flag.Duration("scheduler-interval", def.SchedulerInterval, "the longest the leader goes without a pass of the automatic-upgrade scheduler (it also passes on every change and when a window opens)")
 	perFamily := flag.Int("auto-upgrade-per-family", schedule.DefaultPerFamily, "upgrades in progress at once, automatic ones start only below it, in a family (an admin cluster and its user clusters; a standalone cluster alone)")
@@ -201,6 +202,7 @@ func run() error {
 	cfg.AuditMaxEntries = *auditMax
 	cfg.AuditMaxAge = *auditAge
 	cfg.HealthTimeout, cfg.GateTimeout, cfg.GateInterval = *healthTimeout, *gateTimeout, *gateInterval
+	cfg.AgentTimeout = *agentTimeout
 	cfg.SchedulerInterval = *schedInterval
 	cfg.RegistrationHold = *regHold
 	if *regHold == 0 {

@@ -337,6 +337,7 @@ var wireGoldens = map[string][]bodyAt{
 	"channel":              {{route: "GET /v1/channels/{name}", status: 200}, {route: "PUT /v1/channels/{name}", status: 200}, {route: "GET /v1/channels", status: 200, item: true}},
 	"cluster":              {{route: "GET /v1/clusters/{name}", status: 200}, {route: "PUT /v1/clusters/{name}", status: 200}, {route: "GET /v1/clusters", status: 200, item: true}},
 	"cluster-spec":         {{route: "PUT /v1/clusters/{name}"}},
+	"release":              {{route: "GET /v1/releases/{version}", status: 200}, {route: "PUT /v1/releases/{version}"}, {route: "GET /v1/releases", status: 200, item: true}},
 	"maintenance-calendar": {{route: "GET /v1/clusters/{name}/maintenance-policy/calendar", status: 200}},
 	"maintenance-policy":   {{route: "PUT /v1/clusters/{name}/maintenance-policy"}, {route: "PUT /v1/clusters/{name}/maintenance-policy", status: 200}, {route: "GET /v1/clusters/{name}/maintenance-policy", status: 200}},
 	"operations-response":  {{route: "GET /v1/agents/{cluster}/{node}/operations", status: 200}},

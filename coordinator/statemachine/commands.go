@@ -45,6 +45,7 @@ const (
 	CmdPutChannel       command.Type = 41 // auto.go
 	CmdSetMembers       command.Type = 42 // members.go
 	CmdPreflightResults command.Type = 48 // preflight_results.go
+	CmdAgentResult      command.Type = 45 // agentupdate.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -85,6 +86,7 @@ var commandSince = map[command.Type]string{
 	CmdPutChannel:       command.BaselineVersion,
 	CmdSetMembers:       SinceMembers,
 	CmdPreflightResults: SincePreflightResults,
+	CmdAgentResult:      SinceAgentUpdate,
 }
 
 // CommandSince returns the molt release that introduced command number
@@ -133,7 +135,7 @@ func fieldSince(c command.Command) string {
 	if run != nil && run.HostPlan != HostPlanNone {
 		return SinceHostPlan
 	}
-	return ""
+	return agentFieldsSince(c)
 }
 
 // MinVersion makes Machine a raftstore.VersionedMachine (see the

@@ -47,6 +47,7 @@ var pinnedCommands = []struct {
 	{"putChannel", CmdPutChannel, 41},
 	{"setMembers", CmdSetMembers, 42},
 	{"preflightResults", CmdPreflightResults, 48},
+	{"agentResult", CmdAgentResult, 45},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -112,6 +112,8 @@ func copyUpgrade(u *phases.Upgrade) *phases.Upgrade {
 		}
 	}
 	cp.Nodes = copyNodeTasks(u.Nodes)
+	cp.Agents = slices.Clone(u.Agents)
+	cp.Options.AgentVersions = maps.Clone(u.Options.AgentVersions)
 	return &cp
 }
 
@@ -236,6 +238,7 @@ func copyPreflight(p *PreflightRun) PreflightRun {
 // copyOperation copies an agent operation with its kind's parameters.
 func copyOperation(o api.Operation) api.Operation {
 	o.UpgradeBinary = clonePtr(o.UpgradeBinary)
+	o.UpdateAgent = clonePtr(o.UpdateAgent)
 	if o.UpgradeStaticPods != nil {
 		sp := *o.UpgradeStaticPods
 		sp.Manifests = maps.Clone(sp.Manifests)
@@ -296,6 +299,7 @@ func copyRelease(r *api.Release) api.Release {
 	out.Components.StaticPods = maps.Clone(r.Components.StaticPods)
 	out.Components.Images = slices.Clone(r.Components.Images)
 	out.Components.Addons = slices.Clone(r.Components.Addons)
+	out.Agent = clonePtr(r.Agent)
 	return out
 }
 

@@ -105,6 +105,7 @@ func decoders() map[command.Type]decoder {
 		typed((*state).putChannel),
 		typed((*state).setMembers),
 		typed((*state).preflightResults),
+		typed((*state).agentResult),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))
@@ -400,6 +401,14 @@ func (s *state) startUpgrade(c StartUpgradeCmd) (any, error) {
 	r.Seq++
 	spec := r.Spec
 	spec.Version = r.StatusVersion
+	if c.Options.AgentVersion != "" && c.Options.StepLayout >= phases.StepLayoutMolt {
+		// The molt step's hosts: the leader sent what each agent said it
+		// runs (Options.AgentVersions); the target is the catalog's.
+		rel, ok := s.Releases[c.To.String()]
+		if !ok || rel.Agent == nil || rel.Agent.Version != c.Options.AgentVersion {
+			return nil, fmt.Errorf("release %s does not name molt-agent %s: %w", c.To, c.Options.AgentVersion, phases.ErrStale)
+		}
+	}
 	u := phases.NewUpgrade(phases.UpgradeID(c.Cluster, c.To, r.Seq), &spec, c.To, c.Options, c.Now)
 	r.Upgrade = u
 	if c.Preflight == nil {

@@ -268,6 +268,22 @@ func TestApplyCommands(t *testing.T) {
 			func(t *testing.T, st *state) {
 				require.Equal(t, map[string]api.MemberCapabilities{"m1": {Version: "0.2.0", Command: 42, StepLayout: 3}}, st.Members)
 			}},
+		{"a host's new agent reports its release", before(CmdAgentResult, 0), AgentResultCmd{Cluster: "fleet", Now: now,
+			Result: phases.AgentResult{Upgrade: "fleet-1.34.6-1", Node: "cp-1", OK: true, Version: "0.2.0"}}, nil,
+			func(t *testing.T, st *state) {
+				a, _ := st.Clusters["fleet"].Upgrade.Agent("cp-1")
+				require.Equal(t, phases.AgentTask{Node: "cp-1", Pool: "cp", From: "0.1.0", State: phases.StateDone,
+					StartedAt: a.StartedAt, FinishedAt: now, Version: "0.2.0"}, *a)
+			}},
+		{"a host whose agent runs another release fails", before(CmdAgentResult, 0), AgentResultCmd{Cluster: "fleet", Now: now,
+			Result: phases.AgentResult{Upgrade: "fleet-1.34.6-1", Node: "cp-1", OK: true, Version: "0.1.0"}}, nil,
+			func(t *testing.T, st *state) {
+				a, _ := st.Clusters["fleet"].Upgrade.Agent("cp-1")
+				require.Equal(t, phases.StateFailed, a.State)
+				require.Contains(t, a.Error, `runs molt-agent "0.1.0" after the update, not 0.2.0`)
+			}},
+		{"a result for a host that does not run", before(CmdAgentResult, 0), AgentResultCmd{Cluster: "fleet", Now: now,
+			Result: phases.AgentResult{Upgrade: "fleet-1.34.6-1", Node: "worker-1", OK: true, Version: "0.2.0"}}, phases.ErrStale, nil},
 		{"a member recorded without a version", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Command: 42}}, Now: now}, ErrInvalid, nil},
 		{"put a channel past the catalog", registered, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
 		{"start an automatic upgrade", autoRegistered, autoStart(0, nil), nil,

@@ -539,6 +539,40 @@ func goldenEntries() []goldenEntry {
 			ID: "preflight-lab-30-" + node + "-" + op, State: api.OpSucceeded, StartedAt: fin.Add(-time.Second), FinishedAt: fin}}
 	}
 	add(PreflightResultsCmd{Results: []PreflightResultCmd{result("cp-1", "artifacts"), result("worker-1", "peers"), result("worker-2", "nosuch")}, Now: fin})
+
+	// The molt step (0.2.0, agentupdate.go): a release that names a
+	// molt-agent (and one whose agent is refused), an upgrade laid out
+	// with a molt step for the two hosts on another agent, one host whose
+	// new agent reports (its result repeated: stale), one rolled back,
+	// the step failed with its reason and the upgrade halted.
+	agentRel := rel("1.34.6")
+	agentRel.Agent = &api.AgentArtifact{Version: "0.2.0", URL: "/artifacts/molt-agent-0.2.0", SHA256: sum}
+	add(PutReleaseCmd{Release: agentRel, Now: now()})
+	badAgent := rel("1.34.7")
+	badAgent.Agent = &api.AgentArtifact{Version: "latest", URL: "/artifacts/molt-agent", SHA256: sum}
+	refuse(ErrInvalid, PutReleaseCmd{Release: badAgent, Now: now()})
+	moltSpec := spec("fleet")
+	moltSpec.Version = phases.MustParseVersion("1.34.5")
+	add(PutClusterCmd{Spec: moltSpec, Now: now()})
+	moltID := "fleet-1.34.6-1"
+	add(StartUpgradeCmd{Cluster: "fleet", To: phases.MustParseVersion("1.34.6"), Now: now(),
+		Options: phases.Options{ConcurrentWorkerPools: 1, StepLayout: 4, AgentVersion: "0.2.0", AgentTimeout: 5 * time.Minute,
+			AgentVersions: map[string]string{"cp-1": "0.1.0", "worker-1": "0.1.0", "worker-2": "0.2.0"}}})
+	startAgent := func(pool, node string) phases.Action {
+		return phases.Action{ID: moltID + "/molt/" + node + "/start/a0", Kind: phases.ActStartAgent, Upgrade: moltID, Step: "molt", Pool: pool, Node: node}
+	}
+	add(AdvanceCmd{Cluster: "fleet", Upgrade: moltID, Now: now(), Actions: []phases.Action{
+		{ID: moltID + "/start/molt", Kind: phases.ActStartStep, Upgrade: moltID, Step: "molt"}, startAgent("cp", "cp-1")}})
+	cpDone := AgentResultCmd{Cluster: "fleet", Result: phases.AgentResult{Upgrade: moltID, Node: "cp-1", OK: true, Version: "0.2.0"}, Now: now()}
+	add(cpDone)
+	refuse(phases.ErrStale, cpDone)
+	add(AdvanceCmd{Cluster: "fleet", Upgrade: moltID, Now: now(), Actions: []phases.Action{startAgent("workers", "worker-1")}})
+	add(AgentResultCmd{Cluster: "fleet", Now: now(), Result: phases.AgentResult{Upgrade: moltID, Node: "worker-1", Version: "0.1.0",
+		Message: "molt-agent 0.2.0 did not come up: systemd started it 2 times and it stopped each time before it ran; the kept molt-agent 0.1.0 was put back"}})
+	add(AdvanceCmd{Cluster: "fleet", Upgrade: moltID, Now: now(), Actions: []phases.Action{
+		{ID: moltID + "/fail/molt", Kind: phases.ActFailStep, Upgrade: moltID, Step: "molt"}}})
+	add(AdvanceCmd{Cluster: "fleet", Upgrade: moltID, Now: now(), Actions: []phases.Action{
+		{ID: moltID + "/halt", Kind: phases.ActHalt, Upgrade: moltID}}})
 	return out
 }
 

@@ -27,6 +27,10 @@ type operationV1 struct {
 	Rollback          *rollbackV1          `json:"rollback,omitempty"`
 	CheckArtifacts    *checkArtifactsV1    `json:"checkArtifacts,omitempty"`
 	ProbePeers        *probePeersV1        `json:"probePeers,omitempty"`
+	// UpdateAgent was added with the molt step (0.2.0). No entry carries
+	// one (preflight runs hold none); it is kept so that an
+	// api.Operation goes through the log unchanged.
+	UpdateAgent *agentArtifactV1 `json:"updateAgent,omitempty"`
 }
 
 type upgradeBinaryV1 struct {
@@ -100,6 +104,9 @@ func operationToV1(o api.Operation) operationV1 {
 			})}
 		}),
 		ProbePeers: conv.Ptr(o.ProbePeers, func(p api.ProbePeers) probePeersV1 { return probePeersV1{Addresses: slices.Clone(p.Addresses)} }),
+		UpdateAgent: conv.Ptr(o.UpdateAgent, func(u api.UpdateAgent) agentArtifactV1 {
+			return agentArtifactV1{Version: u.Version, URL: u.URL, SHA256: u.SHA256}
+		}),
 	}
 }
 
@@ -123,6 +130,9 @@ func operationFromV1(o operationV1) api.Operation {
 			})}
 		}),
 		ProbePeers: conv.Ptr(o.ProbePeers, func(p probePeersV1) api.ProbePeers { return api.ProbePeers{Addresses: slices.Clone(p.Addresses)} }),
+		UpdateAgent: conv.Ptr(o.UpdateAgent, func(u agentArtifactV1) api.UpdateAgent {
+			return api.UpdateAgent{Version: u.Version, URL: u.URL, SHA256: u.SHA256}
+		}),
 	}
 }
 

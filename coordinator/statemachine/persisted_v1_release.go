@@ -17,6 +17,8 @@ type releaseV1 struct {
 	EndOfSupport time.Time           `json:"endOfSupport,omitzero"`
 	Channels     []string            `json:"channels,omitempty"`
 	Components   releaseComponentsV1 `json:"components"`
+	// Agent was added in molt 0.2.0 (SinceAgentUpdate); absent before.
+	Agent *agentArtifactV1 `json:"agent,omitempty"`
 }
 
 type releaseComponentsV1 struct {
@@ -49,7 +51,7 @@ func releaseToV1(r api.Release) releaseV1 {
 	return releaseV1{Version: r.Version, EndOfSupport: r.EndOfSupport, Channels: slices.Clone(r.Channels),
 		Components: releaseComponentsV1{Kubelet: binaryArtifactV1(c.Kubelet), Containerd: binaryArtifactV1(c.Containerd),
 			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveToV1),
-			Addons: conv.Slice(c.Addons, addonManifestToV1)}}
+			Addons: conv.Slice(c.Addons, addonManifestToV1)}, Agent: conv.Ptr(r.Agent, agentArtifactToV1)}
 }
 
 func releaseFromV1(r releaseV1) api.Release {
@@ -57,7 +59,7 @@ func releaseFromV1(r releaseV1) api.Release {
 	return api.Release{Version: r.Version, EndOfSupport: r.EndOfSupport, Channels: slices.Clone(r.Channels),
 		Components: api.ReleaseComponents{Kubelet: api.BinaryArtifact(c.Kubelet), Containerd: api.BinaryArtifact(c.Containerd),
 			StaticPods: conv.Map(c.StaticPods, conv.Same[string]), Images: conv.Slice(c.Images, imageArchiveFromV1),
-			Addons: conv.Slice(c.Addons, addonManifestFromV1)}}
+			Addons: conv.Slice(c.Addons, addonManifestFromV1)}, Agent: conv.Ptr(r.Agent, agentArtifactFromV1)}
 }
 
 func imageArchiveToV1(a api.ImageArchive) imageArchiveV1 {

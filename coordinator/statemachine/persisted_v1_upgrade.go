@@ -35,6 +35,8 @@ type upgradeV1 struct {
 	Closed        bool          `json:"closed,omitempty"`
 	// Added with failure budgets; absent before.
 	Reason string `json:"reason,omitempty"`
+	// Added with the molt step (0.2.0, SinceAgentUpdate); absent before.
+	Agents []agentTaskV1 `json:"agents,omitempty"`
 }
 
 type optionsV1 struct {
@@ -48,6 +50,12 @@ type optionsV1 struct {
 	GateTimeout   time.Duration `json:"gateTimeout,omitempty"`
 	// EndOfSupport was added with automatic upgrades; absent means false.
 	EndOfSupport bool `json:"endOfSupport,omitempty"`
+	// Added with the molt step (0.2.0, SinceAgentUpdate); absent before.
+	// AgentVersions is carried by the command that starts an upgrade
+	// only: the upgrade keeps each host's in its Agents.
+	AgentVersion  string            `json:"agentVersion,omitempty"`
+	AgentTimeout  time.Duration     `json:"agentTimeout,omitempty"`
+	AgentVersions map[string]string `json:"agentVersions,omitempty"`
 }
 
 type stepV1 struct {
@@ -255,7 +263,7 @@ func upgradeToV1(u phases.Upgrade) upgradeV1 {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepToV1), Pools: conv.Slice(u.Pools, poolTrackToV1), Nodes: conv.Slice(u.Nodes, nodeTaskToV1),
-		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason, Agents: conv.Slice(u.Agents, agentTaskToV1),
 	}
 }
 
@@ -267,7 +275,7 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 		CreatedAt: u.CreatedAt, FinishedAt: u.FinishedAt, PauseReason: u.PauseReason, PausedAt: u.PausedAt, ResumedAt: u.ResumedAt,
 		Preflight: u.Preflight, RefusedChecks: slices.Clone(u.RefusedChecks),
 		Steps: conv.Slice(u.Steps, stepFromV1), Pools: conv.Slice(u.Pools, poolTrackFromV1), Nodes: conv.Slice(u.Nodes, d.nodeTask),
-		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason,
+		Revision: u.Revision, Closed: u.Closed, Reason: u.Reason, Agents: conv.Slice(u.Agents, agentTaskFromV1),
 	}
 	out.BuildIndex()
 	return out
@@ -275,7 +283,8 @@ func (d *v1Decoder) upgrade(u upgradeV1) phases.Upgrade {
 
 func optionsToV1(o phases.Options) optionsV1 {
 	return optionsV1{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
-		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport}
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport,
+		AgentVersion: o.AgentVersion, AgentTimeout: o.AgentTimeout, AgentVersions: conv.Map(o.AgentVersions, conv.Same[string])}
 }
 
 // options reads an upgrade's options. A step layout newer than this
@@ -293,7 +302,8 @@ func (d *v1Decoder) options(o optionsV1) phases.Options {
 
 func optionsFromV1(o optionsV1) phases.Options {
 	return phases.Options{Automatic: o.Automatic, ConcurrentWorkerPools: o.ConcurrentWorkerPools, EmergencyReason: o.EmergencyReason, StepLayout: o.StepLayout,
-		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport}
+		HealthTimeout: o.HealthTimeout, GateTimeout: o.GateTimeout, EndOfSupport: o.EndOfSupport,
+		AgentVersion: o.AgentVersion, AgentTimeout: o.AgentTimeout, AgentVersions: conv.Map(o.AgentVersions, conv.Same[string])}
 }
 
 func stepToV1(s phases.Step) stepV1 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
 	"github.com/moltproject/molt/raftstore"
 	"github.com/moltproject/molt/raftstore/command"
@@ -93,4 +94,30 @@ func TestSnapshotsOfANewerReleaseCannotBeRead(t *testing.T) {
 		})
 	}
 	require.NoError(t, New().Restore(golden), "the golden snapshot still restores")
+}
+
+// What the molt step adds to the log needs molt 0.2.0: a release's
+// molt-agent, an upgrade's agent options, the molt step's actions and the
+// agent result command; entries without them stay readable by 0.1.0, so
+// the capability gate lets them through while a 0.1.0 member remains.
+func TestMoltStepEntriesNeed020(t *testing.T) {
+	withAgent := api.Release{Version: "1.34.6", Agent: &api.AgentArtifact{Version: "0.2.0"}}
+	molt := phases.Options{StepLayout: phases.StepLayoutMolt, AgentVersion: "0.2.0"}
+	for name, c := range map[string]Command{
+		"a release's molt-agent":   PutReleaseCmd{Release: withAgent},
+		"an upgrade's agent":       StartUpgradeCmd{Options: molt},
+		"an automatic one's agent": AutoStartCmd{Options: molt},
+		"an agent's start":         AdvanceCmd{Actions: []phases.Action{{Kind: phases.ActStartAgent}}},
+		"the molt step's end":      AdvanceCmd{Actions: []phases.Action{{Kind: phases.ActCompleteStep, Step: phases.StepIDMolt}}},
+		"an agent's result":        AgentResultCmd{},
+	} {
+		require.Equal(t, "0.2.0", MinVersion(c), name)
+	}
+	for name, c := range map[string]Command{
+		"a release without":  PutReleaseCmd{Release: api.Release{Version: "1.34.6"}},
+		"an upgrade without": StartUpgradeCmd{Options: phases.Options{StepLayout: phases.StepLayoutGates}},
+		"a pool's start":     AdvanceCmd{Actions: []phases.Action{{Kind: phases.ActStartStep, Step: "pool/cp"}}},
+	} {
+		require.Equal(t, "0.1.0", MinVersion(c), name)
+	}
 }

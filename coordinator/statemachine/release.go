@@ -9,6 +9,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // ArtifactPathPrefix starts the paths of artifacts the coordinator serves
@@ -69,6 +70,14 @@ func ValidateRelease(r *api.Release) (phases.Version, error) {
 	for name, image := range r.Components.StaticPods {
 		if name == "" || image == "" {
 			return v, &RuleError{Rule: "release-static-pods", Detail: "static pod names and images must be non-empty", Err: ErrInvalid}
+		}
+	}
+	if a := r.Agent; a != nil {
+		if _, ok := command.VersionBelow(a.Version, a.Version); !ok {
+			return v, &RuleError{Rule: "release-agent", Detail: fmt.Sprintf("agent.version %q is not a molt version (X.Y.Z)", a.Version), Err: ErrInvalid}
+		}
+		if err := checkArtifact(a.URL, a.SHA256); err != nil {
+			return v, &RuleError{Rule: "release-agent", Detail: fmt.Sprintf("agent: %v", err), Err: ErrInvalid}
 		}
 	}
 	seen := map[string]bool{}
