@@ -13,6 +13,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
+	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -120,7 +121,7 @@ func (f *fleet) enroll(ctx context.Context) error {
 // poll loops until stop. Beats are spread evenly over the interval.
 func (f *fleet) start(ctx context.Context) error {
 	if err := f.parallel(32, func(a *agent) error {
-		_, err := a.client.Register(ctx, api.RegisterRequest{Cluster: f.cluster, Node: a.node, AgentVersion: "load"})
+		_, err := a.client.Register(ctx, api.RegisterRequest{Cluster: f.cluster, Node: a.node, AgentVersion: version.Version})
 		if err != nil {
 			return fmt.Errorf("register %s: %w", a.node, err)
 		}
@@ -144,7 +145,7 @@ func (f *fleet) start(ctx context.Context) error {
 func (f *fleet) beatLoop(ctx context.Context, a *agent, offset time.Duration) {
 	t := time.NewTimer(offset)
 	defer t.Stop()
-	h := api.AgentHealth{Cluster: f.cluster, Node: a.node, AgentVersion: "load",
+	h := api.AgentHealth{Cluster: f.cluster, Node: a.node, AgentVersion: version.Version,
 		Kubelet: api.ComponentHealth{Healthy: true, Version: "v1.33.6"}, Containerd: api.ComponentHealth{Healthy: true, Version: "1.7.0"}}
 	for {
 		select {
