@@ -91,6 +91,9 @@ const (
 	BlockRule      = "rule"
 	BlockCheck     = "check"
 	BlockSkew      = "skew"
+	// BlockDrift names a node whose observed versions differ from molt's
+	// record of it (see AgentStatus.Drift).
+	BlockDrift = "drift"
 )
 
 // UpgradeBlock is one thing that holds an automatic upgrade back.
@@ -98,7 +101,7 @@ type UpgradeBlock struct {
 	// Kind is one of the Block* constants.
 	Kind string `json:"kind"`
 	// Name is the exclusion's name, "window", the rule, the preflight
-	// check's ID or the other cluster of a skew.
+	// check's ID, the other cluster of a skew or the drifted node.
 	Name string `json:"name"`
 	// Until is when it stops holding, when known.
 	Until  time.Time `json:"until,omitzero"`

@@ -27,6 +27,11 @@ type ClusterSpec struct {
 	// (docs/auto-upgrades.md). Like Kubeconfig, it is never returned
 	// here: GET .../maintenance-policy returns it.
 	MaintenancePolicy *MaintenancePolicy `json:"maintenancePolicy,omitempty"`
+	// Adopt, on PUT of a new cluster, takes the version its nodes report
+	// (the lowest kubelet the API server's Nodes show) as the cluster's
+	// when it differs from Version, instead of refusing the registration
+	// (rule cluster-version-observed). Never returned.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // HealthGate is a PromQL expression that must hold after each node of a

@@ -82,6 +82,30 @@ type AgentStatus struct {
 	// as the member that answers heard it (the leader hears every agent's
 	// beats; a follower only those it served); absent when unknown.
 	AgentVersion string `json:"agentVersion,omitempty"`
+	// Drift says how the versions this node reports differ from what
+	// molt recorded for it (upgraded by hand, reimaged, rolled back);
+	// absent when they agree or the node has not reported. A drifted
+	// node holds automatic upgrades back (UpgradeStatus.BlockedBy, kind
+	// "drift").
+	Drift string `json:"drift,omitempty"`
+}
+
+// ObservedVersions is what the nodes' agents report, per component.
+type ObservedVersions struct {
+	Kubelet    *ObservedComponent `json:"kubelet,omitempty"`
+	Containerd *ObservedComponent `json:"containerd,omitempty"`
+}
+
+// ObservedComponent is one component as the nodes report it.
+type ObservedComponent struct {
+	// Version is the lowest version a node reports.
+	Version string `json:"version"`
+	// Nodes counts the nodes reporting each version.
+	Nodes map[string]int `json:"nodes"`
+	// LastSeen is when Version was last reported: the latest beat of a
+	// node at it that the answering member heard, else when that node's
+	// report last changed in the replicated state.
+	LastSeen time.Time `json:"lastSeen,omitzero"`
 }
 
 // UpgradeSummary is a finished upgrade in a cluster's history.
@@ -96,16 +120,25 @@ type UpgradeSummary struct {
 
 // ClusterStatus is what really runs (SPEC §2).
 type ClusterStatus struct {
-	// Version is set to spec.version only when every component has been
-	// upgraded and the final health checks passed.
-	Version                      string           `json:"version"`
-	Versions                     map[string]int   `json:"versions"`
-	ControlPlaneNodepoolStatus   PoolStatus       `json:"controlPlaneNodepoolStatus"`
-	ControlPlaneLBNodepoolStatus PoolStatus       `json:"controlPlaneLBNodepoolStatus,omitzero"`
-	AppliedManifestsVersion      string           `json:"appliedManifestsVersion,omitempty"`
-	Upgrade                      *Upgrade         `json:"upgrade,omitempty"`
-	History                      []UpgradeSummary `json:"history,omitempty"`
-	Agents                       []AgentStatus    `json:"agents,omitempty"`
+	// Version is what the nodes run: the lowest kubelet version their
+	// agents report (Observed.Kubelet.Version) once one has reported,
+	// else molt's record (RecordedVersion).
+	Version string `json:"version"`
+	// RecordedVersion is molt's record of the cluster's version, set to
+	// spec.version only when every component has been upgraded and the
+	// final health checks passed; given only when it differs from
+	// Version (the nodes drifted from the record).
+	RecordedVersion string `json:"recordedVersion,omitempty"`
+	// Observed is what the nodes' agents report, with when each version
+	// was last seen; absent before any agent reported.
+	Observed                     *ObservedVersions `json:"observed,omitempty"`
+	Versions                     map[string]int    `json:"versions"`
+	ControlPlaneNodepoolStatus   PoolStatus        `json:"controlPlaneNodepoolStatus"`
+	ControlPlaneLBNodepoolStatus PoolStatus        `json:"controlPlaneLBNodepoolStatus,omitzero"`
+	AppliedManifestsVersion      string            `json:"appliedManifestsVersion,omitempty"`
+	Upgrade                      *Upgrade          `json:"upgrade,omitempty"`
+	History                      []UpgradeSummary  `json:"history,omitempty"`
+	Agents                       []AgentStatus     `json:"agents,omitempty"`
 }
 
 // Cluster is a cluster's spec and status.

@@ -369,10 +369,13 @@ func (tc *testCluster) agentClient(i int, cred *agentCred) *client.Client {
 // records calls and answers at once. Real API-server behaviour is tested
 // in package kube against a real kube-apiserver.
 type fakeOps struct {
-	mu     sync.Mutex
-	calls  []string
-	health int // health checks to fail before passing
-	block  map[string]chan struct{}
+	mu sync.Mutex
+	// kubelets: node → the kubelet version its Node object reports (""
+	// for every node not named).
+	kubelets map[string]string
+	calls    []string
+	health   int // health checks to fail before passing
+	block    map[string]chan struct{}
 	// protected: node → when its pods protected from eviction become
 	// evictable (ProtectedUntil).
 	protected map[string]time.Time
@@ -624,10 +627,12 @@ func (f *fakeOps) PreflightReader() preflight.ClusterReader { return healthyRead
 
 type healthyReader struct{ f *fakeOps }
 
-func (healthyReader) Nodes(_ context.Context, nodes []string) (map[string]preflight.NodeInfo, error) {
+func (r healthyReader) Nodes(_ context.Context, nodes []string) (map[string]preflight.NodeInfo, error) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
 	out := map[string]preflight.NodeInfo{}
 	for _, n := range nodes {
-		out[n] = preflight.NodeInfo{Ready: true}
+		out[n] = preflight.NodeInfo{Ready: true, KubeletVersion: r.f.kubelets[n]}
 	}
 	return out, nil
 }

@@ -48,11 +48,17 @@ func (c *Coordinator) memberViews() []metrics.MemberView {
 	return out
 }
 
-// AgentsView reports every registered agent's liveness.
+// AgentsView reports every registered agent's liveness and drift.
 func (c *Coordinator) AgentsView() []metrics.AgentView {
 	var out []metrics.AgentView
+	drift := map[string]map[string]string{}
 	for _, a := range c.sm.Agents() {
-		v := metrics.AgentView{Cluster: a.Cluster, Node: a.Node, Missing: a.Missing}
+		d, ok := drift[a.Cluster]
+		if !ok {
+			d, _ = c.sm.Drift(a.Cluster)
+			drift[a.Cluster] = d
+		}
+		v := metrics.AgentView{Cluster: a.Cluster, Node: a.Node, Missing: a.Missing, Drift: d[a.Node] != ""}
 		if t, ok := c.live.lastSeen(nodeKey(a.Cluster, a.Node)); ok {
 			v.LastSeen = t
 		}

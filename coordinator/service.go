@@ -54,9 +54,18 @@ func (c *Coordinator) Releases() []api.Release {
 // validates one (an invalid one refuses the whole request); nil keeps the
 // cluster's, and a new cluster registered without one is held from
 // automatic upgrades for Config.RegistrationHold.
-func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error {
+//
+// A new cluster's stated version is compared with what its nodes report
+// (checkRegistration): refused when it differs, or, with adopt, replaced
+// by the observed one.
+func (c *Coordinator) PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy, adopt bool) error {
 	if err := c.admitCloud(ctx, &spec); err != nil {
 		return err
+	}
+	if _, err := c.sm.Cluster(spec.Name); errors.Is(err, ErrNotFound) {
+		if err := c.checkRegistration(ctx, &spec, kubeconfig, adopt); err != nil {
+			return err
+		}
 	}
 	if err := spec.Admit(); err != nil {
 		return err
@@ -108,14 +117,16 @@ func (c *Coordinator) Cluster(name string) (api.Cluster, error) {
 	if err != nil {
 		return api.Cluster{}, err
 	}
-	return clusterView(&r, c.live), nil
+	drift, _ := c.sm.Drift(name)
+	return clusterView(&r, c.live, drift), nil
 }
 
 // Clusters lists every cluster by name.
 func (c *Coordinator) Clusters() []api.Cluster {
 	var out []api.Cluster
 	for _, r := range c.sm.Clusters() {
-		out = append(out, clusterView(&r, c.live))
+		drift, _ := c.sm.Drift(r.Spec.Name)
+		out = append(out, clusterView(&r, c.live, drift))
 	}
 	return out
 }
@@ -145,6 +156,9 @@ func (c *Coordinator) Plan(cluster string, req api.UpgradeRequest) (phases.Plan,
 	}
 	r, err := c.sm.CheckUpgrade(cluster, to)
 	if err != nil {
+		return phases.Plan{}, err
+	}
+	if err := checkObserved(&r, to); err != nil {
 		return phases.Plan{}, err
 	}
 	if req.Emergency != nil && to.Minor != r.StatusVersion.Minor {

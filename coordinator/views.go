@@ -13,10 +13,18 @@ import (
 // clusterView renders a copy of a cluster's record (statemachine.Cluster)
 // for the API, with the agents' last beats from the leader's liveness. The
 // engine's values in the record convert through api/convert.
-func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
+//
+// status.version is the lowest kubelet version the agents report, once
+// one has (the record otherwise); drift, by node, is the replicated
+// state's (statemachine.Machine.Drift).
+func clusterView(r *statemachine.ClusterRecord, live *liveness, drift map[string]string) api.Cluster {
 	out := api.Cluster{Spec: convert.ClusterSpecToAPI(r.Spec)}
 	st := &out.Status
 	st.Version = r.StatusVersion.String()
+	if obs := statemachine.ObservedVersion(r); !obs.IsZero() && obs != r.StatusVersion {
+		st.Version, st.RecordedVersion = obs.String(), r.StatusVersion.String()
+	}
+	st.Observed = observedStatus(r, live)
 	st.Versions = r.NodeVersions("")
 	for _, p := range r.Spec.Pools {
 		switch p.Role {
@@ -36,6 +44,7 @@ func clusterView(r *statemachine.ClusterRecord, live *liveness) api.Cluster {
 			as.LastSeen = t
 		}
 		as.AgentVersion = live.version(nodeKey(r.Spec.Name, node))
+		as.Drift = drift[node]
 		st.Agents = append(st.Agents, as)
 	}
 	return out

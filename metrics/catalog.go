@@ -58,6 +58,7 @@ const (
 	ClusterEndOfSupportUpgrade  = "molt_cluster_end_of_support_upgrade_timestamp_seconds"
 	AgentLastSeenAge            = "molt_agent_last_seen_age_seconds"
 	AgentMissing                = "molt_agent_missing"
+	NodeVersionDrift            = "molt_node_version_drift"
 	RaftState                   = "molt_raft_state"
 	RaftTerm                    = "molt_raft_term"
 	RaftLastLogIndex            = "molt_raft_last_log_index"
@@ -151,6 +152,7 @@ var catalog = []Info{
 	{ClusterEndOfSupportUpgrade, Gauge, []string{"cluster"}, "Unix time the end of support forces the cluster's next minor upgrade, on any channel or none, through windows and exclusions (in the past while it is due and held by a backoff, a version rule or a limit); absent when none is due.", ExporterCoordinator},
 	{AgentLastSeenAge, Gauge, []string{"cluster", "node"}, "Seconds since the node's agent last reported.", ExporterCoordinator},
 	{AgentMissing, Gauge, []string{"cluster", "node"}, "1 while the coordinator considers the node's agent missing, else 0.", ExporterCoordinator},
+	{NodeVersionDrift, Gauge, []string{"cluster", "node"}, "1 while the kubelet or containerd version the node's agent reports differs from molt's record of the node (upgraded by hand, reimaged, rolled back), else 0.", ExporterCoordinator},
 	// Raft (every coordinator member, scrape time).
 	{RaftState, Gauge, []string{"state"}, "1 for this member's Raft state, 0 for the others.", ExporterCoordinator},
 	{RaftTerm, Gauge, nil, "This member's current Raft term.", ExporterCoordinator},

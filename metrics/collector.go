@@ -14,7 +14,7 @@ var stateMetrics = []string{
 	PoolInfo, PoolUpgradePhase, PoolNodes, PoolGateRed, PoolFailedNodesBudget, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
 	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext, ClusterEndOfSupportUpgrade,
-	AgentLastSeenAge, AgentMissing,
+	AgentLastSeenAge, AgentMissing, NodeVersionDrift,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
 	RaftHalted, RaftHaltedIndex, MemberInfo,
 }
@@ -75,6 +75,7 @@ func (c *coordinatorCollector) Collect(ch chan<- prometheus.Metric) {
 			c.gauge(ch, AgentLastSeenAge, age, a.Cluster, a.Node)
 		}
 		c.gauge(ch, AgentMissing, b2f(a.Missing), a.Cluster, a.Node)
+		c.gauge(ch, NodeVersionDrift, b2f(a.Drift), a.Cluster, a.Node)
 	}
 }
 

@@ -211,7 +211,7 @@ func TestCollectorPoolNodes(t *testing.T) {
 
 func TestCollectorAgents(t *testing.T) {
 	src := &fakeSource{raft: leaderRaft, now: t0, agents: []AgentView{
-		{Cluster: "c", Node: "fresh", LastSeen: t0.Add(-15 * time.Second)},
+		{Cluster: "c", Node: "fresh", LastSeen: t0.Add(-15 * time.Second), Drift: true},
 		{Cluster: "c", Node: "stale", LastSeen: t0.Add(-10 * time.Minute), Missing: true},
 		{Cluster: "c", Node: "never", Missing: true},
 		{Cluster: "c", Node: "ahead", LastSeen: t0.Add(time.Second)}, // another member's clock ran ahead
@@ -224,6 +224,9 @@ func TestCollectorAgents(t *testing.T) {
 	require.Equal(t, 1.0, find(t, s, AgentMissing, "cluster=c,node=never"))
 	require.Equal(t, 1.0, find(t, s, AgentMissing, "cluster=c,node=stale"))
 	require.Equal(t, 0.0, find(t, s, AgentMissing, "cluster=c,node=fresh"))
+	require.Equal(t, 1.0, find(t, s, NodeVersionDrift, "cluster=c,node=fresh"))
+	require.Equal(t, 0.0, find(t, s, NodeVersionDrift, "cluster=c,node=stale"))
+	require.Equal(t, 4, count(s, NodeVersionDrift), "one series per agent")
 }
 
 // TestCollectorDuplicatesDoNotBreakScrape: a duplicate label set would make
@@ -252,7 +255,7 @@ func TestCollectorCardinality(t *testing.T) {
 	perCluster := 1 + len(ClusterPhases) + 1 + 1 + 1 + 1 + len(AutoUpgradeStates) + 1
 	perStep := len(StepStates) + 1 // state + started (every step below has started)
 	perPool := 1 + len(PoolPhases) + len(PoolNodeStates)
-	const perAgent = 2 // age + missing
+	const perAgent = 3 // age + missing + version drift
 
 	for _, tt := range []struct{ clusters, pools, nodesPerPool, versions int }{
 		{0, 0, 0, 0}, {1, 1, 1, 1}, {1, 3, 10, 2}, {3, 4, 50, 2},

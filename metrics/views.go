@@ -103,6 +103,9 @@ type AgentView struct {
 	// Missing is the coordinator's verdict that the agent is gone (its
 	// heartbeat is older than the coordinator's threshold).
 	Missing bool
+	// Drift: the versions the agent reports differ from molt's record of
+	// the node (api.AgentStatus.Drift).
+	Drift bool
 }
 
 // RaftView is this coordinator member's Raft state.

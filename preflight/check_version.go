@@ -12,6 +12,11 @@ import (
 // the admin/user skew of rule 4: an admin or hybrid cluster against the
 // user clusters it manages, a user cluster against its admin. The message
 // names the refusing rule, and Data["rule"] carries it for clients.
+//
+// When the Nodes were read, the rules also hold for what the kubelets
+// report (observedRules): the upgrade from the lowest observed kubelet,
+// and the Kubernetes version-skew policy of every kubelet against the API
+// server once it runs the target.
 func checkVersionRules(in Input) Result {
 	switch {
 	case in.Current.IsZero():
@@ -31,6 +36,9 @@ func checkVersionRules(in Input) Result {
 			err = phases.CheckUserUpgrade(in.Target, in.AdminVersion)
 		}
 	}
+	if err == nil {
+		err = observedRules(in)
+	}
 	data := map[string]string{"current": in.Current.String(), "target": in.Target.String()}
 	if err != nil {
 		rule := phases.RuleOf(err)
@@ -38,6 +46,32 @@ func checkVersionRules(in Input) Result {
 		return fail(fmt.Sprintf("rule %s: %v", rule, err), data)
 	}
 	return pass(fmt.Sprintf("%s → %s obeys the version and skew rules", in.Current, in.Target), data)
+}
+
+// observedRules applies the version rules to the kubelets the Node
+// objects report, when they were read: a cluster recorded at one version
+// whose nodes run an older one would otherwise pass a skipped minor.
+func observedRules(in Input) error {
+	if in.gap(SourceNodes) != "" {
+		return nil
+	}
+	kubelets := map[string]phases.Version{}
+	var vs []phases.Version
+	for _, n := range NodeNames(in.Cluster) {
+		if v, ok := phases.ParseKubelet(in.Nodes[n].KubeletVersion); ok {
+			kubelets[n] = v
+			vs = append(vs, v)
+		}
+	}
+	if low := phases.Lowest(vs); !low.IsZero() && low != in.Current {
+		if err := phases.CheckUpgrade(low, in.Target); err != nil && phases.RuleOf(err) != phases.RuleSame {
+			return err
+		}
+	}
+	// Against the target only: the API servers run it once the control
+	// plane moved, and a node a failed upgrade left at the target is not
+	// newer than its API server then.
+	return phases.CheckKubeletsSkew(in.Target, kubelets)
 }
 
 // checkReleaseInCatalog requires the target's catalog entry with complete

@@ -70,6 +70,18 @@ func TestVersionRules(t *testing.T) {
 			in.Cluster = cluster(phases.KindUser)
 			in.AdminVersion = v("1.33.9")
 		}), preflight.Fail, []string{phases.RuleUserAhead}},
+		// What the Node objects report counts, not only molt's record.
+		{"recorded 1.33 but nodes run 1.32", with(func(in *preflight.Input) {
+			in.Nodes["w-1"] = preflight.NodeInfo{Ready: true, KubeletVersion: "v1.32.9"}
+		}), preflight.Fail, []string{phases.RuleSkipMinor, "1.32.9 → 1.34.1"}},
+		{"a kubelet newer than the target API server", with(func(in *preflight.Input) {
+			in.Target = v("1.33.5")
+			in.Nodes["w-2"] = preflight.NodeInfo{Ready: true, KubeletVersion: "v1.34.0"}
+		}), preflight.Fail, []string{phases.RuleKubeletSkew, "node w-2 runs kubelet 1.34.0"}},
+		{"nodes not read: the record alone", with(func(in *preflight.Input) {
+			in.Nodes["w-1"] = preflight.NodeInfo{Ready: true, KubeletVersion: "v1.32.9"}
+			in.SetGathered(preflight.SourceNodes, errors.New("timeout"))
+		}), preflight.Pass, nil},
 	})
 	t.Run("rule in data", func(t *testing.T) {
 		r := runCheck(t, preflight.IDVersionRules, checkCase{in: with(func(in *preflight.Input) { in.Target = v("1.35.0") }), status: preflight.Fail})

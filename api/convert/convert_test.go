@@ -79,6 +79,9 @@ func TestAPIToEngineToAPIIsLossless(t *testing.T) {
 		// Nor the policy: MaintenancePolicyFromAPI reads it
 		// (TestMaintenancePolicyIsThePolicyEndpoints).
 		in.MaintenancePolicy = nil
+		// Nor adopt: a request's instruction to the registration
+		// (Coordinator.PutCluster), never stored.
+		in.Adopt = false
 		spec, err := convert.ClusterSpecFromAPI(in)
 		require.NoError(t, err)
 		require.Equal(t, in, convert.ClusterSpecToAPI(spec))

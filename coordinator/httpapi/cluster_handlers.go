@@ -19,7 +19,7 @@ import (
 // handlers need. PutCluster takes the engine's spec, which the handler
 // converts from the wire (api/convert).
 type ClusterService interface {
-	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy) error
+	PutCluster(ctx context.Context, spec phases.ClusterSpec, kubeconfig string, policy *maintenance.Policy, adopt bool) error
 	DeleteCluster(ctx context.Context, name string) error
 	Cluster(name string) (api.Cluster, error)
 	Clusters() []api.Cluster
@@ -70,7 +70,7 @@ func (h *clusterHandlers) putCluster(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "cluster-name", Detail: fmt.Sprintf("body name %q does not match the path's %q", spec.Name, name), Err: coordinator.ErrInvalid})
 		return
 	}
-	if err := h.svc.PutCluster(r.Context(), spec, body.Kubeconfig, convert.MaintenancePolicyFromAPI(body.MaintenancePolicy)); err != nil {
+	if err := h.svc.PutCluster(r.Context(), spec, body.Kubeconfig, convert.MaintenancePolicyFromAPI(body.MaintenancePolicy), body.Adopt); err != nil {
 		writeProblem(w, r, err)
 		return
 	}

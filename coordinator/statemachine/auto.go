@@ -312,7 +312,8 @@ func (f *Machine) SchedulerFleet(limits schedule.Limits) *schedule.Fleet {
 		r := s.Clusters[name]
 		cp := f.policies.get(name, r.Policy, keep)
 		c := schedule.Cluster{Name: name, Kind: r.Spec.Kind, Admin: r.Spec.AdminCluster, Channel: r.Spec.Channel,
-			Current: r.StatusVersion, Policy: cp.c, PolicyInvalid: cp.invalid, Upgrade: upgradeInfo(r.Upgrade), Auto: copyAuto(r.Auto), Seq: r.Seq}
+			Current: r.StatusVersion, Policy: cp.c, PolicyInvalid: cp.invalid, Upgrade: upgradeInfo(r.Upgrade), Auto: copyAuto(r.Auto), Seq: r.Seq,
+			Drift: s.drift(r)}
 		if l := r.Auto.Last; l != nil && l.Outcome == "" && (r.Upgrade == nil || r.Upgrade.ID != l.Upgrade) {
 			c.Ended = historyInfo(r, l.Upgrade)
 		}

@@ -42,14 +42,16 @@ type blocker func(e *evaluator, s *step) hold
 
 // blockers in the order their state takes precedence: a registration
 // hold first (the operator has not said yet when the cluster may be
-// disrupted), then the last attempt's failure (it is what an operator must act on), then the pace, the
-// version rules and skew, the maintenance policy, and the concurrency
-// limits (which only another upgrade's end frees).
+// disrupted), then the last attempt's failure (it is what an operator
+// must act on), then the pace, the version rules and skew, a node drifted
+// from the record, the maintenance policy, and the concurrency limits
+// (which only another upgrade's end frees).
 var blockers = []blocker{
 	(*evaluator).registrationHold,
 	(*evaluator).backoffHold,
 	(*evaluator).paceHold,
 	(*evaluator).rulesHold,
+	(*evaluator).driftHold,
 	(*evaluator).policyHold,
 	(*evaluator).limitsHold,
 }

@@ -177,6 +177,11 @@ type Cluster struct {
 	// and is no longer Upgrade (found in the history); nil otherwise.
 	Ended *Upgrade
 	Auto  State
+	// Drift lists the nodes whose observed versions (their agents'
+	// reports) differ from molt's record, by node name, each with what
+	// differs: no automatic upgrade starts on a cluster that does not run
+	// what molt believes, since its plan would start from a wrong version.
+	Drift map[string]string
 	// Seq is the cluster's upgrade count when the fleet was read: the
 	// basis a start decision carries to the state machine, which refuses
 	// it once another upgrade has started. The scheduler does not read it.
@@ -235,6 +240,9 @@ const (
 	BlockRule      BlockKind = "rule"
 	BlockCheck     BlockKind = "check"
 	BlockSkew      BlockKind = "skew"
+	// BlockDrift names a node whose observed versions differ from what
+	// molt recorded for it (phases.RuleVersionDrift).
+	BlockDrift BlockKind = "drift"
 )
 
 // Rules a BlockRule names.

@@ -707,7 +707,7 @@ function nodeTable(c, u, agents, ctl, out) {
         h('td', { class: 'num', text: n.attempt ? n.attempt + 1 : '' }), // attempts count from 1 here, from 0 on the wire
         h('td', { class: 'mono', text: n.version }),
         h('td', { class: 'small' }, timeEl(n.startedAt)),
-        h('td', { class: 'small', text: (a ? (a.missing ? 'missing' : a.healthy ? 'healthy' : a.registered ? 'unhealthy' : 'not registered') : 'not registered') + (a && a.agentVersion ? ` · molt ${a.agentVersion}` : '') }),
+        h('td', { class: 'small', text: (a ? (a.missing ? 'missing' : a.healthy ? 'healthy' : a.registered ? 'unhealthy' : 'not registered') : 'not registered') + (a && a.agentVersion ? ` · molt ${a.agentVersion}` : '') + (a && a.drift ? ` · drift: ${a.drift}` : '') }),
         h('td', { class: 'small', text: [n.zone, ...notes].filter(Boolean).join(' · ') }),
         h('td', { class: 'num', text: (n.leftBehind || []).length || '' }),
         h('td', null, n.state === 'failed' ? h('button', {
@@ -860,18 +860,21 @@ function clusterPage(name) {
       const [c, rels] = await Promise.all([api('GET', cpath(name)), releases()]);
       data = c;
       const u = c.status.upgrade;
-      summary.show([c.spec.name, c.spec.kind, c.spec.channel, c.spec.adminCluster, c.spec.version, c.status.version, c.status.versions, c.status.appliedManifestsVersion, (c.status.agents || []).map((a) => [a.registered, a.missing, a.healthy])], () => {
+      summary.show([c.spec.name, c.spec.kind, c.spec.channel, c.spec.adminCluster, c.spec.version, c.status.version, c.status.versions, c.status.appliedManifestsVersion, c.status.recordedVersion, (c.status.agents || []).map((a) => [a.registered, a.missing, a.healthy, a.drift])], () => {
         const agents = c.status.agents || [];
         const nodeCount = (c.spec.pools || []).reduce((n, p) => n + (p.nodes || []).length, 0);
         return dl([
           ['Kind', c.spec.kind + (c.spec.adminCluster ? ` (admin cluster ${c.spec.adminCluster})` : '')],
           ['Channel', c.spec.channel || 'none'],
-          ['Current version', h('span', { class: 'mono', id: 'current-version', text: c.status.version })],
+          ['Current version', h('span', { class: 'mono', id: 'current-version', text: c.status.version + (c.status.recordedVersion ? ` (observed; molt recorded ${c.status.recordedVersion})` : '') })],
           ['Target version', h('span', { class: 'mono', id: 'spec-version', text: c.spec.version })],
           ['Nodes per version', Object.entries(c.status.versions || {}).map(([v, n]) => `${v}: ${n}`).join(', ')],
           ['Add-on manifests', c.status.appliedManifestsVersion || ''],
           ['Agents', `${agents.filter((a) => a.registered && !a.missing).length} of ${nodeCount} reporting, ${agents.filter((a) => a.missing).length} missing, ${agents.filter((a) => a.registered && !a.missing && !a.healthy).length} unhealthy`],
           ['Pools', (c.spec.pools || []).map((p) => `${p.name} (${p.role}, ${(p.nodes || []).length})`).join(', ')],
+          // A node whose agent reports other versions than molt recorded
+          // (api AgentStatus.drift) blocks automatic upgrades.
+          ...(agents.some((a) => a.drift) ? [['Version drift', h('span', { id: 'version-drift', text: agents.filter((a) => a.drift).map((a) => `${a.node}: ${a.drift}`).join('; ') })]] : []),
         ]);
       });
       if (st.routes.why !== false && Date.now() - whyAt > 5000) {
