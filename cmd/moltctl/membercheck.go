@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -79,7 +80,7 @@ func decideCheck(list []api.Member, probes map[string]memberProbe, maxLag uint64
 			leaders[p.Leader] = append(leaders[p.Leader], m.ID)
 		}
 	}
-	switch names := slices.Sorted(mapKeys(leaders)); {
+	switch names := slices.Sorted(maps.Keys(leaders)); {
 	case len(names) == 1 && names[0] != "":
 		res.Leader = names[0]
 	case len(names) == 0:
@@ -141,16 +142,6 @@ func decideCheck(list []api.Member, probes map[string]memberProbe, maxLag uint64
 	res.Reasons = reasons
 	res.Safe = len(reasons) == 0
 	return res
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // probeMember asks one member at its API address.
