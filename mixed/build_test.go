@@ -124,19 +124,46 @@ type build struct {
 	ldflags string
 }
 
-// buildCurrent builds binaries of the current tree at once, into the
-// test's directory (the Go build cache makes a warm run link only).
+// built are the binaries of the current tree this test process built,
+// by what was built (tests share them: a second link of the same binary
+// is the larger part of a warm run's build time); binDir holds them
+// (TestMain removes it).
+var (
+	builtMu sync.Mutex
+	built   = map[build]string{}
+	binDir  string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "molt-mixed-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildCurrent builds binaries of the current tree at once, or takes
+// those an earlier test built (the Go build cache makes a warm run link
+// only).
 func buildCurrent(t *testing.T, root string, builds ...build) map[string]string {
 	t.Helper()
 	began := time.Now()
-	dir := t.TempDir()
+	builtMu.Lock()
+	defer builtMu.Unlock()
 	out := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs []string
-	for _, b := range builds {
-		path := filepath.Join(dir, b.name)
-		out[b.name] = path
+	for i, b := range builds {
+		if path, ok := built[b]; ok {
+			out[b.name] = path
+			continue
+		}
+		path := filepath.Join(binDir, fmt.Sprintf("%d-%d-%s", len(built), i, b.name))
 		args := []string{"build", "-o", path}
 		if b.tags != "" {
 			args = append(args, "-tags", b.tags)
@@ -149,17 +176,21 @@ func buildCurrent(t *testing.T, root string, builds ...build) map[string]string 
 			defer wg.Done()
 			cmd := exec.Command("go", append(args, b.pkg)...)
 			cmd.Dir = root
-			if o, err := cmd.CombinedOutput(); err != nil {
-				mu.Lock()
+			o, err := cmd.CombinedOutput()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, fmt.Sprintf("go build %s (%s): %v\n%s", b.pkg, b.name, err, o))
-				mu.Unlock()
+				return
 			}
+			out[b.name] = path
+			built[b] = path
 		}()
 	}
 	wg.Wait()
 	if len(errs) > 0 {
 		t.Fatal(strings.Join(errs, "\n"))
 	}
-	t.Logf("current binaries built in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("current binaries ready in %v", time.Since(began).Round(time.Millisecond))
 	return out
 }
