@@ -103,7 +103,7 @@ func buildPrevious(t *testing.T, root string, rel previousRelease) string {
 	defer os.RemoveAll(tmp)
 	// The release's version and commit, as a release build sets them; a
 	// release before internal/version existed ignores them.
-	build := exec.Command("go", "build", "-ldflags", fmt.Sprintf("-X %s.Version=%s -X %s.Commit=%s", versionPkg, rel.version, versionPkg, rel.commit),
+	build := exec.Command("go", "build", "-ldflags", fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, rel.version, versionPkg, rel.commit),
 		"-o", filepath.Join(tmp, "molt-coordinator"), "./cmd/molt-coordinator")
 	build.Dir = src
 	if out, err := build.CombinedOutput(); err != nil {

@@ -46,7 +46,8 @@ func releaseLdflags(t *testing.T, root, v string) string {
 	}
 	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	require.NoError(t, err)
-	return fmt.Sprintf("-X %s.Version=%s -X %s.Commit=%s", versionPkg, v, versionPkg, strings.TrimSpace(string(head)))
+	// -s -w as make build: a smaller binary links sooner.
+	return fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, v, versionPkg, strings.TrimSpace(string(head)))
 }
 
 // memberCheck runs `moltctl member check` against the coordinator.
@@ -200,10 +201,19 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		require.NotNil(t, target)
 		t.Logf("round %d: upgrading %s (leader %s)", round, target.id, leader.id)
 		target.stop(syscall.SIGTERM)
-		out, err := c.memberCheck(moltctl)
-		require.Error(t, err, "a member is down: moltctl member check says not to go on\n%s", out)
-		require.Contains(t, out, "member "+target.id+" does not answer")
-		require.Contains(t, out, "0 may be down with quorum kept")
+		// While it is down the check never says go on, and names it (an
+		// answer may also be that no member could judge the token now:
+		// the others are electing, or slow on a loaded machine).
+		var safeWhileDown string
+		waitFor(t, "moltctl member check naming "+target.id+" as down", time.Minute, func() bool {
+			out, err := c.memberCheck(moltctl)
+			if err == nil {
+				safeWhileDown = out
+				return true
+			}
+			return strings.Contains(out, "member "+target.id+" does not answer") && strings.Contains(out, "0 may be down with quorum kept")
+		})
+		require.Empty(t, safeWhileDown, "moltctl member check said go on with %s down", target.id)
 		require.NoError(t, target.start(newBin))
 		if round == 3 {
 			_, lastStartedAt, err = c.membersOf(c.waitLeader())
