@@ -185,7 +185,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 
 	// One member at a time, followers first, the leader last; the leader
 	// (still the previous release) restarted after the first member.
-	var lastStartedAt uint64 // the leader's index just after the last member started
+	var lastBefore uint64 // the leader's index just before the last member started
 	upgraded := map[string]bool{}
 	for round := 1; round <= 3; round++ {
 		out := c.waitSafe(moltctl)
@@ -214,11 +214,16 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 			return strings.Contains(out, "member "+target.id+" does not answer") && strings.Contains(out, "0 may be down with quorum kept")
 		})
 		require.Empty(t, safeWhileDown, "moltctl member check said go on with %s down", target.id)
-		require.NoError(t, target.start(newBin))
 		if round == 3 {
-			_, lastStartedAt, err = c.membersOf(c.waitLeader())
+			// The leader's index just before the last member starts the
+			// current build: command 42 must come after it. (Read after
+			// the start, it may already cover the record on a loaded
+			// machine, where the read waits on the others.)
+			_, lastStartedAt, err := c.membersOf(c.waitLeader())
 			require.NoError(t, err)
+			lastBefore = lastStartedAt
 		}
+		require.NoError(t, target.start(newBin))
 		c.waitReady(target)
 		upgraded[target.id] = true
 		// The cluster upgrade goes on under the mixed coordinator: the
@@ -317,8 +322,8 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	for _, m := range c.members {
 		at, first, last := firstEntryOf(t, m.dataDir, statemachine.CmdSetMembers)
 		require.NotZero(t, at, "%s's log (%d..%d) holds command 42", m.id, first, last)
-		require.Greater(t, at, lastStartedAt, "%s: command 42 at index %d, written after the last member started the current build (leader's index %d then)", m.id, at, lastStartedAt)
-		t.Logf("%s: command 42 first at index %d (log %d..%d; the last member started at %d)", m.id, at, first, last, lastStartedAt)
+		require.Greater(t, at, lastBefore, "%s: command 42 at index %d, written after the last member started the current build (leader's index %d just before)", m.id, at, lastBefore)
+		t.Logf("%s: command 42 first at index %d (log %d..%d; the leader was at %d just before the last member started)", m.id, at, first, last, lastBefore)
 	}
 	t.Logf("wall time %v", time.Since(began).Round(time.Millisecond))
 }
