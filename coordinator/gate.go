@@ -53,13 +53,19 @@ func lack(caps api.MemberCapabilities, n need) string {
 	return ""
 }
 
+// gateBypassed lets every entry through the gate: false in a release.
+// The test build of gatebypass.go (build tag gatebypass) sets it, so that
+// a test can give a member an entry it cannot read and watch it halt
+// (package mixed).
+var gateBypassed bool
+
 // checkReadable refuses (409, member-cannot-read) an entry that some
 // member cannot read, naming the member and what it lacks; nothing is
 // written. What molt 0.1.0 reads every member reads: such an entry
 // passes without looking at the members, so the gate costs nothing to
 // the commands of today.
 func (c *Coordinator) checkReadable(n need) error {
-	if lack(Baseline, n) == "" {
+	if gateBypassed || lack(Baseline, n) == "" {
 		return nil
 	}
 	ms, err := c.store.Members()

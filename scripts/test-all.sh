@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test-all: the README's test command (make test-all, what .ci/run runs) as stages:
 # deps, build, then check (make check prebuild-test) beside the demo (make test-demo),
-# then unit, linearizability, plan-demo, lab, e2e, vagrant. The first failing stage
+# then unit, mixed, linearizability, plan-demo, lab, e2e, vagrant. The first failing stage
 # stops the run, which exits with that stage's exit code. At the end, on success or
 # failure, a table of the stages run and their wall times is printed and written to
 # $BIN/ci-stages.md.
@@ -127,6 +127,7 @@ cat "$BIN/check.log"
 [ "${rcs[check_i]}" = 0 ] || { echo "test-all: check or prebuild-test failed"; exit "${rcs[check_i]:-1}"; }
 
 stage unit mk test
+stage mixed mk test-mixed
 stage linearizability mk test-linearizability
 # test-linearizability has just made build, its prerequisite and test-plan-demo's: as when
 # both ran in one make, build is not made again (-o build)

@@ -32,6 +32,9 @@ type cli struct {
 	// api is built from --server before any command runs; one client per
 	// invocation, so a read after a write sees that write (api/consistency.go).
 	api *client.Client
+	// hc and bearer reach a member other than --server's (member check).
+	hc     *http.Client
+	bearer string
 }
 
 func main() {
@@ -90,6 +93,7 @@ func (c *cli) connect(*cobra.Command, []string) error {
 		}
 	}
 	c.api.SetBearerToken(tok)
+	c.hc, c.bearer = hc, tok
 	return nil
 }
 
@@ -384,5 +388,6 @@ func (c *cli) memberCmd() *cobra.Command {
 		}
 		return c.print(ms, func() { renderMembers(c.out, ms) })
 	}})
+	cmd.AddCommand(c.memberCheckCmd())
 	return cmd
 }
