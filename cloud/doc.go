@@ -18,6 +18,7 @@
 //
 // Implementations: cloud/gce (Compute Engine, over the Compute API's Go
 // client), cloud/labcloud (instance groups of systemd-nspawn hosts of the
-// local lab) and cloud/memory (in process, for unit tests). One contract
-// suite, cloud/cloudtest, runs against all three.
+// local lab, whose book is cloud/memory's) and cloud/memory (in process,
+// for unit tests). One contract suite, cloud/cloudtest, runs against all
+// three.
 package cloud

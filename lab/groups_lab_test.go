@@ -263,11 +263,4 @@ func requireNodeEchoAnswers(t *testing.T, ctx context.Context, l *Lab, node stri
 }
 
 // instanceAddress is an instance's address in the book.
-func instanceAddress(g *Groups, name string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if in, ok := g.book.Instances[name]; ok {
-		return in.IP
-	}
-	return ""
-}
+func instanceAddress(g *Groups, name string) string { return g.address(name) }

@@ -36,8 +36,11 @@ func (l *Lab) Groups(cfg GroupsConfig) (*Groups, error) {
 		reserved = append(reserved, h.Name)
 	}
 	m := &labMachines{l: l, after: cfg.AfterInstance, attached: map[string]HostSpec{}}
-	return newGroups(cfg, m, filepath.Join(l.cfg.StateDir, "groups.json"), reserved, l.cfg.Log.With("part", "instance-groups"))
+	return newGroups(cfg, m, groupsBookPath(l.cfg.StateDir), reserved, l.cfg.Log.With("part", "instance-groups"))
 }
+
+// groupsBookPath is where the instance groups' book is kept.
+func groupsBookPath(stateDir string) string { return filepath.Join(stateDir, "groups.json") }
 
 // labMachines boots instances as lab hosts.
 type labMachines struct {

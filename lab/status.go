@@ -2,19 +2,15 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/moltproject/molt/cloud/memory"
 	"github.com/moltproject/molt/kube"
 )
 
@@ -53,13 +49,11 @@ func (l *Lab) Status(ctx context.Context) Status {
 		st.Hosts = append(st.Hosts, hs)
 	}
 	// The instance groups' hosts, as their book lists them.
-	var book groupsBook
-	if b, err := os.ReadFile(filepath.Join(l.cfg.StateDir, "groups.json")); err == nil && json.Unmarshal(b, &book) == nil {
-		names := slices.Sorted(maps.Keys(book.Instances))
-		for _, n := range names {
-			in := book.Instances[n]
-			hs := HostStatus{HostSpec: HostSpec{Name: n, Role: RoleWorker, IP: in.IP, Zone: in.Zone, ProviderID: InstanceProviderID(in.Zone, in.Group, n)}, Instance: string(in.Status)}
-			if rh, ok := findHost(n, l.net.HostNS(n)); ok {
+	if book, err := memory.Load(memory.Options{File: groupsBookPath(l.cfg.StateDir)}); err == nil {
+		for _, m := range book.Machines() {
+			in := machineOf(m)
+			hs := HostStatus{HostSpec: HostSpec{Name: in.Name, Role: RoleWorker, IP: in.IP, Zone: in.Zone, ProviderID: in.providerID()}, Instance: string(m.Status)}
+			if rh, ok := findHost(in.Name, l.net.HostNS(in.Name)); ok {
 				hs.Running, hs.NspawnPID = true, rh.nspawnPID
 			}
 			st.Hosts = append(st.Hosts, hs)

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/moltproject/molt/cloud"
 )
@@ -10,42 +9,48 @@ import (
 // Advance is one step of the cloud: every instance that is being created
 // or recreated runs, unless the zone's quota or capacity still keeps it
 // from being created (then it stays so, with its LastError). Instances are
-// taken group by group and by name, so which of several waiting instances
-// gets freed quota is deterministic.
+// taken by name, so which of several waiting instances gets freed quota
+// is deterministic. In a driven Cloud the driver runs them: Advance does
+// nothing there that the Cloud does not do by itself after every change.
 func (c *Cloud) Advance() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, grp := range c.sortedGroups() {
-		for _, in := range sortedInstances(grp) {
-			c.finish(grp.ref.Zone, in)
-		}
+	if c.driven() {
+		c.changedLogged()
+		return
+	}
+	for _, in := range c.sortedInstances() {
+		c.finish(in)
 	}
 }
 
-// SetQuota limits the instances of zone to limit; 0 removes the limit.
-// Instances already there stay; new ones beyond the limit wait (or are
-// refused, with Options.SyncQuota).
+// SetQuota limits the instances of zone to limit; 0 puts Options.Quota
+// back. Instances already there stay; new ones beyond the limit wait (or
+// are refused, with Options.SyncQuota).
 func (c *Cloud) SetQuota(zone string, limit int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if limit <= 0 {
-		delete(c.quota, zone)
-		return
+		delete(c.book.Quota, zone)
+	} else {
+		c.book.Quota[zone] = limit
 	}
-	c.quota[zone] = limit
+	c.changedLogged()
 }
 
 // SetStockout says whether zone is out of capacity. While it is,
 // instances created or recreated there stay CREATING (RECREATING) with a
-// LastError wrapping cloud.ErrStockout; when it ends, Advance runs them.
+// LastError wrapping cloud.ErrStockout; when it ends, Advance runs them
+// (in a driven Cloud, the driver at once).
 func (c *Cloud) SetStockout(zone string, on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if on {
-		c.stockout[zone] = true
-		return
+		c.book.Stockout[zone] = true
+	} else {
+		delete(c.book.Stockout, zone)
 	}
-	delete(c.stockout, zone)
+	c.changedLogged()
 }
 
 // FailNext makes the next n calls (reads included) fail with an error
@@ -71,15 +76,15 @@ func (c *Cloud) TimeoutNext() {
 func (c *Cloud) Stop(g cloud.GroupRef, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	grp, err := c.group(g)
-	if err != nil {
+	if _, err := c.group(g); err != nil {
 		return err
 	}
-	in, ok := grp.instances[name]
-	if !ok {
-		return fmt.Errorf("memory: instance %s/%s: %w", g, name, cloud.ErrNotFound)
+	in := c.member(g, name)
+	if in == nil {
+		return c.errorf("instance %s/%s: %w", g, name, cloud.ErrNotFound)
 	}
-	in.status = cloud.StatusStopped
+	in.Status = cloud.StatusStopped
+	c.changedLogged()
 	return nil
 }
 
@@ -88,7 +93,8 @@ func (c *Cloud) Stop(g cloud.GroupRef, name string) error {
 func (c *Cloud) AddTemplate(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.templates[name] = ""
+	c.book.Templates[name] = ""
+	c.changedLogged()
 }
 
 // Calls returns the calls made so far, oldest first.
