@@ -319,8 +319,7 @@ func (f *Machine) SchedulerFleet(limits schedule.Limits) *schedule.Fleet {
 		cp := f.policies.get(name, r.Policy, keep)
 		c := schedule.Cluster{Name: name, Kind: r.Spec.Kind, Admin: r.Spec.AdminCluster, Channel: r.Spec.Channel,
 			Current: r.StatusVersion, Policy: cp.c, PolicyInvalid: cp.invalid, Upgrade: upgradeInfo(r.Upgrade), Auto: copyAuto(r.Auto), Seq: r.Seq,
-			Drift: s.drift(r),
-
+			Drift:  s.drift(r),
 			Labels: maps.Clone(r.Spec.Labels)}
 		if len(s.Sequences) > 0 {
 			// Only a cluster in a sequence reads its past; the scheduler
