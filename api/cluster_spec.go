@@ -19,6 +19,10 @@ type ClusterSpec struct {
 	// HealthGates must hold after each node of every pool (SPEC §16,
 	// docs/health.md), besides each pool's own.
 	HealthGates []HealthGate `json:"healthGates,omitempty"`
+	// Labels are the operator's key/value labels of the cluster: rollout
+	// sequences select their stages' clusters by them
+	// (docs/rollout-sequences.md).
+	Labels map[string]string `json:"labels,omitempty"`
 	// MaintenancePolicy, on PUT, is stored with the spec in one step,
 	// validated as PUT .../maintenance-policy validates one: an invalid
 	// policy refuses the whole request. Absent keeps the cluster's

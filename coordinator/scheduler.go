@@ -154,6 +154,17 @@ func fleetKey(f *schedule.Fleet) uint64 {
 		// Map order varies: combine order-free.
 		num(int64(minor) ^ eos.UnixNano())
 	}
+	for _, sq := range f.Sequences {
+		// A stored sequence, a resume or skip, a failure: pass again.
+		str(sq.Name)
+		for _, st := range sq.Stages {
+			str(st.Name)
+			num(int64(st.Soak))
+			num(int64(len(st.Clusters) + len(st.Selector)))
+		}
+		num(int64(len(sq.Overrides)))
+		num(int64(len(sq.Failures)))
+	}
 	for i := range f.Clusters {
 		cl := &f.Clusters[i]
 		str(cl.Name)

@@ -79,6 +79,9 @@ type ClusterSpec struct {
 	Cloud *CloudSpec
 	// HealthGates must hold after each node of every pool (health.go).
 	HealthGates []HealthGate
+	// Labels are the operator's key/value labels of the cluster; rollout
+	// sequences select their stages' clusters by them.
+	Labels map[string]string
 }
 
 // Model validation errors.

@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"maps"
+
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/internal/conv"
 	"github.com/moltproject/molt/phases"
@@ -15,6 +17,7 @@ func ClusterSpecToAPI(s phases.ClusterSpec) api.ClusterSpec {
 		Version: s.Version.String(), Pools: conv.Slice(s.Pools, poolToAPI),
 		Cloud:       conv.Ptr(s.Cloud, func(c phases.CloudSpec) api.CloudSpec { return api.CloudSpec(c) }),
 		HealthGates: conv.Slice(s.HealthGates, HealthGateToAPI),
+		Labels:      maps.Clone(s.Labels),
 	}
 }
 
@@ -50,6 +53,7 @@ func ClusterSpecFromAPI(s api.ClusterSpec) (phases.ClusterSpec, error) {
 		HealthGates: conv.Slice(s.HealthGates, func(g api.HealthGate) phases.HealthGate {
 			return healthGateFromAPI(&d, "cluster "+s.Name, g)
 		}),
+		Labels: maps.Clone(s.Labels),
 	}
 	return out, d.err
 }

@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -176,6 +177,11 @@ func (s *state) checkAutoStart(r *ClusterRecord, c AutoStartCmd) error {
 			return fmt.Errorf("cluster %s: the maintenance policy blocks a %s upgrade at %s (%v): %w", name, c.Kind, c.Now.Format(time.RFC3339), d.BlockedBy, phases.ErrStale)
 		}
 	}
+	if !c.EndOfSupport {
+		if err := s.checkSequence(r, c.To, c.Now); err != nil {
+			return err
+		}
+	}
 	family, fleet := s.inProgress(familyName(&r.Spec))
 	perFamily := c.Limits.PerFamily
 	if perFamily <= 0 {
@@ -305,7 +311,7 @@ func (f *Machine) SchedulerFleet(limits schedule.Limits) *schedule.Fleet {
 	f.policies.mu.Lock()
 	defer f.policies.mu.Unlock()
 	s := f.st
-	fleet := &schedule.Fleet{Limits: limits, Catalog: s.catalog()}
+	fleet := &schedule.Fleet{Limits: limits, Catalog: s.catalog(), Sequences: scheduleSequences(s.Sequences)}
 	keep := make(map[string]compiledPolicy, len(s.Clusters))
 	fleet.Clusters = make([]schedule.Cluster, 0, len(s.Clusters))
 	for _, name := range sortedKeys(s.Clusters) {
@@ -313,7 +319,13 @@ func (f *Machine) SchedulerFleet(limits schedule.Limits) *schedule.Fleet {
 		cp := f.policies.get(name, r.Policy, keep)
 		c := schedule.Cluster{Name: name, Kind: r.Spec.Kind, Admin: r.Spec.AdminCluster, Channel: r.Spec.Channel,
 			Current: r.StatusVersion, Policy: cp.c, PolicyInvalid: cp.invalid, Upgrade: upgradeInfo(r.Upgrade), Auto: copyAuto(r.Auto), Seq: r.Seq,
-			Drift: s.drift(r)}
+			Drift:  s.drift(r),
+			Labels: maps.Clone(r.Spec.Labels)}
+		if len(s.Sequences) > 0 {
+			// Only a cluster in a sequence reads its past; the scheduler
+			// finds which those are.
+			c.Past = pastUpgrades(r)
+		}
 		if l := r.Auto.Last; l != nil && l.Outcome == "" && (r.Upgrade == nil || r.Upgrade.ID != l.Upgrade) {
 			c.Ended = historyInfo(r, l.Upgrade)
 		}

@@ -87,6 +87,10 @@ type yearCluster struct {
 	// heldUntil is the end of its registration hold (registered without
 	// a policy).
 	heldUntil time.Time
+	// labels are the cluster's labels; workerSettings its worker pool's
+	// upgrade settings.
+	labels         map[string]string
+	workerSettings phases.UpgradeSettings
 }
 
 type yearStart struct {
@@ -113,6 +117,9 @@ type yearSim struct {
 	resumes  int
 	// nodeStarts counts automatic node starts the oracle judged.
 	nodeStarts int
+	// failTo makes the first worker node step of a cluster's upgrade to
+	// that version fail, once.
+	failTo map[string]string
 }
 
 func (s *yearSim) apply(cmd Command) (any, error) {
@@ -140,8 +147,8 @@ func yearRelease(v string, eos time.Time) api.Release {
 func (s *yearSim) register(c *yearCluster) {
 	s.clusters[c.name] = c
 	spec := phases.ClusterSpec{Name: c.name, Kind: c.kind, AdminCluster: c.admin, Channel: c.channel, Version: phases.MustParseVersion(c.version),
-		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: c.name + "-cp"}}}}}
-	w := phases.Pool{Name: "workers", Role: phases.RoleWorker}
+		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Nodes: []phases.Node{{Name: c.name + "-cp"}}}}, Labels: c.labels}
+	w := phases.Pool{Name: "workers", Role: phases.RoleWorker, Settings: c.workerSettings}
 	for i := range c.workers {
 		w.Nodes = append(w.Nodes, phases.Node{Name: fmt.Sprintf("%s-w%d", c.name, i)})
 	}
@@ -286,8 +293,12 @@ func (s *yearSim) progress() bool {
 		for _, a := range work {
 			switch a.Kind {
 			case phases.ActDispatch, phases.ActRunNodeStep:
-				s.must(NodeStepResultCmd{Cluster: c.name, Now: s.now,
-					Result: phases.NodeStepResult{Upgrade: u.ID, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: true}})
+				res := phases.NodeStepResult{Upgrade: u.ID, Node: a.Node, Cursor: a.Cursor, Attempt: a.Attempt, OK: true}
+				if to, ok := s.failTo[c.name]; ok && to == u.To.String() && a.Pool == "workers" {
+					delete(s.failTo, c.name)
+					res.OK, res.Message = false, "kubelet not healthy after the upgrade"
+				}
+				s.must(NodeStepResultCmd{Cluster: c.name, Now: s.now, Result: res})
 			case phases.ActRunStep:
 				s.must(StepResultCmd{Cluster: c.name, Now: s.now, Result: phases.StepResult{Upgrade: u.ID, Step: a.Step, Attempt: a.Attempt, OK: true}})
 			}

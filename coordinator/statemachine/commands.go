@@ -46,6 +46,8 @@ const (
 	CmdSetMembers       command.Type = 42 // members.go
 	CmdPreflightResults command.Type = 48 // preflight_results.go
 	CmdAgentResult      command.Type = 45 // agentupdate.go
+	CmdPutSequence      command.Type = 43 // sequences.go
+	CmdSequenceOverride command.Type = 44 // sequences.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -87,6 +89,8 @@ var commandSince = map[command.Type]string{
 	CmdSetMembers:       SinceMembers,
 	CmdPreflightResults: SincePreflightResults,
 	CmdAgentResult:      SinceAgentUpdate,
+	CmdPutSequence:      SinceSequences,
+	CmdSequenceOverride: SinceSequences,
 }
 
 // CommandSince returns the molt release that introduced command number

@@ -48,6 +48,8 @@ var pinnedCommands = []struct {
 	{"setMembers", CmdSetMembers, 42},
 	{"preflightResults", CmdPreflightResults, 48},
 	{"agentResult", CmdAgentResult, 45},
+	{"putSequence", CmdPutSequence, 43},
+	{"sequenceOverride", CmdSequenceOverride, 44},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -69,6 +69,7 @@ func copySpec(s phases.ClusterSpec) phases.ClusterSpec {
 	}
 	s.Cloud = clonePtr(s.Cloud)
 	s.HealthGates = slices.Clone(s.HealthGates)
+	s.Labels = maps.Clone(s.Labels)
 	return s
 }
 

@@ -106,6 +106,8 @@ func decoders() map[command.Type]decoder {
 		typed((*state).setMembers),
 		typed((*state).preflightResults),
 		typed((*state).agentResult),
+		typed((*state).putSequence),
+		typed((*state).sequenceOverride),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))
@@ -265,6 +267,9 @@ func (s *state) putRelease(c PutReleaseCmd) (any, error) {
 func (s *state) putCluster(c PutClusterCmd) (any, error) {
 	spec := c.Spec
 	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.clusterPlaces(&spec); err != nil {
 		return nil, err
 	}
 	if spec.Kind == phases.KindUser {
@@ -473,6 +478,7 @@ func (s *state) advance(c AdvanceCmd) (any, error) {
 		case phases.ActHalt:
 			if u.State == phases.UpgradeFailed {
 				s.audit(AuditEntry{Time: c.Now, Cluster: c.Cluster, Action: "upgrade-failed", Detail: u.ID + ": " + u.Reason})
+				s.sequenceFailure(r, u, c.Now)
 			}
 		}
 	}

@@ -263,6 +263,13 @@ func TestApplyCommands(t *testing.T) {
 			func(t *testing.T, st *state) {
 				require.Equal(t, &ChannelRecord{Name: "stable", AutoUpgradeTarget: v("1.34.4"), UpdatedAt: now}, st.Channels["stable"])
 			}},
+		{"put a rollout sequence", registered, PutSequenceCmd{Name: "fleet", Stages: []StageRecord{{Name: "dev", Clusters: []string{"lab"}, Soak: time.Hour}}, Now: now}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, &SequenceRecord{Name: "fleet", Stages: []StageRecord{{Name: "dev", Clusters: []string{"lab"}, Soak: time.Hour}}, UpdatedAt: now}, st.Sequences["fleet"])
+			}},
+		{"a cluster in two stages of a sequence", registered, PutSequenceCmd{Name: "fleet", Stages: []StageRecord{{Name: "dev", Clusters: []string{"lab"}},
+			{Name: "prod", Clusters: []string{"lab"}}}, Now: now}, ErrInvalid, nil},
+		{"resume a stage of no sequence", registered, SequenceOverrideCmd{Sequence: "fleet", Stage: "dev", Version: v("1.34.4"), Action: "resume", Now: now}, ErrNotFound, nil},
 		{"put an unknown channel", registered, PutChannelCmd{Channel: "edge", Now: now}, ErrInvalid, nil},
 		{"record members' capabilities", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Version: "0.2.0", Command: 42, StepLayout: 3}}, Now: now}, nil,
 			func(t *testing.T, st *state) {

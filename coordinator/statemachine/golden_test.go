@@ -573,6 +573,17 @@ func goldenEntries() []goldenEntry {
 		{ID: moltID + "/fail/molt", Kind: phases.ActFailStep, Upgrade: moltID, Step: "molt"}}})
 	add(AdvanceCmd{Cluster: "fleet", Upgrade: moltID, Now: now(), Actions: []phases.Action{
 		{ID: moltID + "/halt", Kind: phases.ActHalt, Upgrade: moltID}}})
+	// Rollout sequences (0.2.0, sequences.go): a sequence of two stages,
+	// one by name, one by labels; another that would take the same
+	// cluster is refused; an operator resumes a stage for a version; a
+	// sequence stored and deleted.
+	add(PutSequenceCmd{Name: "fleet", Stages: []StageRecord{{Name: "canary", Clusters: []string{"auto"}, Soak: 72 * time.Hour},
+		{Name: "production", Selector: map[string]string{"tier": "production"}}}, Now: now()})
+	refuse(ErrInvalid, PutSequenceCmd{Name: "other", Stages: []StageRecord{{Name: "only", Clusters: []string{"auto"}}}, Now: now()})
+	add(SequenceOverrideCmd{Sequence: "fleet", Stage: "canary", Version: phases.MustParseVersion("1.34.5"), Action: schedule.OverrideResume,
+		Reason: "the failure was the host's disk, not the release", Now: now()})
+	add(PutSequenceCmd{Name: "gone", Stages: []StageRecord{{Name: "only", Clusters: []string{"nobody"}}}, Now: now()})
+	add(PutSequenceCmd{Name: "gone", Delete: true, Now: now()})
 	return out
 }
 

@@ -27,6 +27,9 @@ type stateV1 struct {
 	// Members was added in 0.2.0 (members.go); absent before the first
 	// record.
 	Members map[string]memberCapabilitiesV1 `json:"members,omitempty"`
+	// Sequences were added in 0.2.0 (sequences.go); absent before the
+	// first.
+	Sequences map[string]*sequenceV1 `json:"sequences,omitempty"`
 }
 
 type clusterRecordV1 struct {
@@ -78,6 +81,7 @@ func stateToV1(s *state) stateV1 {
 		AuditSeq:      s.AuditSeq,
 		Channels:      conv.Map(s.Channels, func(c *ChannelRecord) *channelV1 { return conv.Ptr(c, channelToV1) }),
 		Members:       membersToV1(s.Members),
+		Sequences:     conv.Map(s.Sequences, func(r *SequenceRecord) *sequenceV1 { return conv.Ptr(r, sequenceToV1) }),
 	}
 }
 
@@ -93,6 +97,7 @@ func (d *v1Decoder) state(s stateV1) *state {
 		AuditSeq:      s.AuditSeq,
 		Channels:      conv.Map(s.Channels, func(c *channelV1) *ChannelRecord { return conv.Ptr(c, d.channel) }),
 		Members:       membersFromV1(s.Members),
+		Sequences:     conv.Map(s.Sequences, func(r *sequenceV1) *SequenceRecord { return conv.Ptr(r, d.sequence) }),
 	}
 	if st.Tokens == nil { // snapshots from before tokens
 		st.Tokens = map[string]*TokenRecord{}

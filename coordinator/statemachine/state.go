@@ -40,6 +40,9 @@ type state struct {
 	// Members is the replicated record of what each coordinator member
 	// runs and reads, by member ID (members.go); nil before the first.
 	Members map[string]api.MemberCapabilities
+	// Sequences are the rollout sequences by name (sequences.go); nil
+	// before the first.
+	Sequences map[string]*SequenceRecord
 }
 
 func newState() *state {

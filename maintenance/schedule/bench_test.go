@@ -59,3 +59,55 @@ func BenchmarkPass1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(starts), "starts")
 }
+
+// BenchmarkPass1000InSequences is BenchmarkPass1000 with the fleet in 10
+// rollout sequences of three stages each (target: ≤ 100 ms): a tenth of
+// each sequence's families in its first stage by name, the rest by their
+// labels, every stage soaking a day, and the clusters' pasts of four done
+// upgrades each.
+func BenchmarkPass1000InSequences(b *testing.B) {
+	f, now := benchFleet(b)
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		seq := fmt.Sprintf("seq%d", i/100)
+		stage := "prod"
+		switch {
+		case i%100 < 10:
+			stage = "dev"
+		case i%100 < 40:
+			stage = "staging"
+		}
+		c.Labels = map[string]string{"sequence": seq, "stage": stage}
+		for j := range 4 {
+			c.Past = append(c.Past, Upgrade{ID: fmt.Sprintf("%s-%d", c.Name, j), From: v("1.32.1"), To: v("1.32.9"), State: phases.UpgradeDone,
+				FinishedAt: now.Add(-time.Duration(400-j*30) * day)})
+		}
+	}
+	for s := range 10 {
+		name := fmt.Sprintf("seq%d", s)
+		seq := Sequence{Name: name}
+		var dev []string
+		for i := s * 100; i < s*100+10; i++ {
+			dev = append(dev, f.Clusters[i].Name)
+		}
+		seq.Stages = []Stage{
+			{Name: "dev", Clusters: dev, Soak: day},
+			{Name: "staging", Selector: map[string]string{"sequence": name, "stage": "staging"}, Soak: day},
+			{Name: "prod", Selector: map[string]string{"sequence": name, "stage": "prod"}},
+		}
+		f.Sequences = append(f.Sequences, seq)
+	}
+	b.ReportAllocs()
+	starts, waiting := 0, 0
+	for b.Loop() {
+		p := Evaluate(f, now)
+		starts, waiting = len(p.Starts()), 0
+		for _, d := range p.Decisions {
+			if d.Status.State == StateWaitingForStage {
+				waiting++
+			}
+		}
+	}
+	b.ReportMetric(float64(starts), "starts")
+	b.ReportMetric(float64(waiting), "waiting-for-stage")
+}

@@ -20,6 +20,9 @@ type step struct {
 	// forced: the current minor is past its end of support, and the step
 	// runs through windows, exclusions and the catch-up pace.
 	forced bool
+	// seq is where the cluster stands in its rollout sequence for next
+	// (set by sequenceHold; nil: in no sequence).
+	seq *SequenceWait
 }
 
 // hold is what one blocker says about a step: the blocks it finds now
@@ -50,6 +53,7 @@ var blockers = []blocker{
 	(*evaluator).registrationHold,
 	(*evaluator).backoffHold,
 	(*evaluator).paceHold,
+	(*evaluator).sequenceHold,
 	(*evaluator).rulesHold,
 	(*evaluator).driftHold,
 	(*evaluator).policyHold,

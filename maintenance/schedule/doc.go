@@ -27,6 +27,10 @@
 //     patch of the current minor first, then the next minor (never two at
 //     once), at most one minor per maintenance.CatchUpInterval while the
 //     cluster is more than one minor behind its channel;
+//   - a cluster of a rollout sequence waits for the stages before its
+//     own to be done with the step's version (sequence.go), unless an
+//     end of support forces the step, which then says it bypassed the
+//     sequence;
 //   - a cluster registered without a maintenance policy waits out its
 //     registration hold (State.HeldUntil), even past its end of support
 //     (hold.go);

@@ -78,6 +78,7 @@ type evaluator struct {
 	familyBusy map[string]int
 	fleetBusy  int
 	perFamily  int
+	seqs       *sequences
 }
 
 func newEvaluator(f *Fleet, now time.Time) *evaluator {
@@ -86,6 +87,7 @@ func newEvaluator(f *Fleet, now time.Time) *evaluator {
 	if e.perFamily <= 0 {
 		e.perFamily = DefaultPerFamily
 	}
+	e.seqs = newSequences(f, e.now)
 	for i := range f.Clusters {
 		c := &f.Clusters[i]
 		e.byName[c.Name] = c
@@ -206,15 +208,24 @@ func (e *evaluator) decide(c *Cluster) Decision {
 // decideStep decides on the step s: every blocker that applies holds it back;
 // none, and it starts.
 func (e *evaluator) decideStep(d *Decision, s *step, eos time.Time) Decision {
-	if hs := e.holds(s); len(hs) > 0 {
+	hs := e.holds(s)
+	d.Status.Sequence = s.seq
+	if len(hs) > 0 {
 		e.held(d, s, hs)
 		return *d
 	}
 	d.Status.State = StateStarting
 	d.Kind, d.To, d.EndOfSupport = s.kind, s.next, s.forced
 	d.Reason = reason(s.c, s.ch, s.next, s.kind)
+	if w := s.seq; w != nil && !s.forced {
+		d.Reason += fmt.Sprintf(" (sequence %s, stage %s)", w.Sequence, w.Stage)
+	}
 	if s.forced {
 		d.Reason = eosReason(s.c, s.ch, s.next, eos)
+		if w := s.seq; w != nil && w.Bypassed {
+			d.SequenceBypassed = true
+			d.Reason += fmt.Sprintf("; bypassing rollout sequence %s (stage %s still waits for stage %s)", w.Sequence, w.Stage, w.WaitsFor)
+		}
 	}
 	d.Status.Message = "due now: " + d.Reason
 	if d.Action == ActNone {

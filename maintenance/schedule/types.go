@@ -182,6 +182,14 @@ type Cluster struct {
 	// differs: no automatic upgrade starts on a cluster that does not run
 	// what molt believes, since its plan would start from a wrong version.
 	Drift map[string]string
+	// Labels are the cluster's labels (rollout sequences select stages
+	// by them).
+	Labels map[string]string
+	// Past are the cluster's ended upgrades, oldest first (From, To,
+	// State and FinishedAt are read): when it reached a version, and
+	// which upgrades to it failed (rollout sequences). Read only for a
+	// cluster in a sequence.
+	Past []Upgrade
 	// Seq is the cluster's upgrade count when the fleet was read: the
 	// basis a start decision carries to the state machine, which refuses
 	// it once another upgrade has started. The scheduler does not read it.
@@ -208,6 +216,8 @@ type Fleet struct {
 	Catalog  Catalog
 	Clusters []Cluster
 	Limits   Limits
+	// Sequences are the rollout sequences (sequence.go), by name.
+	Sequences []Sequence
 }
 
 // StatusState says where a cluster stands with automatic upgrades.
@@ -303,6 +313,9 @@ type Status struct {
 	NextAttempt time.Time
 	// LastAttempt is the last automatic attempt, with its outcome.
 	LastAttempt *Attempt
+	// Sequence says where the cluster stands in its rollout sequence for
+	// Next (nil: in no sequence, or no next step).
+	Sequence *SequenceWait
 	// Message says it all in one sentence.
 	Message string
 }
@@ -329,7 +342,10 @@ type Decision struct {
 	To           phases.Version
 	Kind         maintenance.ChangeKind
 	EndOfSupport bool
-	Reason       string
+	// SequenceBypassed: the start is forced by an end of support past a
+	// stage of the cluster's rollout sequence that is not done.
+	SequenceBypassed bool
+	Reason           string
 	// Record is the attempt's record as ActRecord stores it, and State
 	// the cluster's auto-upgrade state after it.
 	Record *Attempt
