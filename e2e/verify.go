@@ -342,11 +342,12 @@ func (w *SurgeWatch) Verify(ctx context.Context, u *api.Upgrade, version string)
 	for _, n := range nodes {
 		pr.check(n.State == api.StepDone, "%s is %s, not done", n.Node, n.State)
 		// The replacement's name is the engine's deterministic one (its
-		// unit tests pin it); here: the instance that stands for the node
-		// is the replacement the coordinator named, in the zone's group.
+		// unit tests pin it); here: once the node is done, another
+		// instance of the zone's group stands for it (the wire's Current;
+		// Replacement names it only while the surge is under way).
 		group := groupOf(p, n.Zone)
-		pr.check(n.Replacement != "" && liveName(&n) == n.Replacement, "%s stands as %s, not its replacement %q", n.Node, liveName(&n), n.Replacement)
-		pr.check(group != "" && strings.HasPrefix(n.Replacement, group+"-"), "%s's replacement %s is not named after its zone's group %q", n.Node, n.Replacement, group)
+		pr.check(liveName(&n) != n.Node, "%s was not replaced: it still stands as itself", n.Node)
+		pr.check(group != "" && strings.HasPrefix(liveName(&n), group+"-"), "%s's replacement %s is not named after its zone's group %q", n.Node, liveName(&n), group)
 		live = append(live, liveName(&n))
 		if n.FinishedAt.After(zoneDone[n.Zone]) {
 			zoneDone[n.Zone] = n.FinishedAt
