@@ -261,17 +261,60 @@ func newSequences(f *Fleet, now time.Time) *sequences {
 	for i := range f.Sequences {
 		s.members[i] = make([][]*Cluster, len(f.Sequences[i].Stages))
 	}
+	idx := newPlaceIndex(f.Sequences)
 	for i := range f.Clusters {
 		c := &f.Clusters[i]
-		ps := Places(f.Sequences, c.Name, c.Labels)
-		if len(ps) == 0 {
+		p, ok := idx.first(c.Name, c.Labels)
+		if !ok {
 			continue
 		}
-		p := ps[0]
 		s.place[c.Name] = p
 		s.members[p.Sequence][p.Stage] = append(s.members[p.Sequence][p.Stage], c)
 	}
 	return s
+}
+
+// placeIndex finds a cluster's first place without walking every stage's
+// list of names for every cluster (a pass over 1,000 clusters in 10
+// sequences would otherwise scan each list a thousand times): the named
+// clusters by name, and only the stages that have a selector.
+type placeIndex struct {
+	named     map[string]Place
+	selectors []Place
+	seqs      []Sequence
+}
+
+func newPlaceIndex(seqs []Sequence) *placeIndex {
+	x := &placeIndex{named: map[string]Place{}, seqs: seqs}
+	for i := range seqs {
+		for j := range seqs[i].Stages {
+			st := &seqs[i].Stages[j]
+			for _, name := range st.Clusters {
+				if _, ok := x.named[name]; !ok {
+					x.named[name] = Place{Sequence: i, Stage: j}
+				}
+			}
+			if len(st.Selector) > 0 {
+				x.selectors = append(x.selectors, Place{Sequence: i, Stage: j})
+			}
+		}
+	}
+	return x
+}
+
+// first is the place Places would list first: the earliest stage, in
+// sequence then stage order, that names or selects the cluster.
+func (x *placeIndex) first(name string, labels map[string]string) (Place, bool) {
+	best, found := x.named[name]
+	for _, p := range x.selectors {
+		if found && (p.Sequence > best.Sequence || p.Sequence == best.Sequence && p.Stage >= best.Stage) {
+			break
+		}
+		if x.seqs[p.Sequence].Stages[p.Stage].Selects(name, labels) {
+			return p, true
+		}
+	}
+	return best, found
 }
 
 // of returns the progress of v through sequence i.
@@ -332,6 +375,7 @@ func (s *sequences) of(i int, v phases.Version) *VersionProgress {
 			p.Reached = k + 1
 		}
 	}
+	s.progress[key] = p
 	return p
 }
 
