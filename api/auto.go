@@ -41,6 +41,9 @@ const (
 	AutoPausedAtWindowEnd = "paused-at-window-end"
 	AutoBlockedByRule     = "blocked-by-rule"
 	AutoStarting          = "starting"
+	// AutoWaitingForStage: the next step waits for an earlier stage of
+	// the cluster's rollout sequence (UpgradeStatus.Sequence says which).
+	AutoWaitingForStage = "waiting-for-stage"
 )
 
 // UpgradeStatus answers why a cluster is (not) upgrading
@@ -80,6 +83,11 @@ type UpgradeStatus struct {
 	// LastAttempt is the last automatic upgrade the scheduler started,
 	// with why and how it ended.
 	LastAttempt *AutoAttempt `json:"lastAttempt,omitempty"`
+	// Sequence, for a cluster of a rollout sequence with a next step,
+	// says where it stands: the stage it waits for, that stage's clusters
+	// not at the version yet, when its soak ends, or the failure that
+	// holds it.
+	Sequence *SequenceWait `json:"sequence,omitempty"`
 	// Message says it in one sentence.
 	Message string `json:"message"`
 }
@@ -94,6 +102,9 @@ const (
 	// BlockDrift names a node whose observed versions differ from molt's
 	// record of it (see AgentStatus.Drift).
 	BlockDrift = "drift"
+	// BlockSequence names the rule of a rollout sequence that holds the
+	// step (rollout-sequence, rollout-sequence-held).
+	BlockSequence = "sequence"
 )
 
 // UpgradeBlock is one thing that holds an automatic upgrade back.

@@ -56,6 +56,9 @@ const (
 	ClusterAutoUpgradeFailures  = "molt_cluster_auto_upgrade_failures"
 	ClusterAutoUpgradeNext      = "molt_cluster_auto_upgrade_next_attempt_timestamp_seconds"
 	ClusterEndOfSupportUpgrade  = "molt_cluster_end_of_support_upgrade_timestamp_seconds"
+	SequenceStage               = "molt_rollout_sequence_stage"
+	SequenceHeld                = "molt_rollout_sequence_held"
+	SequenceSoakEnd             = "molt_rollout_sequence_soak_end_timestamp_seconds"
 	AgentLastSeenAge            = "molt_agent_last_seen_age_seconds"
 	AgentMissing                = "molt_agent_missing"
 	NodeVersionDrift            = "molt_node_version_drift"
@@ -150,6 +153,9 @@ var catalog = []Info{
 	{ClusterAutoUpgradeFailures, Gauge, []string{"cluster"}, "Automatic upgrades of the cluster in a row that did not finish (refused by preflight, failed or cancelled); 0 after one finishes.", ExporterCoordinator},
 	{ClusterAutoUpgradeNext, Gauge, []string{"cluster"}, "Unix time the backoff after the cluster's failed automatic upgrades ends; absent without a backoff.", ExporterCoordinator},
 	{ClusterEndOfSupportUpgrade, Gauge, []string{"cluster"}, "Unix time the end of support forces the cluster's next minor upgrade, on any channel or none, through windows and exclusions (in the past while it is due and held by a backoff, a version rule or a limit); absent when none is due.", ExporterCoordinator},
+	{SequenceStage, Gauge, []string{"sequence", "version"}, "Stages of the rollout sequence done with the version (every cluster runs it, soaked, not held): the index of the stage it waits in, the number of stages once through.", ExporterCoordinator},
+	{SequenceHeld, Gauge, []string{"sequence", "version"}, "1 while a failed upgrade to the version holds the stages after the one it failed in until an operator resumes or skips that stage, else 0.", ExporterCoordinator},
+	{SequenceSoakEnd, Gauge, []string{"sequence", "version"}, "Unix time the soak of the stage the version waits in ends, once all its clusters run it; absent otherwise.", ExporterCoordinator},
 	{AgentLastSeenAge, Gauge, []string{"cluster", "node"}, "Seconds since the node's agent last reported.", ExporterCoordinator},
 	{AgentMissing, Gauge, []string{"cluster", "node"}, "1 while the coordinator considers the node's agent missing, else 0.", ExporterCoordinator},
 	{NodeVersionDrift, Gauge, []string{"cluster", "node"}, "1 while the kubelet or containerd version the node's agent reports differs from molt's record of the node (upgraded by hand, reimaged, rolled back), else 0.", ExporterCoordinator},

@@ -14,6 +14,7 @@ var stateMetrics = []string{
 	PoolInfo, PoolUpgradePhase, PoolNodes, PoolGateRed, PoolFailedNodesBudget, PoolCloudWaiting,
 	ClusterNodes, ClusterSkewViolation, ClusterEndOfSupport, ClusterBlockedPastEOS,
 	ClusterAutoUpgradeState, ClusterAutoUpgradeFailures, ClusterAutoUpgradeNext, ClusterEndOfSupportUpgrade,
+	SequenceStage, SequenceHeld, SequenceSoakEnd,
 	AgentLastSeenAge, AgentMissing, NodeVersionDrift,
 	RaftState, RaftTerm, RaftLastLogIndex, RaftCommitIndex, RaftAppliedIndex, RaftHasLeader,
 	RaftHalted, RaftHaltedIndex, MemberInfo,
@@ -64,6 +65,16 @@ func (c *coordinatorCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		c.collectCluster(ch, cl, seen)
+	}
+	for _, sq := range c.src.SequencesView() {
+		if !once(seen, "q", sq.Sequence, sq.Version) {
+			continue
+		}
+		c.gauge(ch, SequenceStage, float64(sq.Reached), sq.Sequence, sq.Version)
+		c.gauge(ch, SequenceHeld, b2f(sq.Held), sq.Sequence, sq.Version)
+		if !sq.SoakEnds.IsZero() {
+			c.gauge(ch, SequenceSoakEnd, unixSeconds(sq.SoakEnds), sq.Sequence, sq.Version)
+		}
 	}
 	now := c.src.Now()
 	for _, a := range c.src.AgentsView() {

@@ -15,14 +15,16 @@ import (
 type fakeSource struct {
 	clusters []ClusterView
 	agents   []AgentView
+	seqs     []SequenceView
 	raft     RaftView
 	now      time.Time
 }
 
-func (f *fakeSource) ClustersView() []ClusterView { return f.clusters }
-func (f *fakeSource) AgentsView() []AgentView     { return f.agents }
-func (f *fakeSource) RaftView() RaftView          { return f.raft }
-func (f *fakeSource) Now() time.Time              { return f.now }
+func (f *fakeSource) ClustersView() []ClusterView   { return f.clusters }
+func (f *fakeSource) AgentsView() []AgentView       { return f.agents }
+func (f *fakeSource) SequencesView() []SequenceView { return f.seqs }
+func (f *fakeSource) RaftView() RaftView            { return f.raft }
+func (f *fakeSource) Now() time.Time                { return f.now }
 
 var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
 

@@ -168,7 +168,8 @@ func exercised(t *testing.T) *prometheus.Registry {
 			NodesPerVersion: map[string]int{"1.31.0": 1}, EndOfSupport: t0,
 			AutoUpgradeState: "backoff", AutoUpgradeFailures: 2, AutoUpgradeNextAttempt: t0.Add(time.Hour),
 			EndOfSupportUpgrade: t0}},
-		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}}}))
+		agents: []AgentView{{Cluster: "c", Node: "n", LastSeen: t0}},
+		seqs:   []SequenceView{{Sequence: "fleet", Version: "1.34.4", Reached: 1, SoakEnds: t0}}}))
 	return reg
 }
 

@@ -128,6 +128,21 @@ type RaftView struct {
 	Members []MemberView
 }
 
+// SequenceView is how far one version has gone through one rollout
+// sequence (molt_rollout_sequence_*).
+type SequenceView struct {
+	Sequence, Version string
+	// Reached is the number of stages done with the version: the index
+	// of the stage it waits in.
+	Reached int
+	// Held: a failed upgrade to the version holds the stages after the
+	// one it failed in.
+	Held bool
+	// SoakEnds is when the soak of the stage it waits in ends, once all
+	// that stage's clusters run it (zero otherwise).
+	SoakEnds time.Time
+}
+
 // MemberView is one coordinator member's release (molt_member_info).
 type MemberView struct {
 	ID, Version, Source string
@@ -137,6 +152,8 @@ type MemberView struct {
 // methods must be cheap and safe for concurrent use; they return copies.
 type Source interface {
 	ClustersView() []ClusterView
+	// SequencesView is every version in play in every rollout sequence.
+	SequencesView() []SequenceView
 	AgentsView() []AgentView
 	RaftView() RaftView
 	// Now is the coordinator's clock; ages are computed against it.

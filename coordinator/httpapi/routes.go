@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/web"
 )
 
@@ -93,6 +94,13 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/channels", NeedViewer, read, f(h.scheduler.channels)},
 		{"GET", "/v1/channels/{name}", NeedViewer, read, f(h.scheduler.channel)},
 		{"PUT", "/v1/channels/{name}", NeedAdmin, write(200), f(h.scheduler.putChannel)},
+
+		{"GET", "/v1/rollout-sequences", NeedViewer, read, f(h.sequences.list)},
+		{"GET", "/v1/rollout-sequences/{sequence}", NeedViewer, read, f(h.sequences.get)},
+		{"PUT", "/v1/rollout-sequences/{sequence}", NeedAdmin, write(200), f(h.sequences.put)},
+		{"DELETE", "/v1/rollout-sequences/{sequence}", NeedAdmin, write(204), f(h.sequences.delete)},
+		{"POST", "/v1/rollout-sequences/{sequence}/stages/{stage}/resume", NeedOperator, write(200), f(h.sequences.override(api.SequenceResume))},
+		{"POST", "/v1/rollout-sequences/{sequence}/stages/{stage}/skip", NeedOperator, write(200), f(h.sequences.override(api.SequenceSkip))},
 
 		{"GET", "/v1/releases", NeedViewer, read, f(h.releases.releases)},
 		{"GET", "/v1/releases/{version}", NeedViewer, read, f(h.releases.release)},

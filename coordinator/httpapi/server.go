@@ -35,6 +35,7 @@ type Services struct {
 	Preflights  PreflightService   // preflight_handlers.go
 	Maintenance MaintenanceService // maintenance_handlers.go
 	Scheduler   SchedulerService   // channel_handlers.go
+	Sequences   SequenceService    // sequence_handlers.go
 	Members     MemberService      // member_handlers.go
 	Credentials CredentialService  // trust_handlers.go
 	Secrets     SecretService      // secrets_handlers.go
@@ -46,7 +47,7 @@ type Services struct {
 func ServicesOf(c *coordinator.Coordinator) Services {
 	return Services{
 		Leadership: c, Auth: c, Audit: c, Relay: c,
-		Releases: c, Clusters: c, Upgrades: c, Preflights: c, Maintenance: c, Scheduler: c,
+		Releases: c, Clusters: c, Upgrades: c, Preflights: c, Maintenance: c, Scheduler: c, Sequences: c,
 		Members: c, Credentials: c, Secrets: c, Agents: c,
 	}
 }
@@ -212,6 +213,7 @@ type handlers struct {
 	preflights  *preflightHandlers
 	maintenance *maintenanceHandlers
 	scheduler   *schedulerHandlers
+	sequences   *sequenceHandlers
 	members     *memberHandlers
 	credentials *credentialHandlers
 	secrets     *secretHandlers
@@ -240,6 +242,7 @@ func newHandlers(s Services, cfg Config) *handlers {
 		preflights:  &preflightHandlers{svc: s.Preflights},
 		maintenance: &maintenanceHandlers{svc: s.Maintenance, clock: cfg.Clock},
 		scheduler:   &schedulerHandlers{svc: s.Scheduler},
+		sequences:   &sequenceHandlers{svc: s.Sequences},
 		members:     &memberHandlers{svc: s.Members},
 		credentials: &credentialHandlers{svc: s.Credentials},
 		secrets:     &secretHandlers{svc: s.Secrets},

@@ -14,9 +14,9 @@ import (
 //
 // It knows the commands that requests propose and that touch one cluster
 // record: PutClusterCmd, DeleteClusterCmd, PoolCommandCmd, RetryNodeCmd,
-// NodeStepResultCmd, AgentRegisterCmd, and PutChannelCmd (on a copy of
-// the channels). Other commands are not checked
-// (nil).
+// NodeStepResultCmd, AgentRegisterCmd, PutChannelCmd (on a copy of
+// the channels), and PutSequenceCmd and SequenceOverrideCmd (on a copy of
+// the sequences). Other commands are not checked (nil).
 func (f *Machine) Precheck(cmd any) error {
 	switch c := cmd.(type) {
 	case PutClusterCmd:
@@ -35,6 +35,23 @@ func (f *Machine) Precheck(cmd any) error {
 		f.mu.RLock()
 		defer f.mu.RUnlock()
 		_, err := (&state{Releases: f.st.Releases, Channels: maps.Clone(f.st.Channels)}).putChannel(c)
+		return err
+	case PutSequenceCmd:
+		// putSequence replaces the map, or deletes from it: a copy.
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		_, err := (&state{Clusters: f.st.Clusters, Sequences: maps.Clone(f.st.Sequences)}).putSequence(c)
+		return err
+	case SequenceOverrideCmd:
+		// sequenceOverride appends to the record: a copy of it.
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		seqs := maps.Clone(f.st.Sequences)
+		if r := seqs[c.Sequence]; r != nil {
+			cp := cloneSequence(r)
+			seqs[c.Sequence] = &cp
+		}
+		_, err := (&state{Releases: f.st.Releases, Sequences: seqs}).sequenceOverride(c)
 		return err
 	}
 	return nil
