@@ -56,6 +56,9 @@ func printWhy(w io.Writer, st api.UpgradeStatus) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if q := st.Sequence; q != nil {
+		printSequenceWait(w, q)
+	}
 	if !st.NextOpportunity.IsZero() {
 		fmt.Fprintf(w, "next opportunity: %s\n", st.NextOpportunity.UTC().Format(time.RFC3339))
 	}
@@ -104,6 +107,8 @@ func whyHeadline(st api.UpgradeStatus) string {
 		return fmt.Sprintf("%s → %s waits for a rule (version skew, catch-up pace or concurrency)", st.Current, st.Next)
 	case api.AutoStarting:
 		return fmt.Sprintf("%s → %s may start now; the coordinator's leader starts it on its next pass", st.Current, st.Next)
+	case api.AutoWaitingForStage:
+		return fmt.Sprintf("%s → %s waits for an earlier stage of its rollout sequence", st.Current, st.Next)
 	}
 	return st.Message
 }
@@ -138,4 +143,23 @@ func (c *cli) channelCmd() *cobra.Command {
 	set.Flags().String("target", "", "auto-upgrade target (empty: nothing is upgraded automatically)")
 	cmd.AddCommand(set)
 	return cmd
+}
+
+// printSequenceWait says where a cluster stands in its rollout sequence:
+// the stage it waits for, that stage's clusters not at the version yet,
+// when its soak ends, or the failure that holds it.
+func printSequenceWait(w io.Writer, q *api.SequenceWait) {
+	fmt.Fprintf(w, "rollout sequence %s, stage %s, for %s: ", q.Sequence, q.Stage, q.Version)
+	switch {
+	case q.Bypassed:
+		fmt.Fprintln(w, "the end of support forces the step through the sequence")
+	case q.WaitsFor == "":
+		fmt.Fprintln(w, "the version is eligible for this stage")
+	case q.Held:
+		fmt.Fprintf(w, "held: the upgrade failed on %s in stage %s; waits until an operator resumes or skips stage %s\n", strings.Join(q.Failed, ", "), q.HeldStage, q.HeldStage)
+	case len(q.NotReached) > 0:
+		fmt.Fprintf(w, "waits for stage %s, where %s do(es) not run %s yet\n", q.WaitsFor, strings.Join(q.NotReached, ", "), q.Version)
+	default:
+		fmt.Fprintf(w, "waits for stage %s to soak until %s\n", q.WaitsFor, q.SoakEnds.UTC().Format(time.RFC3339))
+	}
 }

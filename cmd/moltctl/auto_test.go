@@ -40,3 +40,28 @@ last automatic upgrade shop-1.34.3-2 (1.34.2 → 1.34.3, started 2027-02-27T00:0
 		EndOfSupport: at, ForcedByEndOfSupport: true, NextOpportunity: at})
 	require.Contains(t, out.String(), "end of support: 1.34.3 → 1.35.2 is forced through maintenance windows and exclusions once 1.34's end of support (2027-03-06T00:00:00Z) has passed\n")
 }
+
+// TestPrintWhySequence: a cluster of a rollout sequence says the stage it
+// waits for, that stage's clusters not at the version, or when its soak
+// ends, or the failure that holds it.
+func TestPrintWhySequence(t *testing.T) {
+	at := time.Date(2027, 3, 6, 0, 0, 0, 0, time.UTC)
+	st := api.UpgradeStatus{Cluster: "prod-eu", Channel: "regular", Current: "1.34.3", Target: "1.34.4", Next: "1.34.4", State: api.AutoWaitingForStage,
+		Sequence: &api.SequenceWait{Sequence: "fleet", Stage: "prod", Version: "1.34.4", WaitsFor: "staging", NotReached: []string{"stg-1", "stg-2"}}}
+	var out bytes.Buffer
+	printWhy(&out, st)
+	require.Equal(t, `cluster prod-eu runs 1.34.3 on channel regular (auto-upgrade target 1.34.4)
+WAITING-FOR-STAGE: 1.34.3 → 1.34.4 waits for an earlier stage of its rollout sequence
+rollout sequence fleet, stage prod, for 1.34.4: waits for stage staging, where stg-1, stg-2 do(es) not run 1.34.4 yet
+`, out.String())
+
+	out.Reset()
+	st.Sequence.NotReached, st.Sequence.SoakEnds = nil, at
+	printWhy(&out, st)
+	require.Contains(t, out.String(), "rollout sequence fleet, stage prod, for 1.34.4: waits for stage staging to soak until 2027-03-06T00:00:00Z\n")
+
+	out.Reset()
+	st.Sequence.Held, st.Sequence.Failed, st.Sequence.HeldStage = true, []string{"stg-2"}, "staging"
+	printWhy(&out, st)
+	require.Contains(t, out.String(), "held: the upgrade failed on stg-2 in stage staging; waits until an operator resumes or skips stage staging\n")
+}
