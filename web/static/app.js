@@ -393,7 +393,20 @@ function whyCell(w) {
   if (!w) return '';
   const blocked = (w.blockedBy || []).map((b) => [b.kind, b.name].filter(Boolean).join(' ') + (valid(b.until) ? ` until ${fmtTime(b.until)}` : '')).join('; ');
   return h('div', null, badge(w.state), blocked && h('div', { class: 'small', text: blocked }),
+    w.sequence && h('div', { class: 'small', text: sequenceText(w.sequence) }),
     valid(w.nextOpportunity) && h('div', { class: 'small muted' }, 'next: ', timeEl(w.nextOpportunity)));
+}
+
+// sequenceText says where a cluster stands in its rollout sequence (api
+// SequenceWait): the stage it waits for, that stage's clusters not at the
+// version yet, when its soak ends, or the failure that holds it.
+function sequenceText(q) {
+  const at = `sequence ${q.sequence}, stage ${q.stage}, ${q.version}: `;
+  if (q.bypassed) return at + 'forced through by the end of support';
+  if (!q.waitsFor) return at + 'eligible';
+  if (q.held) return at + `held: failed on ${(q.failed || []).join(', ')} in stage ${q.heldStage} until resumed or skipped`;
+  if ((q.notReached || []).length) return at + `waits for stage ${q.waitsFor}, where ${q.notReached.join(', ')} not at ${q.version} yet`;
+  return at + `waits for stage ${q.waitsFor} to soak until ${fmtTime(q.soakEnds)}`;
 }
 
 function fleetPage() {
@@ -940,7 +953,7 @@ function clusterPage(name) {
 }
 
 function genericDl(o) {
-  const known = ['state', 'blockedBy', 'nextOpportunity', 'problem'];
+  const known = ['state', 'blockedBy', 'nextOpportunity', 'problem', 'sequence'];
   return dl(Object.entries(o).filter(([k]) => !known.includes(k)).map(([k, v]) => [k,
     typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v) ? timeEl(v) : typeof v === 'object' && v !== null ? h('span', { class: 'mono small', text: JSON.stringify(v) }) : String(v ?? '')]));
 }
