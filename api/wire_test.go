@@ -40,6 +40,10 @@ var wireTypes = map[string]func() any{
 	// A release catalog entry (its molt-agent since 0.2.0).
 	"release":        func() any { return new(api.Release) },
 	"upgrade-status": func() any { return new(api.UpgradeStatus) },
+	// Rollout sequences: what PUT carries, what the routes answer.
+	"rollout-sequence-spec":     func() any { return new(api.RolloutSequenceSpec) },
+	"rollout-sequence":          func() any { return new(api.RolloutSequence) },
+	"sequence-override-request": func() any { return new(api.SequenceOverrideRequest) },
 	// An agent's long poll.
 	"operations-response": func() any { return new(api.OperationsResponse) },
 	// Between members: the beats a follower relays to the leader.

@@ -319,3 +319,26 @@ molt_member_info{member="m2",source="assumed",version="0.1.0"} 1
 	follower.Leader, follower.State = false, "Follower"
 	require.Zero(t, testutil.CollectAndCount(NewCoordinatorCollector(&fakeSource{raft: follower, now: t0}), MemberInfo))
 }
+
+// TestCollectorSequences: per sequence and version the stages done, the
+// hold and the soak's end (absent when no soak runs); a follower exports
+// none, and a duplicate is left out.
+func TestCollectorSequences(t *testing.T) {
+	seqs := []SequenceView{
+		{Sequence: "fleet", Version: "1.34.4", Reached: 1, Held: true},
+		{Sequence: "fleet", Version: "1.34.5", SoakEnds: t0.Add(time.Hour)},
+		{Sequence: "fleet", Version: "1.34.5", Reached: 2},
+	}
+	s := gather(t, NewCoordinatorCollector(&fakeSource{raft: leaderRaft, now: t0, seqs: seqs}))
+	require.Equal(t, 1.0, find(t, s, SequenceStage, "sequence=fleet,version=1.34.4"))
+	require.Equal(t, 0.0, find(t, s, SequenceStage, "sequence=fleet,version=1.34.5"))
+	require.Equal(t, 1.0, find(t, s, SequenceHeld, "sequence=fleet,version=1.34.4"))
+	require.Equal(t, 0.0, find(t, s, SequenceHeld, "sequence=fleet,version=1.34.5"))
+	require.Equal(t, float64(t0.Add(time.Hour).Unix()), find(t, s, SequenceSoakEnd, "sequence=fleet,version=1.34.5"))
+	require.Equal(t, 1, count(s, SequenceSoakEnd))
+	require.Equal(t, 2, count(s, SequenceStage))
+
+	for _, x := range gather(t, NewCoordinatorCollector(&fakeSource{raft: RaftView{State: "Follower"}, now: t0, seqs: seqs})) {
+		require.False(t, strings.HasPrefix(x.name, "molt_rollout_sequence"), "follower exported %s", x.name)
+	}
+}
