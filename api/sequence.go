@@ -130,3 +130,52 @@ type SequenceWait struct {
 	// Bypassed: an end of support forces the step through the sequence.
 	Bypassed bool `json:"bypassed,omitempty"`
 }
+
+// SequencePlan is the dry run of a version through a rollout sequence
+// (GET /v1/rollout-sequences/{name}/plan?version=): each stage opens when
+// the one before it is done and soaked; each of its clusters not at the
+// version starts at its own next opportunity and takes its predicted
+// duration. Concurrency limits, failures and an upgrade that outlasts its
+// window are not modelled.
+type SequencePlan struct {
+	Sequence string              `json:"sequence"`
+	Version  string              `json:"version"`
+	Stages   []PlannedStage      `json:"stages"`
+	Clusters []PlannedSeqCluster `json:"clusters"`
+	// Finish is when the last cluster of the last stage is predicted to
+	// run the version (absent when the plan stops: Stopped says why).
+	Finish  time.Time `json:"finish,omitzero"`
+	Stopped string    `json:"stopped,omitempty"`
+}
+
+// PlannedStage is one stage's predicted course.
+type PlannedStage struct {
+	Name string `json:"name"`
+	// Opens is when the version becomes eligible for its clusters, Done
+	// when its last cluster runs it, SoakEnds when the next stage opens.
+	Opens    time.Time `json:"opens,omitzero"`
+	Done     time.Time `json:"done,omitzero"`
+	SoakEnds time.Time `json:"soakEnds,omitzero"`
+	// Held: a failure holds the stages after it; the plan stops here.
+	Held bool `json:"held,omitempty"`
+}
+
+// PlannedSeqCluster is one cluster's place in a sequence's plan.
+type PlannedSeqCluster struct {
+	Cluster string `json:"cluster"`
+	Stage   string `json:"stage"`
+	From    string `json:"from"`
+	// Start and Finish are the predicted start and end of its upgrade;
+	// for a cluster at the version already, when it reached it.
+	Start  time.Time `json:"start,omitzero"`
+	Finish time.Time `json:"finish,omitzero"`
+	// Already: it runs the version already; Running: its upgrade to it
+	// runs now.
+	Already bool `json:"already,omitempty"`
+	Running bool `json:"running,omitempty"`
+	// Unplanned says why no start could be predicted.
+	Unplanned string `json:"unplanned,omitempty"`
+	// OutlastsWindow: its window closes before Finish; it pauses and
+	// finishes later than predicted.
+	OutlastsWindow bool `json:"outlastsWindow,omitempty"`
+}

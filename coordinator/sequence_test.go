@@ -91,6 +91,19 @@ func TestRolloutSequenceSecondStageAfterSoak(t *testing.T) {
 	_, err = cl.Do(ctx, http.MethodPut, "/v1/rollout-sequences/other", api.RolloutSequenceSpec{Stages: []api.SequenceStage{{Name: "all", Clusters: []string{"prod"}}}}, nil)
 	require.Equal(t, statemachine.RuleClusterInTwoSequences, problemRule(err), "%v", err)
 
+	// The plan of 1.33.7: dev at once, prod after dev's soak.
+	var plan api.SequencePlan
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/rollout-sequences/fleet/plan?version=1.33.7", nil, &plan)
+	require.NoError(t, err)
+	require.Len(t, plan.Stages, 2)
+	require.Equal(t, t0, plan.Stages[0].Opens.UTC())
+	require.Equal(t, plan.Stages[0].Done.Add(soak), plan.Stages[1].Opens)
+	require.Equal(t, []string{"dev", "prod"}, []string{plan.Clusters[0].Cluster, plan.Clusters[1].Cluster})
+	require.Equal(t, plan.Clusters[1].Finish, plan.Finish)
+	require.Empty(t, plan.Stopped)
+	_, err = cl.Do(ctx, http.MethodGet, "/v1/rollout-sequences/fleet/plan?version=latest", nil, nil)
+	require.Equal(t, phases.RuleInvalid, problemRule(err), "%v", err)
+
 	// The target moves: dev starts at once; prod waits for stage dev.
 	_, err = cl.Do(ctx, http.MethodPut, "/v1/channels/regular", api.ChannelUpdate{AutoUpgradeTarget: "1.33.7"}, nil)
 	require.NoError(t, err)

@@ -204,3 +204,28 @@ func (c *Coordinator) SequencesView() []metrics.SequenceView {
 	}
 	return out
 }
+
+// PlanRolloutSequence is the dry run of version through the named
+// sequence at the member's clock, each cluster's duration its upgrade's
+// forecast, its last upgrade's, or the plan of an automatic upgrade.
+func (c *Coordinator) PlanRolloutSequence(name, version string) (api.SequencePlan, error) {
+	v, err := phases.ParseVersion(version)
+	if err != nil {
+		return api.SequencePlan{}, &RuleError{Rule: phases.RuleInvalid, Detail: "version: " + err.Error(), Err: ErrInvalid}
+	}
+	opts := c.upgradeOptions(api.UpgradeRequest{Automatic: true})
+	p, err := c.sm.PlanSequence(name, v, c.cfg.AutoUpgradeLimits, phases.DefaultDurations(), opts, c.cfg.Clock.Now())
+	if err != nil {
+		return api.SequencePlan{}, err
+	}
+	out := api.SequencePlan{Sequence: p.Sequence, Version: p.Version.String(), Finish: p.Finish, Stopped: p.Stopped,
+		Stages: make([]api.PlannedStage, 0, len(p.Stages)), Clusters: make([]api.PlannedSeqCluster, 0, len(p.Clusters))}
+	for _, st := range p.Stages {
+		out.Stages = append(out.Stages, api.PlannedStage{Name: st.Name, Opens: st.Opens, Done: st.Done, SoakEnds: st.SoakEnds, Held: st.Held})
+	}
+	for _, pc := range p.Clusters {
+		out.Clusters = append(out.Clusters, api.PlannedSeqCluster{Cluster: pc.Cluster, Stage: pc.Stage, From: pc.From.String(), Start: pc.Start, Finish: pc.Finish,
+			Already: pc.Already, Running: pc.Running, Unplanned: pc.Unplanned, OutlastsWindow: pc.OutlastsWindow})
+	}
+	return out, nil
+}

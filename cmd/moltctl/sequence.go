@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +86,16 @@ func (c *cli) sequenceCmd() *cobra.Command {
 		fmt.Fprintf(c.out, "rollout sequence %s deleted\n", args[0])
 		return nil
 	}}
+	plan := &cobra.Command{Use: "plan NAME --version V", Short: "Predict when a version reaches every stage of a rollout sequence (a dry run)", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		v, _ := cmd.Flags().GetString("version")
+		var p api.SequencePlan
+		if _, err := c.client().Do(cmd.Context(), http.MethodGet, apiPath("rollout-sequences", args[0], "plan")+"?version="+url.QueryEscape(v), nil, &p); err != nil {
+			return err
+		}
+		return c.print(p, func() { printSequencePlan(c.out, p) })
+	}}
+	plan.Flags().String("version", "", "the version to plan")
+	cmd.AddCommand(plan)
 	cmd.AddCommand(put, get("get", "Show a rollout sequence's stages"), list,
 		get("status", "Show how far each version has gone through a rollout sequence, stage by stage"),
 		override(api.SequenceResume, "Resume a stage held by a failed upgrade, for a version (operator)"),
@@ -189,4 +200,40 @@ func stageState(st api.SequenceStageRun) string {
 	default:
 		return "soaking"
 	}
+}
+
+// printSequencePlan prints the dry run: each stage's opening, end and
+// soak, each cluster's predicted start and finish, the last one's.
+func printSequencePlan(w io.Writer, p api.SequencePlan) {
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "plan of %s through rollout sequence %s\n", p.Version, p.Sequence)
+	fmt.Fprintf(w, "%-16s %-21s %-21s %s\n", "STAGE", "OPENS", "DONE", "SOAK ENDS")
+	for _, st := range p.Stages {
+		fmt.Fprintf(w, "%-16s %-21s %-21s %s\n", st.Name, ts(st.Opens), ts(st.Done), ts(st.SoakEnds))
+	}
+	fmt.Fprintf(w, "\n%-20s %-16s %-21s %-21s %s\n", "CLUSTER", "STAGE", "START", "FINISH", "NOTE")
+	for _, c := range p.Clusters {
+		note := ""
+		switch {
+		case c.Already:
+			note = "runs it already"
+		case c.Running:
+			note = "upgrading now"
+		case c.Unplanned != "":
+			note = c.Unplanned
+		case c.OutlastsWindow:
+			note = "outlasts its window: finishes later"
+		}
+		fmt.Fprintf(w, "%-20s %-16s %-21s %-21s %s\n", c.Cluster, c.Stage, ts(c.Start), ts(c.Finish), dash(note))
+	}
+	if p.Stopped != "" {
+		fmt.Fprintf(w, "stopped: %s\n", p.Stopped)
+		return
+	}
+	fmt.Fprintf(w, "last cluster done: %s\n", ts(p.Finish))
 }

@@ -62,6 +62,15 @@ func (s *sequenceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v1/rollout-sequences/fleet/plan" {
+		t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+		_ = json.NewEncoder(w).Encode(api.SequencePlan{Sequence: "fleet", Version: r.URL.Query().Get("version"), Finish: t0.Add(100 * time.Hour),
+			Stages: []api.PlannedStage{{Name: "dev", Opens: t0, Done: t0.Add(2 * time.Hour), SoakEnds: t0.Add(26 * time.Hour)}, {Name: "prod", Opens: t0.Add(26 * time.Hour), Done: t0.Add(100 * time.Hour)}},
+			Clusters: []api.PlannedSeqCluster{{Cluster: "dev-1", Stage: "dev", From: "1.34.3", Start: t0.Add(-time.Hour), Finish: t0.Add(-time.Hour), Already: true},
+				{Cluster: "dev-2", Stage: "dev", From: "1.34.3", Start: t0, Finish: t0.Add(2 * time.Hour)},
+				{Cluster: "prod-eu", Stage: "prod", From: "1.34.3", Start: t0.Add(98 * time.Hour), Finish: t0.Add(100 * time.Hour), OutlastsWindow: true}}})
+		return
+	}
 	if r.URL.Path == "/v1/rollout-sequences" {
 		_ = json.NewEncoder(w).Encode([]api.RolloutSequence{sampleSequence()})
 		return
@@ -85,8 +94,11 @@ func runSequence(t *testing.T, s *sequenceServer, args ...string) string {
 // end and the clusters not at it, and what to do about a hold; and the
 // stages of `moltctl sequence get`.
 func TestSequenceStatusGolden(t *testing.T) {
-	for _, c := range []struct{ verb, golden string }{{"status", "sequence-status.golden"}, {"get", "sequence-get.golden"}} {
-		out := runSequence(t, &sequenceServer{}, c.verb, "fleet")
+	for _, c := range []struct {
+		golden string
+		args   []string
+	}{{"sequence-status.golden", []string{"status", "fleet"}}, {"sequence-get.golden", []string{"get", "fleet"}}, {"sequence-plan.golden", []string{"plan", "fleet", "--version", "1.34.4"}}} {
+		out := runSequence(t, &sequenceServer{}, c.args...)
 		golden := filepath.Join("testdata", c.golden)
 		if *update {
 			require.NoError(t, os.WriteFile(golden, []byte(out), 0o644))

@@ -37,7 +37,7 @@ var wireBodies = []any{
 	api.Member{}, api.JoinRequest{}, api.JoinResponse{},
 	api.Token{}, api.TokenRequest{}, api.RewrapResult{}, api.AuditPage{},
 	api.Channel{}, api.ChannelUpdate{}, api.Release{},
-	api.RolloutSequence{}, api.RolloutSequenceSpec{}, api.SequenceOverrideRequest{},
+	api.RolloutSequence{}, api.RolloutSequenceSpec{}, api.SequenceOverrideRequest{}, api.SequencePlan{},
 	api.Cluster{}, api.ClusterSpec{}, api.Upgrade{}, api.UpgradeRequest{}, api.Plan{},
 	api.PreflightRequest{}, api.PreflightRun{}, api.PreflightRunSummary{},
 	api.MaintenancePolicy{}, api.MaintenanceCheck{}, api.MaintenanceCalendar{}, api.UpgradeStatus{},

@@ -99,6 +99,7 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/rollout-sequences/{sequence}", NeedViewer, read, f(h.sequences.get)},
 		{"PUT", "/v1/rollout-sequences/{sequence}", NeedAdmin, write(200), f(h.sequences.put)},
 		{"DELETE", "/v1/rollout-sequences/{sequence}", NeedAdmin, write(204), f(h.sequences.delete)},
+		{"GET", "/v1/rollout-sequences/{sequence}/plan", NeedViewer, read, f(h.sequences.plan)},
 		{"POST", "/v1/rollout-sequences/{sequence}/stages/{stage}/resume", NeedOperator, write(200), f(h.sequences.override(api.SequenceResume))},
 		{"POST", "/v1/rollout-sequences/{sequence}/stages/{stage}/skip", NeedOperator, write(200), f(h.sequences.override(api.SequenceSkip))},
 

@@ -19,6 +19,8 @@ type SequenceService interface {
 	// OverrideSequenceStage records a resume or skip of a stage for a
 	// version.
 	OverrideSequenceStage(ctx context.Context, name, stage, action string, req api.SequenceOverrideRequest) error
+	// PlanRolloutSequence is the dry run of a version through it.
+	PlanRolloutSequence(name, version string) (api.SequencePlan, error)
 }
 
 // sequenceHandlers serve /v1/rollout-sequences.
@@ -72,4 +74,14 @@ func (h *sequenceHandlers) override(action string) http.HandlerFunc {
 		}
 		h.get(w, r)
 	}
+}
+
+// plan is the dry run of ?version= through the sequence.
+func (h *sequenceHandlers) plan(w http.ResponseWriter, r *http.Request) {
+	p, err := h.svc.PlanRolloutSequence(chi.URLParam(r, "sequence"), r.URL.Query().Get("version"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, 200, p)
 }
