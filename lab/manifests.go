@@ -211,6 +211,15 @@ func APIServerPod(h HostSpec, cp ControlPlane) StaticPod {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-username-headers=X-Remote-User",
 		fmt.Sprintf("--secure-port=%d", APIPort),
+		// On SIGTERM the apiserver closes its watches within 5 s and exits.
+		// Without it the watches keep every client connection busy, its HTTP
+		// server's shutdown waits them out, and the kubelet kills it at the
+		// pod's grace period (30 s): each control-plane node of an upgrade
+		// waited about 30 s more for its new apiserver, and the watchers saw
+		// a dead connection instead of a closed watch. Measured on a lab
+		// host: 40–44 s from the new manifest to the new apiserver running
+		// without it, 12–16 s with it.
+		"--shutdown-watch-termination-grace-period=5s",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki + "/sa.pub",
 		"--service-account-signing-key-file=" + pki + "/sa.key",
