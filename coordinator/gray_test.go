@@ -17,6 +17,7 @@ import (
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -192,7 +193,7 @@ func (a *patientAgent) run(ctx context.Context) {
 		for _, op := range ops {
 			res, ok := done[op.ID]
 			if !ok {
-				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: simDetails(op)}
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
 				done[op.ID] = res
 				a.mu.Lock()
 				a.executed, a.at = append(a.executed, op.ID), append(a.at, time.Now())

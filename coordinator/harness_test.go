@@ -23,6 +23,7 @@ import (
 	"github.com/moltproject/molt/api/convert"
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/metrics"
@@ -793,7 +794,7 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 			a.mu.Lock()
 			res, done := a.results[op.ID]
 			if !done {
-				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: simDetails(op)}
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
 				if a.fail != nil {
 					if msg := a.fail(a.node, op); msg != "" {
 						res.State, res.Message = api.OpFailed, msg
@@ -824,25 +825,6 @@ func (a *simAgent) version() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.agentVersion
-}
-
-// simDetails fills the result details the agent reports for host checks.
-func simDetails(op api.Operation) map[string]string {
-	d := map[string]string{}
-	switch {
-	case op.CheckArtifacts != nil:
-		for _, art := range op.CheckArtifacts.Artifacts {
-			d[preflight.DetailArtifactPrefix+art.Name] = preflight.DetailOK
-		}
-		d[preflight.DetailFreeBytesPrefix+"/var/lib"] = "100000000000"
-	case op.ProbePeers != nil:
-		for _, addr := range op.ProbePeers.Addresses {
-			d[addr] = preflight.DetailOK
-		}
-	default:
-		return nil
-	}
-	return d
 }
 
 func (a *simAgent) executions() map[string]int {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/raftstore"
 )
@@ -103,7 +104,7 @@ func BenchmarkPreflight15k(b *testing.B) {
 					if !strings.HasPrefix(op.ID, prefix) {
 						continue
 					}
-					res := api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Details: simDetails(op)}
+					res := api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Details: agenttest.HealthyDetails(op)}
 					if err := cl.ReportResult(ctx, "big", node, res); err != nil {
 						b.Error(err)
 					}

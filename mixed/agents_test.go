@@ -17,8 +17,8 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/api/client"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/kube/kubetest"
-	"github.com/moltproject/molt/preflight"
 	"github.com/moltproject/molt/trust"
 )
 
@@ -124,7 +124,7 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			}
 			res, ok := done[op.ID]
 			if !ok {
-				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: details(op)}
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
 				if !check {
 					a.mu.Lock()
 					a.ran[node]++
@@ -158,25 +158,6 @@ func pause(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(100 * time.Millisecond):
 	}
-}
-
-// details are what a healthy host reports for preflight host checks.
-func details(op api.Operation) map[string]string {
-	d := map[string]string{}
-	switch {
-	case op.CheckArtifacts != nil:
-		for _, art := range op.CheckArtifacts.Artifacts {
-			d[preflight.DetailArtifactPrefix+art.Name] = preflight.DetailOK
-		}
-		d[preflight.DetailFreeBytesPrefix+"/var/lib"] = "100000000000"
-	case op.ProbePeers != nil:
-		for _, addr := range op.ProbePeers.Addresses {
-			d[addr] = preflight.DetailOK
-		}
-	default:
-		return nil
-	}
-	return d
 }
 
 // testRelease is a catalog entry a real API server takes the add-ons of

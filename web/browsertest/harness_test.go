@@ -21,6 +21,7 @@ import (
 	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/coordinator/httpapi"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/internal/agenttest"
 	"github.com/moltproject/molt/internal/testlog"
 	"github.com/moltproject/molt/internal/version"
 	"github.com/moltproject/molt/phases"
@@ -323,7 +324,7 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			}
 			res, ok := done[op.ID]
 			if !ok {
-				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: details(op)}
+				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
 				if !check {
 					a.mu.Lock()
 					a.ran[node]++
@@ -347,25 +348,6 @@ func pause(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(50 * time.Millisecond):
 	}
-}
-
-// details are what a healthy host reports for preflight host checks.
-func details(op api.Operation) map[string]string {
-	d := map[string]string{}
-	switch {
-	case op.CheckArtifacts != nil:
-		for _, art := range op.CheckArtifacts.Artifacts {
-			d[preflight.DetailArtifactPrefix+art.Name] = preflight.DetailOK
-		}
-		d[preflight.DetailFreeBytesPrefix+"/var/lib"] = "100000000000"
-	case op.ProbePeers != nil:
-		for _, addr := range op.ProbePeers.Addresses {
-			d[addr] = preflight.DetailOK
-		}
-	default:
-		return nil
-	}
-	return d
 }
 
 const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
