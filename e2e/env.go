@@ -63,6 +63,14 @@ type Config struct {
 	// 7 days): how long automatic upgrades leave a node alone for its
 	// safe-to-evict=false pods.
 	ProtectionAge time.Duration
+	// AgentBinary is the molt-agent installed on every host, by
+	// AgentInstallScript (an install.sh beside the unit it installs):
+	// an earlier release's, whose agents an upgrade's molt step then
+	// replaces. Empty: BinDir's molt-agent, the module's install.sh.
+	AgentBinary, AgentInstallScript string
+	// NoPrometheus leaves the lab's Prometheus out (tests that read no
+	// alert or gate).
+	NoPrometheus bool
 }
 
 // Env is a running environment: lab, members, agents.
@@ -130,14 +138,20 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 		urls = append(urls, m.URL())
 	}
 	bin := func(name string) string { return filepath.Join(cfg.BinDir, name) }
-	script := filepath.Join(cfg.Lab.ModuleDir, "systemd", "install.sh")
+	script, agentBin := cfg.AgentInstallScript, cfg.AgentBinary
+	if script == "" {
+		script = filepath.Join(cfg.Lab.ModuleDir, "systemd", "install.sh")
+	}
+	if agentBin == "" {
+		agentBin = bin("molt-agent")
+	}
 	lcfg := cfg.Lab
 	lcfg.AfterHost = func(ctx context.Context, h *lab.Host, spec lab.HostSpec) error {
 		args := []string{"coordinator=" + strings.Join(urls, ","), "token=" + e.bootstrapToken, "ca_pin=" + e.caPin, "cluster=" + ClusterName, "node=" + spec.Name}
 		if cfg.AgentHealthTimeout > 0 {
 			args = append(args, "health-timeout="+cfg.AgentHealthTimeout.String())
 		}
-		return lab.InstallAgent(ctx, h, script, bin("molt-agent"), args...)
+		return lab.InstallAgent(ctx, h, script, agentBin, args...)
 	}
 	l, err := lab.New(lcfg)
 	if err != nil {
@@ -180,9 +194,11 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 	if err := e.waitMembers(ctx, len(e.Members)); err != nil {
 		return e, err
 	}
-	e.step("prometheus at %s in namespace %s", e.PrometheusURL(), l.Network().LabNS())
-	if err := e.startPrometheus(ctx); err != nil {
-		return e, err
+	if !cfg.NoPrometheus {
+		e.step("prometheus at %s in namespace %s", e.PrometheusURL(), l.Network().LabNS())
+		if err := e.startPrometheus(ctx); err != nil {
+			return e, err
+		}
 	}
 	// One bootstrap token enrolls every host's agent; it expires in an
 	// hour, long enough for the lab to come up.
@@ -219,7 +235,7 @@ func Up(ctx context.Context, cfg Config) (*Env, error) {
 		return e, err
 	}
 	if cfg.MIG != nil {
-		if err := e.upMIG(ctx, bin("molt-agent"), script, urls); err != nil {
+		if err := e.upMIG(ctx, agentBin, script, urls); err != nil {
 			return e, err
 		}
 	}

@@ -34,7 +34,9 @@ import (
 //
 // The coordinator's side of the molt step (a real cluster upgrade, hosts
 // updated before any Kubernetes step, the deadline) is tested with
-// simulated agents in coordinator/agentupdate_test.go.
+// simulated agents in coordinator/agentupdate_test.go, and on the lab's
+// hosts in a real upgrade by TestMoltStepInLabUpgrade
+// (moltstep_lab_test.go).
 func TestAgentUpdatesItselfInNspawnHost(t *testing.T) {
 	requireLabTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -3,8 +3,6 @@
 package mixed
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moltproject/molt/internal/cachedir"
+	"github.com/moltproject/molt/internal/prevrelease"
 )
 
-const versionPkg = "github.com/moltproject/molt/internal/version"
+const versionPkg = prevrelease.VersionPkg
 
 // repoRoot is the repository this package is in.
 func repoRoot(t *testing.T) string {
@@ -35,84 +33,31 @@ type previousRelease struct{ commit, version string }
 
 func readPreviousRelease(t *testing.T, root string) previousRelease {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root, "build", "previous-release"))
+	p, err := prevrelease.Read(root, filepath.Join("build", "previous-release"))
 	if err != nil {
 		t.Fatalf("the previous release is pinned in build/previous-release: %v", err)
 	}
-	defer f.Close()
-	var rel previousRelease
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-		switch k {
-		case "commit":
-			rel.commit = strings.TrimSpace(v)
-		case "version":
-			rel.version = strings.TrimSpace(v)
-		}
-	}
-	if len(rel.commit) != 40 || rel.version == "" {
-		t.Fatalf("build/previous-release: want a line `commit <40 hex digits>` and a line `version <semver>`, got %+v", rel)
-	}
-	return rel
+	return previousRelease{commit: p.Commit, version: p.Version}
 }
 
 // buildPrevious returns the previous release's molt-coordinator, built
 // from its commit (git archive into a temporary directory, go build) once
-// and cached under the build cache by commit. The commit must be in this
-// repository's history: the test fails otherwise, never skips.
+// and cached under the build cache by commit (internal/prevrelease). The
+// commit must be in this repository's history: the test fails otherwise,
+// never skips.
 func buildPrevious(t *testing.T, root string, rel previousRelease) string {
 	t.Helper()
-	dir := filepath.Join(cachedir.Build(), "molt-release", rel.commit)
-	bin := filepath.Join(dir, "molt-coordinator")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
+	p := prevrelease.Pin{File: filepath.Join("build", "previous-release"), Commit: rel.commit, Version: rel.version}
+	bins, built, took, err := prevrelease.Build(root, p, "molt-coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := bins["molt-coordinator"]
+	if built {
+		t.Logf("previous release %s (%s) built in %v into %s", rel.version, rel.commit[:12], took.Round(time.Millisecond), bin)
+	} else {
 		t.Logf("previous release %s (%s): cached %s", rel.version, rel.commit[:12], bin)
-		return bin
 	}
-	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", rel.commit+"^{commit}").CombinedOutput(); err != nil {
-		t.Fatalf("the previous release's commit %s (build/previous-release, molt %s) is not in this repository's history "+
-			"(a shallow clone? fetch the full history: git fetch --unshallow): %v %s", rel.commit, rel.version, err, out)
-	}
-	began := time.Now()
-	src := t.TempDir()
-	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rel.commit)
-	untar := exec.Command("tar", "-x", "-C", src)
-	pipe, err := archive.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	untar.Stdin = pipe
-	var stderr bytes.Buffer
-	archive.Stderr, untar.Stderr = &stderr, &stderr
-	if err := untar.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s: %v %s", rel.commit, err, stderr.String())
-	}
-	if err := untar.Wait(); err != nil {
-		t.Fatalf("tar -x of %s: %v %s", rel.commit, err, stderr.String())
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	// The release's version and commit, as a release build sets them; a
-	// release before internal/version existed ignores them.
-	build := exec.Command("go", "build", "-ldflags", fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, rel.version, versionPkg, rel.commit),
-		"-o", filepath.Join(tmp, "molt-coordinator"), "./cmd/molt-coordinator")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build of the previous release %s (%s): %v\n%s", rel.version, rel.commit, err, out)
-	}
-	if err := os.Rename(filepath.Join(tmp, "molt-coordinator"), bin); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("previous release %s (%s) built in %v into %s", rel.version, rel.commit[:12], time.Since(began).Round(time.Millisecond), bin)
 	return bin
 }
 

@@ -18,8 +18,8 @@
 //     without a panic and says so (readyz, metrics, member list); with the
 //     current binary it resumes from its log and agrees with the others.
 //
-// The previous release's binary is built from `git archive` of its commit
-// into ${MOLT_BUILD_CACHE:-/var/cache/molt}/molt-release/COMMIT/; a warm
+// The previous release's binary is built (internal/prevrelease) from `git
+// archive` of its commit into ${MOLT_BUILD_CACHE:-/var/cache/molt}/molt-release/COMMIT/; a warm
 // run reuses it. A commit missing from the repository's history (a shallow
 // clone) fails the test: fetch the history.
 package mixed
