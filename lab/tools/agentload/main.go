@@ -91,6 +91,16 @@ func raiseFileLimit() uint64 {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		log.Fatal(err)
 	}
+	// Root may raise the hard limit too, as a unit's LimitNOFILE does: the
+	// agents' kept connections, the ones being set up and this process's
+	// own requests need more than one descriptor an agent, and a hard
+	// limit of 20,000 ran out at 15,000 agents.
+	if want := uint64(1 << 20); l.Max < want {
+		raised := syscall.Rlimit{Cur: want, Max: want}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			return want
+		}
+	}
 	l.Cur = l.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		log.Fatal(err)

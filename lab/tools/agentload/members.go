@@ -112,7 +112,13 @@ func (m *member) start(bin string, extra ...string) error {
 		return err
 	}
 	m.done = make(chan struct{})
-	go func() { _ = m.cmd.Wait(); logf.Close(); close(m.done) }()
+	go func() {
+		// How a member ended is in its log, whether stopped or not.
+		err := m.cmd.Wait()
+		fmt.Fprintf(logf, "agentload: member %s ended: %v (%s)\n", m.id, err, m.cmd.ProcessState)
+		logf.Close()
+		close(m.done)
+	}()
 	return nil
 }
 
