@@ -10,7 +10,7 @@ LDFLAGS     := -s -w
 export MOLT_CACHE ?= /var/cache/molt
 export MOLT_BUILD_CACHE ?= $(MOLT_CACHE)
 
-.PHONY: all build release check test test-mixed test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf chaos deps test-all demo demo-auto plan-demo clean
+.PHONY: all build release check test test-mixed test-web fuzz test-demo test-plan-demo test-lab test-lab-all test-e2e test-linearizability validate-vagrant prebuild-test bench perf perf-kwok chaos deps test-all demo demo-auto plan-demo clean
 
 all: build
 
@@ -161,6 +161,15 @@ bench:
 ## machine (about 20 minutes; needs etcd from deps); printed and written to bin/perf.md
 perf: build
 	BIN=$(BIN) bash scripts/perf.sh
+
+## perf-kwok: row K1 of docs/performance.md: molt cordons, drains and uncordons a pool of
+## KWOK_POOL nodes (default 1000) at concurrency 20 against a real kube-apiserver holding
+## KWOK_NODES kwok nodes (default 15000); builds kwok first (build/k8s/kwok.sh). A measurement,
+## not a CI stage; on a shared machine: flock -o /work/lab.lock make perf-kwok
+perf-kwok:
+	bash build/k8s/kwok.sh
+	MOLT_KWOK_NODES=$${KWOK_NODES:-15000} MOLT_KWOK_POOL=$${KWOK_POOL:-1000} MOLT_KWOK_OUT=$(BIN)/perf-kwok.md \
+		$(GO) test -tags kwok -count=1 -timeout 90m -run '^TestKwokPoolDrain$$' -v ./kube/
 
 ## chaos: N chaos runs (default 3), each a lab of its own upgraded v1.33.13 → v1.34.3 while a
 ## schedule drawn from SEED+i (SEED=0: from the clock) kills, freezes and partitions members, kills
