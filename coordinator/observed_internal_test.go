@@ -8,6 +8,7 @@ import (
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/coordinator/statemachine"
+	"github.com/moltproject/molt/maintenance/schedule"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -43,4 +44,18 @@ func TestStatusFromObservation(t *testing.T) {
 	st = clusterView(r, live, nil).Status
 	require.Equal(t, "1.34.4", st.Version)
 	require.Nil(t, st.Observed)
+}
+
+// TestFleetKeySeesDrift: the scheduler passes again when a node drifts or
+// agrees again (its fleet key changes), so a drift block ends with the
+// beat that agrees, not at the next periodic pass.
+func TestFleetKeySeesDrift(t *testing.T) {
+	f := func(drift map[string]string) *schedule.Fleet {
+		return &schedule.Fleet{Clusters: []schedule.Cluster{{Name: "lab", Current: phases.MustParseVersion("1.33.13"), Drift: drift}}}
+	}
+	agrees := fleetKey(f(nil))
+	drifted := fleetKey(f(map[string]string{"worker-1": "kubelet 1.34.4, recorded 1.33.13"}))
+	require.NotEqual(t, agrees, drifted)
+	require.NotEqual(t, drifted, fleetKey(f(map[string]string{"worker-1": "kubelet 1.34.3, recorded 1.33.13"})))
+	require.Equal(t, agrees, fleetKey(f(map[string]string{})))
 }

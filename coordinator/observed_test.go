@@ -4,12 +4,10 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/coordinator"
 	"github.com/moltproject/molt/phases"
 )
 
@@ -55,9 +53,9 @@ func TestRegistrationChecksObservedVersion(t *testing.T) {
 // naming the node in upgrade-status, holding the automatic upgrade back —
 // until the node agrees with the record again, when the upgrade starts.
 func TestDriftBlocksAutomaticUpgrade(t *testing.T) {
-	// A beat is no scheduler event: a short interval lets the pass after
-	// the node is put back come soon.
-	tc := newTestCluster(t, 1, newFakeOps(), func(c *coordinator.Config) { c.SchedulerInterval = 200 * time.Millisecond })
+	// The default scheduler interval (a minute): the pass after the node
+	// is put back comes from the drift's change, not from the interval.
+	tc := newTestCluster(t, 1, newFakeOps())
 	leader := tc.waitLeader()
 	cl := leader.client()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/moltproject/molt/api"
@@ -178,6 +180,13 @@ func fleetKey(f *schedule.Fleet) uint64 {
 			str(u.ID)
 			str(string(u.State))
 			str(u.PauseReason)
+		}
+		// A node that drifts or agrees again moves a drift block: the
+		// block ends with the beat that agrees, not a scheduler interval
+		// later.
+		for _, node := range slices.Sorted(maps.Keys(cl.Drift)) {
+			str(node)
+			str(cl.Drift[node])
 		}
 		a := cl.Auto
 		num(int64(a.Failures))
