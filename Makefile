@@ -48,11 +48,11 @@ release:
 	cd $(DIST) && sha256sum --check --quiet SHA256SUMS
 
 ## check: gofmt, go vet, staticcheck over every file: with the lab, e2e, vagrant,
-## linearizability, faults and mixed tags on (and gatebypass, hidenewest: the test builds of
+## linearizability, faults, mixed and kwok tags on (and gatebypass, hidenewest: the test builds of
 ## package mixed), since no file is built only without one (the
 ## check fails if one is added: it would need a pass of its own). faults builds the
 ## daemons' fault hooks that the watchdog test wedges loops with (cmd/*/faults.go)
-CHECK_TAGS := lab,e2e,vagrant,linearizability,faults,mixed,gatebypass,hidenewest
+CHECK_TAGS := lab,e2e,vagrant,linearizability,faults,mixed,gatebypass,hidenewest,kwok
 check: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
