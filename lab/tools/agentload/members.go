@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -216,8 +217,29 @@ type state struct {
 	leaderChanges map[string]float64 // member → molt_raft_leader_changes_total
 }
 
-// snapshot reads the members' list and metrics.
+// snapshot reads the members' list and metrics, again (five times at
+// most, a second apart) when a request fails: a connection of this
+// process's own, set up while 15,000 agents keep theirs, can be closed
+// before its handshake (the members bound handshakes in progress), and a
+// probe that failed once says nothing of the agents' beats.
 func (co *coordinator) snapshot(ctx context.Context) (state, error) {
+	var err error
+	for range 5 {
+		var s state
+		if s, err = co.snapshotOnce(ctx); err == nil {
+			return s, nil
+		}
+		log.Printf("agentload: reading the members: %v (again in 1 s)", err)
+		select {
+		case <-ctx.Done():
+			return state{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return state{}, err
+}
+
+func (co *coordinator) snapshotOnce(ctx context.Context) (state, error) {
 	ms, err := co.list(ctx)
 	if err != nil {
 		return state{}, err
