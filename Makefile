@@ -106,7 +106,7 @@ fuzz:
 ## TestObservedVersionsInLab (registration against observed versions, a kubelet replaced by hand as
 ## drift, its alert and its block of an automatic upgrade; about 1 min 30 s)
 LAB_TESTS_ALSO_IN_E2E := TestFullLabUpServeDown|TestSmallLabUpAtUpgradeVersions
-LAB_TESTS_OUTSIDE_CI := TestMoltStepInLabUpgrade|TestObservedVersionsInLab
+LAB_TESTS_OUTSIDE_CI := TestMoltStepInLabUpgrade
 test-lab:
 	$(GO) test -tags lab -count=1 -timeout 30m -skip '^($(LAB_TESTS_ALSO_IN_E2E)|$(LAB_TESTS_OUTSIDE_CI))$$' ./lab/
 
