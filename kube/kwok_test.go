@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/moltproject/molt/internal/cachedir"
+	"github.com/moltproject/molt/internal/testenv"
 	"github.com/moltproject/molt/kube"
 	"github.com/moltproject/molt/kube/kubetest"
 	"github.com/stretchr/testify/require"
@@ -55,9 +56,7 @@ func TestKwokPoolDrain(t *testing.T) {
 	if b := os.Getenv("MOLT_KWOK_BIN"); b != "" {
 		kwokBin = b
 	}
-	if _, err := os.Stat(kwokBin); err != nil {
-		t.Skipf("kwok missing (build/k8s/kwok.sh): %v", err)
-	}
+	testenv.RequireFile(t, kwokBin, "kwok (build/k8s/kwok.sh)")
 
 	cp := kubetest.Start(t)
 	ctx := context.Background()
