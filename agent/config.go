@@ -48,6 +48,13 @@ type Config struct {
 	ContainerdSocket string
 	// Snapshotter unpacks imported images; the CRI's default is overlayfs.
 	Snapshotter string
+	// EtcdEndpoints are the etcd client URLs the agent asks first (the
+	// local member of a stacked control plane by default); the other
+	// members are learnt from them (etcd.go). EtcdCAFile, EtcdCertFile and
+	// EtcdKeyFile are the host's etcd client credentials, read where they
+	// are; a host without EtcdCertFile has no etcd (ErrNoEtcd).
+	EtcdEndpoints                         []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 
 	// HeartbeatInterval is the longest time between two heartbeats; health
 	// is also sent at once when it changes. The coordinator's answer to
@@ -127,6 +134,10 @@ func DefaultConfig() Config {
 		KubeletHealthz:      "http://127.0.0.1:10248/healthz",
 		ContainerdSocket:    "/run/containerd/containerd.sock",
 		Snapshotter:         "overlayfs",
+		EtcdEndpoints:       []string{"https://127.0.0.1:2379"},
+		EtcdCAFile:          "/etc/kubernetes/pki/etcd/ca.crt",
+		EtcdCertFile:        "/etc/kubernetes/pki/etcd/healthcheck-client.crt",
+		EtcdKeyFile:         "/etc/kubernetes/pki/etcd/healthcheck-client.key",
 		HeartbeatInterval:   10 * time.Second,
 		HealthCheckInterval: 2 * time.Second,
 		HealthTimeout:       2 * time.Minute,

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,6 +54,13 @@ func run() error {
 	fs.StringVar(&cfg.KubeletUnit, "kubelet-unit", cfg.KubeletUnit, "kubelet's systemd unit")
 	fs.StringVar(&cfg.ContainerdUnit, "containerd-unit", cfg.ContainerdUnit, "containerd's systemd unit")
 	fs.StringVar(&cfg.ManifestDir, "manifest-dir", cfg.ManifestDir, "static-pod manifest directory")
+	fs.Func("etcd-endpoints", "comma-separated etcd client URLs asked first (default "+strings.Join(cfg.EtcdEndpoints, ",")+"); the other members are learnt from them", func(v string) error {
+		cfg.EtcdEndpoints = strings.Split(v, ",")
+		return nil
+	})
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-ca", cfg.EtcdCAFile, "etcd CA certificate (control-plane hosts)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-cert", cfg.EtcdCertFile, "etcd client certificate; a host without it has no etcd")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-key", cfg.EtcdKeyFile, "etcd client key")
 	fs.StringVar(&cfg.KubeletHealthz, "kubelet-healthz", cfg.KubeletHealthz, "kubelet health URL")
 	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", cfg.ContainerdSocket, "containerd socket")
 	fs.StringVar(&cfg.Snapshotter, "snapshotter", cfg.Snapshotter, "snapshotter for unpacking images")
