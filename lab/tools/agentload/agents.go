@@ -21,7 +21,8 @@ import (
 // agent is one simulated molt-agent: its certificate, its own HTTP/2
 // connection (its own transport), its client spread by its name.
 type agent struct {
-	node string
+	node  string
+	index int // its place in the fleet, which spreads its beats
 	// addr is the agent's own source address in 127.0.0.0/8: the members
 	// bound handshakes in progress per remote address (internal/tlsaccept,
 	// 16), as they should for a fleet whose hosts each have one, so 15,000
@@ -33,11 +34,15 @@ type agent struct {
 	client *client.Client
 }
 
-// fleet is every agent and what their beats measured.
+// fleet is one worker's agents and what their beats measured.
 type fleet struct {
-	co                 *coordinator
+	endpoints          []string          // the members' API URLs
+	ca                 *x509.Certificate // the cluster CA
+	token              string            // the bootstrap token's secret
+	hc                 *http.Client      // the enrollments' client
 	cluster            string
 	agents             []*agent
+	total              int // agents in every worker: beats spread over them
 	interval, pollWait time.Duration
 
 	cancel context.CancelFunc
@@ -48,14 +53,38 @@ type fleet struct {
 	latencies map[int][]time.Duration // endpoint index → beats measured
 	failed    atomic.Int64
 	beats     atomic.Int64
+	// retries counts enrollments and registrations tried again after a
+	// failure (the members' refusals while the fleet arrives).
+	retries atomic.Int64
+	// registered, okBeats and badBeats count since the start, for the
+	// progress lines; lastErr is the latest failure.
+	registered, okBeats, badBeats atomic.Int64
+	lastErr                       atomic.Pointer[string]
 }
 
-func newFleet(co *coordinator, cluster string, nodes []string, interval, pollWait time.Duration) *fleet {
-	f := &fleet{co: co, cluster: cluster, interval: interval, pollWait: pollWait, latencies: map[int][]time.Duration{}}
-	for i, n := range nodes {
-		f.agents = append(f.agents, &agent{node: n, addr: net.IPv4(127, byte(1+i/62500), byte(i/250%250), byte(1+i%250))})
+// newFleet makes the agents of spec's nodes; first is the first one's
+// place in the whole fleet (its source address and beat phase).
+func newFleet(spec workerSpec) (*fleet, error) {
+	ca, err := trust.ParseCert([]byte(spec.CA))
+	if err != nil {
+		return nil, err
 	}
-	return f
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	f := &fleet{endpoints: spec.Endpoints, ca: ca, token: spec.Token, cluster: spec.Cluster, total: spec.Total,
+		interval: spec.Interval, pollWait: spec.PollWait, latencies: map[int][]time.Duration{},
+		hc: &http.Client{Transport: client.ConfigureTransport(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})}}
+	for j, n := range spec.Nodes {
+		i := spec.First + j
+		f.agents = append(f.agents, &agent{node: n, index: i, addr: net.IPv4(127, byte(1+i/62500), byte(i/250%250), byte(1+i%250))})
+	}
+	return f, nil
+}
+
+// noteErr keeps err as the latest failure.
+func (f *fleet) noteErr(err error) {
+	s := err.Error()
+	f.lastErr.Store(&s)
 }
 
 // parallel runs fn for every agent, at most n at a time, and returns the
@@ -84,67 +113,101 @@ func (f *fleet) parallel(n int, fn func(*agent) error) error {
 	return nil
 }
 
-// enroll enrolls every agent with its own key through one bootstrap
-// token, as molt-agent does on its first start.
-func (f *fleet) enroll(ctx context.Context) error {
-	secret, err := f.co.bootstrapToken(ctx, f.cluster, len(f.agents))
-	if err != nil {
-		return fmt.Errorf("bootstrap token: %w", err)
+// retry runs fn until it succeeds, as molt-agent retries enrollment and
+// registration: with a jittered, doubling backoff from 500 ms to 10 s, so
+// that a fleet refused at once does not come back in step. It gives up
+// after attempts tries and returns the last error; retries counts every
+// try after the first.
+func (f *fleet) retry(ctx context.Context, attempts int, fn func() error) error {
+	wait := 500 * time.Millisecond
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			f.retries.Add(1)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait/2 + rand.N(wait/2+1)):
+			}
+			wait = min(2*wait, 10*time.Second)
+		}
+		if err = fn(); err == nil {
+			return nil
+		}
+		f.noteErr(err)
 	}
-	enroller := client.NewEndpoints(f.co.endpoints(), f.co.hc)
-	enroller.SetBearerToken(secret)
-	pool := x509.NewCertPool()
-	pool.AddCert(f.co.ca)
-	return f.parallel(32, func(a *agent) error {
-		key, err := trust.NewKey()
-		if err != nil {
-			return err
-		}
-		csr, err := trust.NewCSR(trust.AgentIdentity(f.cluster, a.node), key)
-		if err != nil {
-			return err
-		}
-		var resp api.EnrollResponse
-		if _, err := enroller.Do(ctx, http.MethodPost, "/v1/agents/enroll", api.EnrollRequest{Cluster: f.cluster, Node: a.node, CSR: string(csr)}, &resp); err != nil {
-			return fmt.Errorf("enroll %s: %w", a.node, err)
-		}
-		keyPEM, err := trust.EncodeKey(key)
-		if err != nil {
-			return err
-		}
-		if a.cert, err = trust.KeyPair([]byte(resp.Certificate), keyPEM, f.co.ca); err != nil {
-			return err
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: a.addr}, Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		tr.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{a.cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
-		a.tr = client.ConfigureTransport(tr)
-		a.client = client.NewEndpoints(f.co.endpoints(), &http.Client{Transport: a.tr})
-		a.client.SpreadBy(f.cluster + "/" + a.node)
-		return nil
-	})
+	return err
 }
 
-// start registers every agent, then runs each one's heartbeat and long
-// poll loops until stop. Beats are spread evenly over the interval.
-func (f *fleet) start(ctx context.Context) error {
-	if err := f.parallel(32, func(a *agent) error {
-		_, err := a.client.Register(ctx, api.RegisterRequest{Cluster: f.cluster, Node: a.node, AgentVersion: version.Version})
-		if err != nil {
-			return fmt.Errorf("register %s: %w", a.node, err)
-		}
-		return nil
-	}); err != nil {
+// enrollOne enrolls agent a with its own key through the bootstrap token,
+// as molt-agent does on its first start, and builds its client.
+func (f *fleet) enrollOne(ctx context.Context, enroller *client.Client, pool *x509.CertPool, a *agent) error {
+	key, err := trust.NewKey()
+	if err != nil {
 		return err
 	}
-	ctx, f.cancel = context.WithCancel(context.Background())
-	for i, a := range f.agents {
-		offset := time.Duration(int64(f.interval) * int64(i) / int64(len(f.agents)))
-		f.wg.Add(2)
-		go func() { defer f.wg.Done(); f.beatLoop(ctx, a, offset) }()
-		go func() { defer f.wg.Done(); f.pollLoop(ctx, a) }()
+	csr, err := trust.NewCSR(trust.AgentIdentity(f.cluster, a.node), key)
+	if err != nil {
+		return err
 	}
+	var resp api.EnrollResponse
+	if err := f.retry(ctx, 8, func() error {
+		_, err := enroller.Do(ctx, http.MethodPost, "/v1/agents/enroll", api.EnrollRequest{Cluster: f.cluster, Node: a.node, CSR: string(csr)}, &resp)
+		return err
+	}); err != nil {
+		return fmt.Errorf("enroll %s: %w", a.node, err)
+	}
+	keyPEM, err := trust.EncodeKey(key)
+	if err != nil {
+		return err
+	}
+	if a.cert, err = trust.KeyPair([]byte(resp.Certificate), keyPEM, f.ca); err != nil {
+		return err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{a.cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	a.tr = client.ConfigureTransport(tr)
+	// After ConfigureTransport, which sets a dialer of its own: set before
+	// it, the agent's source address was dropped and every agent dialled
+	// from 127.0.0.1 again.
+	a.tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: a.addr}, Timeout: client.DialTimeout, KeepAlive: 15 * time.Second}).DialContext
+	a.client = client.NewEndpoints(f.endpoints, &http.Client{Transport: a.tr})
+	a.client.SpreadBy(f.cluster + "/" + a.node)
 	return nil
+}
+
+// start enrolls and registers every agent, 32 at a time, and starts each
+// one's heartbeat and long-poll loops as soon as it is registered, as
+// molt-agent does: an agent that registered early beats from then on
+// rather than wait for the whole fleet (a fleet of 15,000 registering for
+// two minutes with no beats had its first agents declared missing).
+// Beats are spread over the interval by each agent's place in the fleet.
+func (f *fleet) start(ctx context.Context) error {
+	enroller := client.NewEndpoints(f.endpoints, f.hc)
+	enroller.SetBearerToken(f.token)
+	pool := x509.NewCertPool()
+	pool.AddCert(f.ca)
+	var loops context.Context
+	loops, f.cancel = context.WithCancel(context.Background())
+	begin := time.Now()
+	return f.parallel(32, func(a *agent) error {
+		if err := f.enrollOne(ctx, enroller, pool, a); err != nil {
+			return err
+		}
+		if err := f.retry(ctx, 8, func() error {
+			_, err := a.client.Register(ctx, api.RegisterRequest{Cluster: f.cluster, Node: a.node, AgentVersion: version.Version})
+			return err
+		}); err != nil {
+			return fmt.Errorf("register %s: %w", a.node, err)
+		}
+		f.registered.Add(1)
+		phase := time.Duration(int64(f.interval) * int64(a.index) / int64(f.total))
+		offset := (phase - time.Since(begin)%f.interval + f.interval) % f.interval
+		f.wg.Add(2)
+		go func() { defer f.wg.Done(); f.beatLoop(loops, a, offset) }()
+		go func() { defer f.wg.Done(); f.pollLoop(loops, a) }()
+		return nil
+	})
 }
 
 // beatLoop beats every interval from offset on, as molt-agent's
@@ -168,6 +231,12 @@ func (f *fleet) beatLoop(ctx context.Context, a *agent, offset time.Duration) {
 		err := a.client.Heartbeat(bctx, h)
 		cancel()
 		took := time.Since(start)
+		if err != nil && ctx.Err() == nil {
+			f.badBeats.Add(1)
+			f.noteErr(err)
+		} else if err == nil {
+			f.okBeats.Add(1)
+		}
 		if !f.measuring.Load() || ctx.Err() != nil {
 			continue
 		}

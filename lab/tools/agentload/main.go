@@ -1,8 +1,9 @@
 // Command agentload measures a coordinator of three molt-coordinator
 // processes under the heartbeats of many agents, as a fleet would send
 // them (docs/performance.md, row P2 at 15,000 agents): the agents run in
-// this process, the members in their own, so neither's CPU, memory or
-// file limits are the other's.
+// worker processes of this binary (-agents-per-worker each, workers.go),
+// the members in their own, so neither's CPU, memory or file limits are
+// the other's.
 //
 // It starts three members on loopback (the first bootstraps, the others
 // join it), registers a cluster of -agents nodes, enrolls one agent per
@@ -16,8 +17,14 @@
 // leader committed, and the leader changes. It prints the rows and
 // writes them as JSON to -out.
 //
+// Each agent starts beating as soon as it is registered, as molt-agent
+// does, and enrolls and registers again after a failure with a jittered
+// backoff; the workers print their progress every 10 s (registered
+// agents, beats answered and failed, the latest failure).
+//
 // Usage: agentload -coordinator-bin bin/molt-coordinator [-agents 15000]
-// [-interval 10s] [-warmup 1m] [-duration 2m] [-dir DIR] [-out FILE]
+// [-agents-per-worker 5000] [-interval 10s] [-warmup 1m] [-duration 2m]
+// [-dir DIR] [-out FILE]
 //
 // It raises its open-file limit to the hard limit (members inherit it);
 // 15,000 agents need more than 15,000 descriptors here and about a third
@@ -46,7 +53,16 @@ func main() {
 	duration := flag.Duration("duration", 2*time.Minute, "how long the measurement lasts")
 	dir := flag.String("dir", "", "the members' data directories (default: a new temporary directory, removed after)")
 	out := flag.String("out", "", "write the results as JSON here too")
+	perWorker := flag.Int("agents-per-worker", 5000, "agents in one worker process (each holds a connection per agent)")
+	workerName := flag.String("worker", "", "run as a worker process of the parent named so (internal)")
 	flag.Parse()
+	if *workerName != "" {
+		raiseFileLimit()
+		if err := runWorker(*workerName); err != nil {
+			log.Fatalf("agentload %s: %v", *workerName, err)
+		}
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,7 +77,7 @@ func main() {
 		work = d
 	}
 	res, err := run(ctx, config{bin: *bin, agents: *agents, interval: *interval, pollWait: *pollWait,
-		warmup: *warmup, duration: *duration, dir: work, fileLimit: limit})
+		warmup: *warmup, duration: *duration, dir: work, fileLimit: limit, perWorker: max(*perWorker, 1)})
 	if err != nil {
 		log.Fatalf("agentload: %v", err)
 	}
@@ -82,6 +98,7 @@ type config struct {
 	warmup, duration   time.Duration
 	dir                string
 	fileLimit          uint64
+	perWorker          int
 }
 
 // raiseFileLimit sets this process's soft open-file limit to its hard
@@ -125,16 +142,18 @@ func run(ctx context.Context, cfg config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl := newFleet(co, "load", nodes, cfg.interval, cfg.pollWait)
+	token, err := co.bootstrapToken(ctx, "load", len(nodes))
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap token: %w", err)
+	}
 	start := time.Now()
-	if err := fl.enroll(ctx); err != nil {
+	ws, err := startWorkers(ctx, workerSpec{Endpoints: co.endpoints(), CA: co.caPEM, Token: token, Cluster: "load",
+		Interval: cfg.interval, PollWait: cfg.pollWait}, nodes, cfg.perWorker)
+	defer stopWorkers(ws)
+	if err != nil {
 		return nil, err
 	}
-	logf("%d agents enrolled in %s; registering and starting them", len(nodes), time.Since(start).Round(time.Second))
-	if err := fl.start(ctx); err != nil {
-		return nil, err
-	}
-	logf("every agent registered after %s; warming up for %s", time.Since(start).Round(time.Second), cfg.warmup)
+	logf("every agent enrolled, registered and beating after %s, in %d worker processes; warming up for %s", time.Since(start).Round(time.Second), len(ws), cfg.warmup)
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -144,15 +163,19 @@ func run(ctx context.Context, cfg config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl.measure(true)
+	if err := tell(ws, "measure"); err != nil {
+		return nil, err
+	}
 	peak := co.watchRSS(ctx, cfg.duration)
-	fl.measure(false)
+	rep, err := collect(ws)
+	if err != nil {
+		return nil, err
+	}
 	after, err := co.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fl.stop()
-	return summarize(cfg, fl, before, after, peak), nil
+	return summarize(cfg, co, len(nodes), rep, before, after, peak), nil
 }
 
 func logf(format string, args ...any) {

@@ -34,6 +34,7 @@ type member struct {
 type coordinator struct {
 	members []*member
 	ca      *x509.Certificate
+	caPEM   string
 	token   string // the bootstrap admin token
 	hc      *http.Client
 }
@@ -63,7 +64,7 @@ func startMembers(ctx context.Context, bin, dir string) (*coordinator, error) {
 			return false
 		}
 		cert, err := trust.ParseCert(ca)
-		co.ca, co.token = cert, strings.TrimSpace(string(tok))
+		co.ca, co.caPEM, co.token = cert, string(ca), strings.TrimSpace(string(tok))
 		return err == nil
 	}); err != nil {
 		co.stop()
