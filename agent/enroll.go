@@ -86,6 +86,10 @@ func (a *Agent) enrollOnce(ctx context.Context) error {
 	if err := a.creds.store([]byte(resp.CA), []byte(resp.Certificate), keyPEM, a.identity()); err != nil {
 		return fmt.Errorf("enrollment answer: %w", err)
 	}
+	// The registration that follows may reach a member whose replica has
+	// not applied the enrollment yet: asked for its index, that member
+	// catches up first instead of refusing the new certificate.
+	a.client.Observe(cl.Seen())
 	a.log.Info("enrolled", "not_after", resp.NotAfter)
 	return nil
 }

@@ -212,3 +212,18 @@ func TestRotationAtTwoThirds(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	require.True(t, strings.Contains(err.Error(), "no valid certificate"), err)
 }
+
+// The registration after an enrollment asks for the enrollment's state
+// index: a member whose replica trails it catches up before judging the
+// new certificate, instead of refusing it as not current (a fleet
+// enrolling at once met that refusal at lagging followers).
+func TestRegistrationAsksForTheEnrollmentsIndex(t *testing.T) {
+	coord := newFakeCoordinator(t)
+	coord.EnrollIndex = 4242
+	h := newFakeHost(t, coord)
+	stop, _ := runAgent(t, h.cfg)
+	require.Eventually(t, func() bool { return coord.Registered() >= 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, stop())
+	require.Equal(t, 1, coord.Enrolled())
+	require.Equal(t, "4242", coord.RegisterMinIndex()[0], "the registration names the index the enrollment answered with")
+}

@@ -45,18 +45,29 @@ func (c *Client) SetBearerToken(token string) { c.bearer.Store(&token) }
 // Seen returns the highest coordinator state index the client has seen.
 func (c *Client) Seen() uint64 { return c.seen.Load() }
 
+// Observe raises the index the client has seen to index: a caller that
+// learnt one through another client passes it on. An agent enrolls with a
+// client of its own (it has no certificate yet); the certificate it gets
+// is in the state from the enrollment's index on, and a member whose
+// replica trails that index would refuse it as not current
+// (certificate-revoked) — asked for the index, the member catches up
+// before it judges the certificate.
+func (c *Client) Observe(index uint64) {
+	for {
+		old := c.seen.Load()
+		if index <= old || c.seen.CompareAndSwap(old, index) {
+			return
+		}
+	}
+}
+
 // observe raises seen to the index an answer carries.
 func (c *Client) observe(h http.Header) {
 	v, err := strconv.ParseUint(h.Get(api.IndexHeader), 10, 64)
 	if err != nil {
 		return
 	}
-	for {
-		old := c.seen.Load()
-		if v <= old || c.seen.CompareAndSwap(old, v) {
-			return
-		}
-	}
+	c.Observe(v)
 }
 
 // New returns a client for the coordinator at base (e.g.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,10 +44,14 @@ type Coordinator struct {
 	CertLifetime time.Duration
 	// Now is the stand-in's clock for signing (nil: the wall clock), set
 	// to the agent's injected clock in rotation tests.
-	Now      func() time.Time
-	enrolled int
-	renewed  int
-	clients  []string // client certificate names, one per request
+	Now func() time.Time
+	// EnrollIndex, when set, is the state index an enrollment's answer
+	// carries (api.IndexHeader), as a member's does (RegisterMinIndex).
+	EnrollIndex      uint64
+	registerMinIndex []string
+	enrolled         int
+	renewed          int
+	clients          []string // client certificate names, one per request
 }
 
 // New starts a stand-in over TLS that enrolls agents presenting its
@@ -89,6 +94,9 @@ func newWith(t testing.TB, ca *trust.CA, tok string) *Coordinator {
 		}
 		f.mu.Lock()
 		f.enrolled++
+		if f.EnrollIndex > 0 {
+			w.Header().Set(api.IndexHeader, strconv.FormatUint(f.EnrollIndex, 10))
+		}
 		f.mu.Unlock()
 		sign(w, req.CSR, req.Cluster, req.Node)
 	})
@@ -105,6 +113,7 @@ func newWith(t testing.TB, ca *trust.CA, tok string) *Coordinator {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
 		f.registered++
+		f.registerMinIndex = append(f.registerMinIndex, r.Header.Get(api.MinIndexHeader))
 		f.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(api.RegisterResponse{Cluster: req.Cluster, Node: req.Node})
 	})
@@ -215,6 +224,14 @@ func (f *Coordinator) SetClock(now func() time.Time) { f.mu.Lock(); f.Now = now;
 
 // CAPin is the pin of the stand-in's CA.
 func (f *Coordinator) CAPin() string { return f.CA.Pin() }
+
+// RegisterMinIndex returns the api.MinIndexHeader of every registration,
+// in order ("" for none).
+func (f *Coordinator) RegisterMinIndex() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.registerMinIndex...)
+}
 
 // Enrolled and Renewed count enrollments and renewals.
 func (f *Coordinator) Enrolled() int { f.mu.Lock(); defer f.mu.Unlock(); return f.enrolled }

@@ -173,6 +173,7 @@ func (f *fleet) enrollOne(ctx context.Context, enroller *client.Client, pool *x5
 	a.tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: a.addr}, Timeout: client.DialTimeout, KeepAlive: 15 * time.Second}).DialContext
 	a.client = client.NewEndpoints(f.endpoints, &http.Client{Transport: a.tr})
 	a.client.SpreadBy(f.cluster + "/" + a.node)
+	a.client.Observe(enroller.Seen()) // as molt-agent does after enrolling
 	return nil
 }
 
