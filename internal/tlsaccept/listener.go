@@ -11,11 +11,19 @@
 // Config.MaxHandshakes run at once and at most Config.MaxHandshakesPerHost
 // from one remote address. The accept loop never waits for a slow peer: a
 // connection beyond its host's bound is closed at once, and with every slot
-// taken the oldest handshake in progress is closed to make room. A real
-// peer finishes within a round trip or two, so a flood would have to open
-// MaxHandshakes connections within that time to crowd it out, while
-// stalled handshakes from many addresses can no longer hold every slot
-// until their deadline. Accept returns only
+// taken the oldest handshake that waits on its peer (blocked reading from
+// it) is closed to make room; with none waiting on its peer, the new
+// connection is closed instead. A real peer answers within a round trip or
+// two, so a flood would have to open MaxHandshakes connections within that
+// time to crowd it out, while stalled handshakes from many addresses can
+// no longer hold every slot until their deadline. A handshake that waits
+// on this process (its CPU, when a fleet reconnects at once) is never
+// closed for a newer one: closing the oldest whatever it waited on made
+// every handshake lose its slot before it finished once they arrived
+// faster than the CPU completed them, so none finished (15,000 agents
+// reconnecting after a leader change, lab/tools/agentload); the peer
+// closed at once tries again later (agents retry with a backoff).
+// Accept returns only
 // *tls.Conn values whose handshake succeeded, so net/http still sees the
 // negotiated protocol (HTTP/2).
 package tlsaccept
@@ -258,12 +266,41 @@ type pending struct {
 	// timedOut says the deadline passed.
 	stopDeadline func() bool
 	timedOut     atomic.Bool
+	// reads tells whether the handshake waits on its peer.
+	reads *readWatch
+}
+
+// readWatch notes whether a handshake is blocked reading from its peer:
+// then it waits on the peer, not on this process.
+type readWatch struct {
+	reading atomic.Bool
+	done    atomic.Bool // the handshake ended: reads are no longer watched
+}
+
+func (w *readWatch) waiting() bool { return w.reading.Load() }
+
+// watchedConn is a handshake's connection under TLS, whose reads its
+// readWatch notes until the handshake ends.
+type watchedConn struct {
+	net.Conn
+	w *readWatch
+}
+
+func (c watchedConn) Read(b []byte) (int, error) {
+	if c.w.done.Load() {
+		return c.Conn.Read(b)
+	}
+	c.w.reading.Store(true)
+	n, err := c.Conn.Read(b)
+	c.w.reading.Store(false)
+	return n, err
 }
 
 // admit takes a handshake slot for host, closing the oldest handshake
-// from an unreserved host when every slot is taken, or reports that none
-// may be had: the host is at its own bound, or only reserved hosts'
-// handshakes are in progress.
+// from an unreserved host that waits on its peer when every slot is
+// taken, or reports that none may be had: the host is at its own bound,
+// or no handshake in progress may be closed (reserved hosts', and those
+// waiting on this process).
 func (l *Listener) admit(conn net.Conn, host netip.Addr, cancel context.CancelFunc) (*pending, bool) {
 	reserved := l.cfg.Reserved != nil && l.cfg.Reserved(host)
 	l.mu.Lock()
@@ -274,7 +311,7 @@ func (l *Listener) admit(conn net.Conn, host netip.Addr, cancel context.CancelFu
 	if l.inProgress >= l.cfg.MaxHandshakes && !reserved {
 		var oldest *pending
 		for e := l.queue.Front(); e != nil; e = e.Next() {
-			if p := e.Value.(*pending); !p.reserved {
+			if p := e.Value.(*pending); !p.reserved && p.reads.waiting() {
 				oldest = p
 				break
 			}
@@ -290,7 +327,7 @@ func (l *Listener) admit(conn net.Conn, host netip.Addr, cancel context.CancelFu
 		oldest.conn.Close()
 		oldest.cancel()
 	}
-	p := &pending{conn: conn, host: host, reserved: reserved, cancel: cancel}
+	p := &pending{conn: conn, host: host, reserved: reserved, cancel: cancel, reads: &readWatch{}}
 	// The deadline is armed before the slot is visible, so whoever sees
 	// the handshake in progress (Stats) sees its deadline running too: a
 	// test that advances its clock on that sign never runs ahead of it.
@@ -345,8 +382,9 @@ func (l *Listener) handshake(ctx context.Context, raw net.Conn, p *pending) {
 	if l.cfg.Wrap != nil {
 		conn = l.cfg.Wrap(raw)
 	}
-	tc := tls.Server(conn, l.cfg.TLS)
+	tc := tls.Server(watchedConn{Conn: conn, w: p.reads}, l.cfg.TLS)
 	err := tc.HandshakeContext(ctx)
+	p.reads.done.Store(true)
 	p.stopDeadline()
 	evicted := l.release(p)
 	if err != nil {

@@ -204,7 +204,8 @@ func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
 	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
 
 	// In total: 127.0.0.4 gets the slot of the oldest unreserved
-	// handshake (the first from 127.0.0.2); the reserved one stays.
+	// handshake waiting on its peer (the first from 127.0.0.2); the
+	// reserved one stays.
 	fourth := dialFrom(t, l, "127.0.0.4")
 	waitFor(t, "the oldest unreserved handshake is closed", func() bool { return closedByServer(stalled[1]) })
 	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit])
@@ -234,6 +235,67 @@ func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
 		return l.Stats().InProgress == 0 && l.Stats().Refused[ReasonTimeout] == 4
 	})
 	require.Equal(t, uint64(2), l.Stats().Refused[ReasonLimit], "an evicted handshake is counted once")
+}
+
+// TestHandshakeWaitingHereNeverEvicted: with every slot taken, a new
+// connection takes the slot of a handshake that waits on its peer, never
+// of one that waits on this process (here: the server's own certificate
+// choice, held) however old; with none waiting on its peer the new
+// connection is closed. Before, the oldest handshake was closed whatever it waited on,
+// so a fleet reconnecting faster than the CPU finished handshakes had
+// every one closed before it finished.
+func TestHandshakeWaitingHereNeverEvicted(t *testing.T) {
+	p := testCerts(t)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv := p.serverTLS()
+	srv.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		entered <- struct{}{}
+		<-release
+		return nil, nil
+	}
+	l, _, accepted := listen(t, Config{TLS: srv, MaxHandshakes: 2})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(let) // before the listener's Close, which waits for the held handshake
+
+	busy := make(chan error, 1)
+	go func() {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+		c, err := tls.DialWithDialer(d, "tcp", l.Addr().String(), p.clientTLS(true))
+		if err == nil {
+			c.Close()
+		}
+		busy <- err
+	}()
+	<-entered // the oldest handshake now waits on the server
+	silent := dialFrom(t, l, "127.0.0.3")
+	waitFor(t, "both handshakes are in progress", inProgress(l, 2))
+
+	newcomer := dialFrom(t, l, "127.0.0.4")
+	waitFor(t, "the handshake waiting on its peer is closed, not the older busy one", func() bool { return closedByServer(silent) })
+	waitFor(t, "the newcomer holds its slot", inProgress(l, 2))
+	require.False(t, closedByServer(newcomer))
+	require.Equal(t, uint64(1), l.Stats().Refused[ReasonLimit])
+
+	// With one slot, held by the busy handshake, a new connection is
+	// closed at once.
+	l1, _, _ := listen(t, Config{TLS: srv, MaxHandshakes: 1})
+	go func() {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.6")}}
+		if c, err := tls.DialWithDialer(d, "tcp", l1.Addr().String(), p.clientTLS(true)); err == nil {
+			c.Close()
+		}
+	}()
+	<-entered
+	late := dialFrom(t, l1, "127.0.0.5")
+	waitFor(t, "with no handshake waiting on its peer, the new connection is closed", func() bool { return closedByServer(late) })
+	require.Equal(t, uint64(1), l1.Stats().Refused[ReasonLimit])
+	require.Equal(t, 1, l1.Stats().InProgress, "the busy handshake keeps its slot")
+
+	let()
+	require.NoError(t, <-busy, "the busy handshake finishes")
+	c := <-accepted
+	c.Close()
 }
 
 // TestOnlyReservedInProgress: with every slot held by reserved hosts, a
