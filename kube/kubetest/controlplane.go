@@ -41,13 +41,24 @@ func (cp *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(cp.re
 
 // Start runs a dedicated control plane for one test and stops it in
 // t.Cleanup. Prefer Shared: a start costs seconds of CPU.
-func Start(t testing.TB) *ControlPlane {
+func Start(t testing.TB) *ControlPlane { return StartWith(t, Options{}) }
+
+// Options change a dedicated control plane's flags.
+type Options struct {
+	// EtcdArgs and APIServerArgs follow the defaults on the command line;
+	// a flag given again there wins (the last value of a flag counts).
+	EtcdArgs, APIServerArgs []string
+}
+
+// StartWith is Start with extra flags, for a control plane at a scale the
+// defaults do not hold (the kwok measurement's 15,000 Nodes).
+func StartWith(t testing.TB, opts Options) *ControlPlane {
 	t.Helper()
 	bins, missing := findBinaries()
 	if missing != "" {
 		testenv.Missing(t, "%s", missing)
 	}
-	cp, err := start(bins, t.TempDir())
+	cp, err := start(bins, t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -76,7 +87,7 @@ func Shared(t testing.TB) *ControlPlane {
 			shared.err = err
 			return
 		}
-		shared.cp, shared.err = start(bins, dir)
+		shared.cp, shared.err = start(bins, dir, Options{})
 	})
 	if shared.err != nil {
 		t.Fatalf("kubetest: shared control plane: %v", shared.err)
@@ -100,6 +111,19 @@ func RunMain(m *testing.M) int {
 	return code
 }
 
+// PIDs returns the process id of each running component by name (etcd,
+// kube-apiserver, kube-controller-manager), for measurements that read
+// their CPU and memory from /proc.
+func (cp *ControlPlane) PIDs() map[string]int {
+	m := map[string]int{}
+	for _, p := range cp.procs {
+		if !p.exited() {
+			m[p.name] = p.cmd.Process.Pid
+		}
+	}
+	return m
+}
+
 // Stop terminates and reaps every process, newest first.
 func (cp *ControlPlane) Stop() {
 	for i := len(cp.procs) - 1; i >= 0; i-- {
@@ -108,7 +132,7 @@ func (cp *ControlPlane) Stop() {
 	cp.procs = nil
 }
 
-func start(b binaries, dir string) (_ *ControlPlane, err error) {
+func start(b binaries, dir string, opts Options) (_ *ControlPlane, err error) {
 	// cp is not the named result: every failure returns nil, and the
 	// processes started so far must still be stopped.
 	cp := &ControlPlane{Dir: dir}
@@ -129,36 +153,36 @@ func start(b binaries, dir string) (_ *ControlPlane, err error) {
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	apiPort := ports[2]
 
-	etcd, err := startProcess(dir, "etcd", b.etcd,
+	etcd, err := startProcess(dir, "etcd", b.etcd, append([]string{
 		"--name=kubetest",
-		"--data-dir="+filepath.Join(dir, "etcd"),
-		"--listen-client-urls="+etcdClient,
-		"--advertise-client-urls="+etcdClient,
-		"--listen-peer-urls="+etcdPeer,
-		"--initial-advertise-peer-urls="+etcdPeer,
-		"--initial-cluster=kubetest="+etcdPeer,
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + etcdClient,
+		"--advertise-client-urls=" + etcdClient,
+		"--listen-peer-urls=" + etcdPeer,
+		"--initial-advertise-peer-urls=" + etcdPeer,
+		"--initial-cluster=kubetest=" + etcdPeer,
 		// Test data is disposable: skip fsync, it dominates latency.
 		"--unsafe-no-fsync",
 		"--log-level=warn",
-	)
+	}, opts.EtcdArgs...)...)
 	if err != nil {
 		return nil, err
 	}
 	cp.procs = append(cp.procs, etcd)
 
-	api, err := startProcess(dir, "kube-apiserver", b.apiserver,
-		"--etcd-servers="+etcdClient,
+	api, err := startProcess(dir, "kube-apiserver", b.apiserver, append([]string{
+		"--etcd-servers=" + etcdClient,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
-		"--tls-cert-file="+keys.serverCert,
-		"--tls-private-key-file="+keys.serverKey,
-		"--token-auth-file="+keys.tokenFile,
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file=" + keys.serverCert,
+		"--tls-private-key-file=" + keys.serverKey,
+		"--token-auth-file=" + keys.tokenFile,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+keys.saKey,
-		"--service-account-signing-key-file="+keys.saKey,
+		"--service-account-key-file=" + keys.saKey,
+		"--service-account-signing-key-file=" + keys.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// Pods would otherwise wait for the "default" ServiceAccount of each
 		// fresh namespace; these tests never mount tokens.
@@ -170,7 +194,7 @@ func start(b binaries, dir string) (_ *ControlPlane, err error) {
 		// (kube's DeprecatedAPIs, preflight's deprecated-apis).
 		"--runtime-config=networking.k8s.io/v1beta1=true",
 		"--profiling=false",
-	)
+	}, opts.APIServerArgs...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,11 @@
 // (MOLT_ETCD_BIN for etcd). When they are missing the test calls
 // testenv.Missing: it fails under CI=true and skips elsewhere.
 //
+// StartWith adds flags to etcd and the apiserver, for a control plane
+// holding more than tests usually put there (the kwok measurement's
+// 15,000 Nodes: etcd's quota, the apiserver's in-flight limits); PIDs
+// names the processes so such a measurement can read their CPU.
+//
 // Share one control plane per test package:
 //
 //	func TestMain(m *testing.M) { os.Exit(kubetest.RunMain(m)) }
