@@ -800,6 +800,11 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 						res.State, res.Message = api.OpFailed, msg
 					}
 				}
+				if op.EtcdSnapshot != nil && res.State == api.OpSucceeded {
+					a.mu.Unlock()
+					res = agenttest.Snapshot(ctx, cl, a.cluster, a.node, op, time.Now())
+					a.mu.Lock()
+				}
 				if op.UpdateAgent != nil && res.State == api.OpSucceeded {
 					a.agentVersion = op.UpdateAgent.Version
 				}

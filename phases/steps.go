@@ -124,12 +124,11 @@ const (
 	// StepLayoutBackup adds a backup step before the control-plane pools
 	// of a cluster that has them and does not skip it
 	// (ClusterSpec.EtcdBackup): an etcd snapshot must be recorded before
-	// the first control-plane node starts (backup.go). Not current yet:
-	// the coordinator does not run the step's work (the agent operation
-	// and its upload), so no upgrade is laid out with it.
+	// the first control-plane node starts (backup.go). Introduced in molt
+	// 0.2.0.
 	StepLayoutBackup = 5
 	// CurrentStepLayout is what new upgrades and plans use.
-	CurrentStepLayout = StepLayoutMolt
+	CurrentStepLayout = StepLayoutBackup
 )
 
 // buildSteps lays out the step graph of SPEC §4 for a cluster:
