@@ -28,6 +28,10 @@ type BackupService interface {
 // (8 GiB) at 10 MB/s takes about 14 minutes.
 const backupUploadTimeout = 30 * time.Minute
 
+// MaxBackupBytes bounds a snapshot upload: etcd's largest backend quota
+// (8 GiB) and a margin.
+const MaxBackupBytes = 9 << 30
+
 type backupHandlers struct{ svc BackupService }
 
 // list serves GET /v1/clusters/{name}/backups.
@@ -48,6 +52,14 @@ func (h *backupHandlers) list(w http.ResponseWriter, r *http.Request) {
 // description. It answers the record (200), the same one for an
 // operation uploaded again.
 func (h *backupHandlers) upload(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		writeProblem(w, r, fmt.Errorf("%w: a snapshot upload is application/octet-stream, not %q", errMediaType, ct))
+		return
+	}
+	if r.ContentLength > MaxBackupBytes {
+		writeProblem(w, r, fmt.Errorf("%w: a snapshot upload is at most %d bytes, this one %d", errTooLarge, int64(MaxBackupBytes), r.ContentLength))
+		return
+	}
 	var desc api.Backup
 	if err := json.Unmarshal([]byte(r.Header.Get(api.BackupHeader)), &desc); err != nil {
 		writeProblem(w, r, &coordinator.RuleError{Rule: "backup-header",
@@ -62,7 +74,8 @@ func (h *backupHandlers) upload(w http.ResponseWriter, r *http.Request) {
 	// A snapshot is far larger than an API body: give it its own
 	// deadline instead of the server's.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(backupUploadTimeout))
-	b, err := h.svc.StoreBackup(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), op, desc, r.Body)
+	body := http.MaxBytesReader(w, r.Body, MaxBackupBytes)
+	b, err := h.svc.StoreBackup(r.Context(), chi.URLParam(r, "cluster"), chi.URLParam(r, "node"), op, desc, body)
 	if err != nil {
 		writeProblem(w, r, err)
 		return
