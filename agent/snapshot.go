@@ -42,6 +42,7 @@ func (a *Agent) snapshotFile(opID string) string {
 func (r *run) etcdSnapshot(ctx context.Context) (map[string]string, error) {
 	a := r.a
 	if r.done(stepSnapshotUploaded) {
+		a.removeSnapshot(a.snapshotFile(r.op.ID)) // left by a restart right after the upload
 		return snapshotDetails(r.st.Data), nil
 	}
 	timeout := defaultSnapshotTimeout
@@ -75,11 +76,16 @@ func (r *run) etcdSnapshot(ctx context.Context) (map[string]string, error) {
 	if err := r.mark(ctx, stepSnapshotUploaded, map[string]string{"holder": rec.Holder}); err != nil {
 		return nil, err
 	}
-	// The coordinator holds it now; this host keeps no copy.
+	a.removeSnapshot(file)
+	return snapshotDetails(r.st.Data), nil
+}
+
+// removeSnapshot deletes an uploaded snapshot: the coordinator holds it
+// now, and this host keeps no copy of the cluster's secrets.
+func (a *Agent) removeSnapshot(file string) {
 	if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
 		a.log.Warn("remove the uploaded snapshot", "file", file, "err", err)
 	}
-	return snapshotDetails(r.st.Data), nil
 }
 
 // takeSnapshot writes a snapshot of the host's etcd cluster to file (a
