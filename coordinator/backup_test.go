@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,26 @@ func TestUpgradeHoldsControlPlaneUntilBackupRecorded(t *testing.T) {
 	require.Equal(t, b.Size, n)
 	require.Equal(t, b.SHA256, hex.EncodeToString(h.Sum(nil)))
 	require.Contains(t, backupStep().Message, "held by coordinator member m1")
+
+	// Uploads are checked as they are written: bytes that do not hash to
+	// the described sum are refused with the rule and nothing is kept;
+	// an operation already recorded answers its record and stores nothing.
+	cred, err := enrollAgent(t.Context(), cl, m.addr, "lab", "cp-2")
+	require.NoError(t, err)
+	agent := cred.client(m.addr)
+	bad := api.Backup{Member: "https://cp-2:2379", Revision: 9, Size: 5, SHA256: strings.Repeat("0", 64), TakenAt: clk.Now()}
+	five := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("bytes")), nil }
+	_, err = agent.UploadBackup(t.Context(), "lab", "cp-2", u.BackupOperationID(7), bad, five)
+	var p *api.Problem
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	require.Equal(t, "backup-sha256", p.Rule)
+	again, err := agent.UploadBackup(t.Context(), "lab", "cp-2", b.ID, bad, five)
+	require.NoError(t, err)
+	require.Equal(t, b, again, "a repeated operation answers its record")
+	entries, err := os.ReadDir(filepath.Dir(b.File))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing kept of the refused or repeated uploads")
 
 	eventually(t, "the control plane proceeds and the upgrade ends", func() bool {
 		u, err := m.c.Upgrade("lab")

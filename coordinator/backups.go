@@ -98,7 +98,9 @@ func (c *Coordinator) StoreBackup(ctx context.Context, cluster, node, opID strin
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return api.Backup{}, fmt.Errorf("backup directory: %w", err)
 	}
-	name := fmt.Sprintf("%d-%s.db", desc.Revision, desc.TakenAt.UTC().Format("20060102T150405Z"))
+	// The sum's first digits keep two snapshots of the same revision and
+	// second apart.
+	name := fmt.Sprintf("%d-%s-%s.db", desc.Revision, desc.TakenAt.UTC().Format("20060102T150405Z"), strings.ToLower(desc.SHA256[:12]))
 	final := filepath.Join(dir, name)
 	if err := writeChecked(dir, final, body, desc.Size, desc.SHA256); err != nil {
 		return api.Backup{}, err
