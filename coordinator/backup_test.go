@@ -138,3 +138,85 @@ func TestUpgradeHoldsControlPlaneUntilBackupRecorded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Backups, 1, "one backup per upgrade")
 }
+
+// A cluster whose control-plane agents run molt-agent 0.1.0, which does
+// not know the snapshot operation, is told so: the backup step holds the
+// control plane with what to do, and no operation is sent to them.
+func TestBackupStepNamesAgentsTooOldToTakeIt(t *testing.T) {
+	ops := newFakeOps()
+	clk := clock.NewManual(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	m := startMemberAt(t, "m1", t.TempDir(), true, ops, "", "127.0.0.1:0", clk)
+	tc := &testCluster{t: t, members: []*member{m}, ops: ops}
+	tc.waitLeader()
+	cl := m.client()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	spec := clusterSpec("lab", "1.33.6")
+	put(t, cl, "/v1/clusters/lab", spec)
+	agents := map[string]*simAgent{}
+	for i, n := range nodeNames(spec) {
+		a := newSimAgent("lab", n)
+		a.agentVersion = "0.1.0"
+		agents[n] = a
+		go a.run(t.Context(), tc, i)
+	}
+	waitAgents(t, tc, "lab", 7)
+	_, err := cl.Do(t.Context(), http.MethodPost, "/v1/clusters/lab/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	eventually(t, "the snapshot attempt failed", func() bool {
+		u, err := m.c.Upgrade("lab")
+		if err != nil {
+			return false
+		}
+		s, _ := u.Step(phases.StepIDBackup)
+		return s != nil && s.Attempts >= 1
+	})
+	u, err := m.c.Upgrade("lab")
+	require.NoError(t, err)
+	s, _ := u.Step(phases.StepIDBackup)
+	require.Contains(t, s.Message, "run a molt-agent before 0.2.0")
+	require.Contains(t, s.Message, "etcdBackup to skip")
+	cp, _ := u.Step("pool/cp")
+	require.Equal(t, phases.StatePending, cp.State)
+	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+		agents[n].mu.Lock()
+		for id := range agents[n].upgradeOf {
+			require.NotContains(t, id, "/run/backup/", "no snapshot offered to %s", n)
+		}
+		agents[n].mu.Unlock()
+	}
+}
+
+// A cluster says etcdBackup: skip explicitly (no etcd credentials on its
+// control-plane hosts): its upgrades have no backup step. Any other
+// value is refused with the rule, and the cluster is not registered.
+func TestEtcdBackupSkipIsExplicit(t *testing.T) {
+	tc := newTestCluster(t, 1, newFakeOps())
+	m := tc.waitLeader()
+	cl := m.client()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/releases/1.34.4", release("1.34.4"))
+	bad := clusterSpec("ext", "1.33.6")
+	bad.EtcdBackup = "sometimes"
+	_, err := cl.Do(t.Context(), http.MethodPut, "/v1/clusters/ext", bad, nil)
+	var p *api.Problem
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, phases.RuleEtcdBackup, p.Rule)
+	_, err = m.c.Cluster("ext")
+	require.Error(t, err, "nothing registered")
+
+	spec := clusterSpec("ext", "1.33.6")
+	spec.EtcdBackup = "skip"
+	put(t, cl, "/v1/clusters/ext", spec)
+	var got api.Cluster
+	_, err = cl.Do(t.Context(), http.MethodGet, "/v1/clusters/ext", nil, &got)
+	require.NoError(t, err)
+	require.Equal(t, "skip", got.Spec.EtcdBackup)
+	_, err = cl.Do(t.Context(), http.MethodPost, "/v1/clusters/ext/upgrade", api.UpgradeRequest{Version: "1.34.4"}, nil)
+	require.NoError(t, err)
+	u, err := m.c.Upgrade("ext")
+	require.NoError(t, err)
+	require.Equal(t, phases.CurrentStepLayout, u.Options.StepLayout)
+	_, ok := u.Step(phases.StepIDBackup)
+	require.False(t, ok, "no backup step for a cluster that skips it")
+}

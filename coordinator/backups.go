@@ -36,23 +36,43 @@ const (
 // backupHost is the host whose agent takes the upgrade's snapshot: the
 // first node of the control-plane pools, in the order of the cluster's
 // spec, whose agent is registered, not missing and healthy in the
-// replicated state. Any of them reaches every etcd member (the agent
-// lists them all), so the choice is about a working agent, not about
-// etcd; the same healthy host is chosen at every tick, so the operation
-// stays where it was offered. "" when none qualifies.
-func (c *Coordinator) backupHost(cluster string, u *phases.Upgrade) string {
+// replicated state, and not known to run a molt-agent before 0.2.0
+// (which does not know the operation). Any of them reaches every etcd
+// member (the agent lists them all), so the choice is about a working
+// agent, not about etcd; the same healthy host is chosen at every tick,
+// so the operation stays where it was offered. When none qualifies it
+// returns "" and why.
+func (c *Coordinator) backupHost(cluster string, u *phases.Upgrade) (string, string) {
+	old := false
 	for i := range u.Pools {
 		p := &u.Pools[i]
 		if p.Role != phases.RoleControlPlane {
 			continue
 		}
 		for _, n := range u.PoolNodes(p) {
-			if a, ok := c.sm.Agent(cluster, n.Node); ok && a.Registered && !a.Missing && a.Healthy {
-				return n.Node
+			a, ok := c.sm.Agent(cluster, n.Node)
+			if !ok || !a.Registered || a.Missing || !a.Healthy {
+				continue
 			}
+			if !takesSnapshots(c.live.version(nodeKey(cluster, n.Node))) {
+				old = true
+				continue
+			}
+			return n.Node, ""
 		}
 	}
-	return ""
+	if old {
+		return "", "etcd snapshot: the healthy control-plane hosts run a molt-agent before 0.2.0, which cannot take one: update their agents (an upgrade to a release that names molt-agent 0.2.0) or set the cluster's etcdBackup to skip"
+	}
+	return "", "etcd snapshot: no control-plane host has a registered, healthy agent to take it"
+}
+
+// takesSnapshots reports whether an agent of release v knows the
+// EtcdSnapshot operation: 0.2.0 on, or a release not known (not heard
+// from since this leader started, or a build that names none).
+func takesSnapshots(v string) bool {
+	major, minor, ok := majorMinor(v)
+	return !ok || major > 0 || minor >= 2
 }
 
 // backupOp is the operation of a backup step's attempt (its ActRunStep).
