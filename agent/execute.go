@@ -111,6 +111,8 @@ func (a *Agent) execute(ctx context.Context, op api.Operation) (api.OperationRes
 		details, err = r.probePeers(ctx)
 	case api.OpUpdateAgent:
 		details, err = r.updateAgent(ctx)
+	case api.OpEtcdSnapshot:
+		details, err = r.etcdSnapshot(ctx)
 	default: // Validate refuses unknown kinds; this guards a new kind without a handler
 		err = fmt.Errorf("%w: kind %q has no executor", ErrUnknownOperation, op.Kind)
 	}

@@ -23,6 +23,11 @@ type ClusterSpec struct {
 	// sequences select their stages' clusters by them
 	// (docs/rollout-sequences.md).
 	Labels map[string]string `json:"labels,omitempty"`
+	// EtcdBackup is "" (the default: every upgrade takes an etcd snapshot
+	// before its control plane, docs/backup.md) or "skip", for a cluster
+	// whose control-plane hosts hold no etcd client credentials (an
+	// external etcd backed up on its own).
+	EtcdBackup string `json:"etcdBackup,omitempty"`
 	// MaintenancePolicy, on PUT, is stored with the spec in one step,
 	// validated as PUT .../maintenance-policy validates one: an invalid
 	// policy refuses the whole request. Absent keeps the cluster's

@@ -23,6 +23,10 @@ const (
 	// OpUpdateAgent replaces the agent itself (an upgrade's molt step).
 	// Since molt 0.2.0; an older agent refuses it as unknown.
 	OpUpdateAgent OperationKind = "UpdateAgent"
+	// OpEtcdSnapshot takes an etcd snapshot on a control-plane host and
+	// uploads it to the coordinator (an upgrade's backup step). Since
+	// molt 0.2.0.
+	OpEtcdSnapshot OperationKind = "EtcdSnapshot"
 )
 
 // Component names a host binary the agent can upgrade.
@@ -55,7 +59,29 @@ type Operation struct {
 	CheckArtifacts    *CheckArtifacts    `json:"checkArtifacts,omitempty"`
 	ProbePeers        *ProbePeers        `json:"probePeers,omitempty"`
 	UpdateAgent       *UpdateAgent       `json:"updateAgent,omitempty"`
+	EtcdSnapshot      *EtcdSnapshot      `json:"etcdSnapshot,omitempty"`
 }
+
+// EtcdSnapshot takes a snapshot of the host's etcd cluster with the
+// host's etcd client credentials, from the first member that answers
+// healthy, and uploads it to the coordinator
+// (POST /v1/agents/{cluster}/{node}/backups?operation=<id>), which records
+// it; the result's Details carry its description (DetailBackup*). Which
+// etcd, and with which credentials, is the host's configuration
+// (docs/backup.md).
+type EtcdSnapshot struct {
+	// TimeoutSeconds bounds taking and uploading the snapshot; zero means
+	// the agent's default.
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+}
+
+// Result details of an EtcdSnapshot.
+const (
+	DetailBackupSHA256   = "sha256"
+	DetailBackupRevision = "revision"
+	DetailBackupSize     = "size"
+	DetailBackupMember   = "member"
+)
 
 // UpdateAgent replaces the molt-agent binary the agent runs with a
 // verified download and restarts the agent's unit; the new agent reports
@@ -153,7 +179,7 @@ func (o Operation) Validate() error {
 	}
 	set := 0
 	for _, b := range []bool{o.UpgradeBinary != nil, o.UpgradeStaticPods != nil, o.ImportImages != nil,
-		o.PullImages != nil, o.Rollback != nil, o.CheckArtifacts != nil, o.ProbePeers != nil, o.UpdateAgent != nil} {
+		o.PullImages != nil, o.Rollback != nil, o.CheckArtifacts != nil, o.ProbePeers != nil, o.UpdateAgent != nil, o.EtcdSnapshot != nil} {
 		if b {
 			set++
 		}
@@ -182,6 +208,8 @@ func (o Operation) Validate() error {
 	case OpUpdateAgent:
 		u := o.UpdateAgent
 		ok = u != nil && u.Version != "" && u.URL != "" && len(u.SHA256) == 64
+	case OpEtcdSnapshot:
+		ok = o.EtcdSnapshot != nil
 	default:
 		return fmt.Errorf("%w: %s: unknown kind %q", ErrInvalidOperation, o.ID, o.Kind)
 	}

@@ -40,6 +40,8 @@ var wireTypes = map[string]func() any{
 	// A release catalog entry (its molt-agent since 0.2.0).
 	"release":        func() any { return new(api.Release) },
 	"upgrade-status": func() any { return new(api.UpgradeStatus) },
+	// etcd backups (0.2.0): what GET .../backups answers.
+	"backup-list": func() any { return new(api.BackupList) },
 	// Rollout sequences: what PUT carries, what the routes answer.
 	"rollout-sequence-spec":     func() any { return new(api.RolloutSequenceSpec) },
 	"rollout-sequence":          func() any { return new(api.RolloutSequence) },

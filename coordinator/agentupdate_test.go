@@ -74,7 +74,7 @@ func TestMoltStepUpdatesAgentsBeforeKubernetes(t *testing.T) {
 	})
 	u, err := m.c.Upgrade("lab")
 	require.NoError(t, err)
-	require.Equal(t, phases.StepLayoutMolt, u.Options.StepLayout)
+	require.Equal(t, phases.CurrentStepLayout, u.Options.StepLayout)
 	require.Equal(t, phases.StepIDMolt, u.Steps[0].ID)
 	require.Equal(t, phases.StateDone, u.Steps[0].State)
 	require.Len(t, u.Agents, 7)

@@ -73,6 +73,9 @@ type Config struct {
 	// Deployments to roll out. An attempt that reaches it fails with the
 	// objects still rolling out and their counts.
 	AddonRolloutTimeout time.Duration
+	// BackupKeep is how many etcd backups of each cluster are kept
+	// (docs/backup.md); 0 means the default, 5.
+	BackupKeep int
 	// Keyring seals kubeconfigs before they are proposed and opens them to
 	// reach their clusters (secrets.go). Every member holds the same keys.
 	// nil: a kubeconfig can be neither stored nor opened, and a member

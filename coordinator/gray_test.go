@@ -194,6 +194,9 @@ func (a *patientAgent) run(ctx context.Context) {
 			res, ok := done[op.ID]
 			if !ok {
 				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
+				if op.EtcdSnapshot != nil {
+					res = agenttest.Snapshot(ctx, a.cl, a.cluster, a.node, op, time.Now())
+				}
 				done[op.ID] = res
 				a.mu.Lock()
 				a.executed, a.at = append(a.executed, op.ID), append(a.at, time.Now())

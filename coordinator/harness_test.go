@@ -800,6 +800,11 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 						res.State, res.Message = api.OpFailed, msg
 					}
 				}
+				if op.EtcdSnapshot != nil && res.State == api.OpSucceeded {
+					a.mu.Unlock()
+					res = agenttest.Snapshot(ctx, cl, a.cluster, a.node, op, time.Now())
+					a.mu.Lock()
+				}
 				if op.UpdateAgent != nil && res.State == api.OpSucceeded {
 					a.agentVersion = op.UpdateAgent.Version
 				}
@@ -807,8 +812,8 @@ func (a *simAgent) run(ctx context.Context, tc *testCluster, seed int) {
 					// The agent that runs after the update reports it.
 					res.Details = map[string]string{api.DetailAgentVersion: a.agentVersion}
 				}
-				if op.CheckArtifacts == nil && op.ProbePeers == nil {
-					a.executed[op.ID]++ // count host changes only
+				if op.CheckArtifacts == nil && op.ProbePeers == nil && op.EtcdSnapshot == nil {
+					a.executed[op.ID]++ // count host changes only (a snapshot reads etcd, changes nothing)
 					if a.onExecute != nil {
 						a.onExecute(a.node, op)
 					}

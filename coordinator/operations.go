@@ -117,6 +117,9 @@ func (c *Coordinator) ReportResult(ctx context.Context, cluster, node string, r 
 	if _, _, _, ok := parseAgentOperationID(r.ID); ok {
 		return c.reportAgentResult(ctx, cluster, node, r)
 	}
+	if _, _, ok := phases.ParseBackupOperationID(r.ID); ok {
+		return c.reportBackupResult(ctx, cluster, node, r)
+	}
 	upgrade, opNode, cursor, attempt, ok := parseOperationID(r.ID)
 	if !ok || opNode != node {
 		return &RuleError{Rule: "operation-id", Detail: fmt.Sprintf("operation %q is not an upgrade operation of node %s", r.ID, node), Err: ErrNotFound}
@@ -187,6 +190,9 @@ func operationUpgrade(id, pending, run string) string {
 		return upgrade
 	}
 	if upgrade, _, _, ok := parseAgentOperationID(id); ok {
+		return upgrade
+	}
+	if upgrade, _, ok := phases.ParseBackupOperationID(id); ok {
 		return upgrade
 	}
 	if run != "" && strings.HasPrefix(id, "preflight-"+run+"-") {

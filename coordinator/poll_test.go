@@ -61,6 +61,9 @@ func TestPollNamesTheUpgrade(t *testing.T) {
 			case strings.HasPrefix(id, u.ID+"/"+n+"/"):
 				require.Equal(t, u.ID, upgrade, id)
 				nodeSteps++
+			case strings.HasPrefix(id, u.ID+"/run/backup/"):
+				require.Equal(t, "cp-1", n, "the snapshot is taken by the first healthy control-plane host")
+				require.Equal(t, u.ID, upgrade, id)
 			default:
 				t.Errorf("%s: unexpected operation %s", n, id)
 			}

@@ -146,6 +146,20 @@ func (l *leader) act(ctx context.Context, now time.Time, plans []tickPlan) bool 
 				offers[a.Node] = append(offers[a.Node], op)
 			case a.Kind == phases.ActRunNodeStep:
 				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runNodeStep(ctx, p, a) })
+			case a.Kind == phases.ActRunStep && a.Step == phases.StepIDBackup:
+				// The snapshot is an agent's work (backups.go): offered to
+				// one control-plane host, answered by its result.
+				node, why := l.backupHost(p.cluster, p.upgrade)
+				if node != "" {
+					offers[node] = append(offers[node], backupOp(a))
+					continue
+				}
+				l.startWork(ctx, a.ID, func(ctx context.Context) {
+					res := phases.StepResult{Upgrade: a.Upgrade, Step: a.Step, Attempt: a.Attempt, Message: why}
+					if err := l.commitBackupStep(ctx, p.cluster, res); err != nil {
+						l.log.Warn("commit backup step", "cluster", p.cluster, "err", err)
+					}
+				})
 			case a.Kind == phases.ActRunStep:
 				l.startWork(ctx, a.ID, func(ctx context.Context) { l.runStep(ctx, p, a) })
 			case a.Kind == phases.ActRunPoolWork:

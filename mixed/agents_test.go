@@ -115,7 +115,8 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			continue
 		}
 		for _, op := range ops {
-			check := op.CheckArtifacts != nil || op.ProbePeers != nil
+			// A snapshot changes nothing on the host: answered like a check.
+			check := op.CheckArtifacts != nil || op.ProbePeers != nil || op.EtcdSnapshot != nil
 			a.mu.Lock()
 			held := a.held[node]
 			a.mu.Unlock()
@@ -125,6 +126,9 @@ func (a *agents) run(ctx context.Context, node string, cert *tls.Certificate) {
 			res, ok := done[op.ID]
 			if !ok {
 				res = api.OperationResult{ID: op.ID, Kind: op.Kind, State: api.OpSucceeded, Message: "simulated", Details: agenttest.HealthyDetails(op)}
+				if op.EtcdSnapshot != nil {
+					res = agenttest.Snapshot(ctx, cl, a.cluster, node, op, time.Now())
+				}
 				if !check {
 					a.mu.Lock()
 					a.ran[node]++

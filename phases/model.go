@@ -82,6 +82,9 @@ type ClusterSpec struct {
 	// Labels are the operator's key/value labels of the cluster; rollout
 	// sequences select their stages' clusters by them.
 	Labels map[string]string
+	// EtcdBackup is EtcdBackupTake ("", the default: upgrades take an etcd
+	// snapshot before the control plane, backup.go) or EtcdBackupSkip.
+	EtcdBackup string
 }
 
 // Model validation errors.
@@ -127,6 +130,9 @@ func (c *ClusterSpec) Validate() error {
 	}
 	if err := validateGates("cluster "+c.Name, c.HealthGates); err != nil {
 		return err
+	}
+	if c.EtcdBackup != EtcdBackupTake && c.EtcdBackup != EtcdBackupSkip {
+		return invalid(RuleEtcdBackup, "etcdBackup %q is not one of \"\" (take a snapshot before the control plane) or %q", c.EtcdBackup, EtcdBackupSkip)
 	}
 	pools := map[string]bool{}
 	nodes := map[string]bool{}

@@ -157,6 +157,8 @@ func MakePlan(c *ClusterSpec, to Version, opts Options, dur Durations, start tim
 			ps.Disruption = poolDisruption(p, width)
 		case StepMolt:
 			length, minimal = planMolt(&ps, c, agents, dur, begin)
+		case StepBackup:
+			ps.Disruption = "none: an etcd snapshot read from one healthy member"
 		case StepAddons:
 			length, minimal = dur.Addons, dur.Addons
 			ps.Disruption = "under 5 min for each add-on operator that is drained and upgraded"

@@ -20,6 +20,9 @@ const (
 	// agent release than the upgrade's (Options.AgentVersion), before any
 	// Kubernetes step (molt.go).
 	StepMolt StepKind = "molt"
+	// StepBackup takes an etcd snapshot before the control-plane pools
+	// (backup.go).
+	StepBackup StepKind = "backup"
 )
 
 // Step IDs that are not pools.
@@ -28,6 +31,7 @@ const (
 	StepIDLifecycle = "lifecycle"
 	StepIDHealth    = "health"
 	StepIDMolt      = "molt"
+	StepIDBackup    = "backup"
 )
 
 // PoolStepID is the ID of the step that upgrades a pool.
@@ -117,8 +121,14 @@ const (
 	// molt-agent (Options.AgentVersion) with a molt step that updates
 	// the hosts' agents first (molt.go). Introduced in molt 0.2.0.
 	StepLayoutMolt = 4
+	// StepLayoutBackup adds a backup step before the control-plane pools
+	// of a cluster that has them and does not skip it
+	// (ClusterSpec.EtcdBackup): an etcd snapshot must be recorded before
+	// the first control-plane node starts (backup.go). Introduced in molt
+	// 0.2.0.
+	StepLayoutBackup = 5
 	// CurrentStepLayout is what new upgrades and plans use.
-	CurrentStepLayout = StepLayoutMolt
+	CurrentStepLayout = StepLayoutBackup
 )
 
 // buildSteps lays out the step graph of SPEC §4 for a cluster:
@@ -128,7 +138,9 @@ const (
 //	  worker pools (after the loadBalancer pools) → health
 //
 // (layout StepLayoutLifecycle adds a lifecycle step beside the add-ons;
-// with molt set, a molt step comes before everything else).
+// with molt set, a molt step comes before everything else; from
+// StepLayoutBackup a backup step comes between the control-plane LB pools
+// and the control-plane pools).
 func buildSteps(c *ClusterSpec, layout int, molt bool) []Step {
 	var cplb, cp, lb, workers []string
 	for _, p := range c.Pools {
@@ -168,8 +180,13 @@ func buildSteps(c *ClusterSpec, layout int, molt bool) []Step {
 	for _, p := range cplb {
 		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlaneLB, Deps: slices.Clone(first)})
 	}
+	cpDeps := ids(cplb)
+	if backupStep(c, layout) && len(cp) > 0 {
+		add(Step{ID: StepIDBackup, Kind: StepBackup, Deps: cpDeps})
+		cpDeps = []string{StepIDBackup}
+	}
 	for _, p := range cp {
-		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlane, Deps: ids(cplb)})
+		add(Step{ID: PoolStepID(p), Kind: StepPool, Pool: p, Role: RoleControlPlane, Deps: slices.Clone(cpDeps)})
 	}
 	afterCP := ids(cp)
 	add(Step{ID: StepIDAddons, Kind: StepAddons, Deps: afterCP})

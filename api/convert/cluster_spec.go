@@ -18,6 +18,7 @@ func ClusterSpecToAPI(s phases.ClusterSpec) api.ClusterSpec {
 		Cloud:       conv.Ptr(s.Cloud, func(c phases.CloudSpec) api.CloudSpec { return api.CloudSpec(c) }),
 		HealthGates: conv.Slice(s.HealthGates, HealthGateToAPI),
 		Labels:      maps.Clone(s.Labels),
+		EtcdBackup:  s.EtcdBackup,
 	}
 }
 
@@ -53,7 +54,8 @@ func ClusterSpecFromAPI(s api.ClusterSpec) (phases.ClusterSpec, error) {
 		HealthGates: conv.Slice(s.HealthGates, func(g api.HealthGate) phases.HealthGate {
 			return healthGateFromAPI(&d, "cluster "+s.Name, g)
 		}),
-		Labels: maps.Clone(s.Labels),
+		Labels:     maps.Clone(s.Labels),
+		EtcdBackup: s.EtcdBackup,
 	}
 	return out, d.err
 }

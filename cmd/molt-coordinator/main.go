@@ -68,6 +68,7 @@ func run() error {
 	tlsSAN := flag.String("tls-san", "", "extra host names and IP addresses for this member's certificate, comma-separated")
 	tick := flag.Duration("tick", def.TickInterval, "leader tick interval")
 	maxWork := flag.Int("max-concurrent-work", def.MaxConcurrentWork, "work items (cordon, drain, cluster steps) the leader runs at once; more wait for a later tick")
+	backupKeep := flag.Int("backup-keep", 0, "etcd backups kept per cluster, newest first (0: the default, 5; docs/backup.md)")
 	addonRollout := flag.Duration("addon-rollout-timeout", def.AddonRolloutTimeout, "one attempt of the add-ons step: apply the release's add-ons and wait this long for them to roll out")
 	artifactWave := flag.Int("preflight-artifact-wave", def.PreflightArtifactWave, "hosts of a preflight run that fetch and check the release's artifacts at a time (negative: all at once); a run waits 2m per wave")
 	apiUnavailable := flag.Duration("api-unavailable-timeout", def.APIUnavailableTimeout, "how long a cluster call is repeated while the cluster's API server cannot be reached or is unavailable, before its step fails")
@@ -193,6 +194,7 @@ func run() error {
 	cfg.TickInterval = *tick
 	cfg.MaxConcurrentWork = *maxWork
 	cfg.AddonRolloutTimeout = *addonRollout
+	cfg.BackupKeep = *backupKeep
 	cfg.PreflightArtifactWave = *artifactWave
 	cfg.APIUnavailableTimeout = *apiUnavailable
 	cfg.Logger = log

@@ -58,7 +58,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.token, "token", os.Getenv("MOLT_TOKEN"), "API token (env MOLT_TOKEN)")
 	root.PersistentFlags().StringVar(&c.tokenFile, "token-file", os.Getenv("MOLT_TOKEN_FILE"), "file holding an API token (env MOLT_TOKEN_FILE)")
 	root.PersistentFlags().StringVarP(&c.output, "output", "o", "text", "output format: text, json or yaml")
-	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd(), c.secretsCmd(), c.auditCmd(), c.channelCmd(), c.sequenceCmd())
+	root.AddCommand(c.clusterCmd(), c.releaseCmd(), c.upgradeCmd(), c.poolCmd(), c.nodeCmd(), c.memberCmd(), c.maintenanceCmd(), c.preflightCmd(), c.tokenCmd(), c.secretsCmd(), c.auditCmd(), c.channelCmd(), c.sequenceCmd(), c.backupCmd())
 	return root
 }
 

@@ -40,7 +40,7 @@ var wireBodies = []any{
 	api.RolloutSequence{}, api.RolloutSequenceSpec{}, api.SequenceOverrideRequest{}, api.SequencePlan{},
 	api.Cluster{}, api.ClusterSpec{}, api.Upgrade{}, api.UpgradeRequest{}, api.Plan{},
 	api.PreflightRequest{}, api.PreflightRun{}, api.PreflightRunSummary{},
-	api.MaintenancePolicy{}, api.MaintenanceCheck{}, api.MaintenanceCalendar{}, api.UpgradeStatus{},
+	api.MaintenancePolicy{}, api.MaintenanceCheck{}, api.MaintenanceCalendar{}, api.UpgradeStatus{}, api.Backup{}, api.BackupList{},
 	api.EnrollRequest{}, api.EnrollResponse{}, api.RenewRequest{},
 	api.RegisterRequest{}, api.RegisterResponse{}, api.AgentHealth{},
 	api.OperationsResponse{}, api.OperationResult{},

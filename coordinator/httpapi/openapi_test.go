@@ -350,6 +350,7 @@ var wireGoldens = map[string][]bodyAt{
 	"session":               {{route: "GET /v1/session", status: 200}, {route: "POST /v1/session", status: 200}},
 	"upgrade":               {{route: "GET /v1/clusters/{name}/upgrade", status: 200}, {route: "POST /v1/clusters/{name}/upgrade", status: 202}, {route: "POST /v1/clusters/{name}/pools/{pool}/upgrade/{cmd}", status: 200}},
 	"upgrade-status":        {{route: "GET /v1/clusters/{name}/upgrade-status", status: 200}},
+	"backup-list":           {{route: "GET /v1/clusters/{name}/backups", status: 200}},
 	"rollout-sequence-spec": {{route: "PUT /v1/rollout-sequences/{sequence}"}},
 	"rollout-sequence": {{route: "GET /v1/rollout-sequences/{sequence}", status: 200}, {route: "PUT /v1/rollout-sequences/{sequence}", status: 200},
 		{route: "GET /v1/rollout-sequences", status: 200, item: true},

@@ -124,6 +124,7 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/clusters/{name}/maintenance-policy/check", NeedViewer, read, f(h.maintenance.checkPolicy)},
 		{"GET", "/v1/clusters/{name}/maintenance-policy/calendar", NeedViewer, read, f(h.maintenance.calendar)},
 		{"GET", "/v1/clusters/{name}/upgrade-status", NeedViewer, read, f(h.scheduler.upgradeStatus)},
+		{"GET", "/v1/clusters/{name}/backups", NeedViewer, read, f(h.backups.list)},
 
 		{"POST", "/v1/agents/enroll", NeedBootstrapToken, write(200), f(h.credentials.enroll)},
 		{"POST", "/v1/agents/register", NeedAgent, agentCall, f(h.agents.register)},
@@ -134,6 +135,7 @@ func (h *handlers) routes() []route {
 		{"GET", memberSelfPath, NeedMember, memberCall, f(h.members.self)},
 		{"GET", "/v1/agents/{cluster}/{node}/operations", NeedAgent, agentCall, f(h.agents.poll)},
 		{"POST", "/v1/agents/{cluster}/{node}/results", NeedAgent, agentCall, f(h.agents.result)},
+		{"POST", "/v1/agents/{cluster}/{node}/backups", NeedAgent, agentCall, f(h.backups.upload)},
 	}
 	if !h.cfg.DisableWeb {
 		// The web view: its files are public (they hold no data; the page

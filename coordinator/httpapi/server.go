@@ -40,6 +40,7 @@ type Services struct {
 	Credentials CredentialService  // trust_handlers.go
 	Secrets     SecretService      // secrets_handlers.go
 	Agents      AgentService       // agent_handlers.go
+	Backups     BackupService      // backup_handlers.go
 }
 
 // ServicesOf serves the API from one coordinator member, which implements
@@ -48,7 +49,7 @@ func ServicesOf(c *coordinator.Coordinator) Services {
 	return Services{
 		Leadership: c, Auth: c, Audit: c, Relay: c,
 		Releases: c, Clusters: c, Upgrades: c, Preflights: c, Maintenance: c, Scheduler: c, Sequences: c,
-		Members: c, Credentials: c, Secrets: c, Agents: c,
+		Members: c, Credentials: c, Secrets: c, Agents: c, Backups: c,
 	}
 }
 
@@ -218,6 +219,7 @@ type handlers struct {
 	credentials *credentialHandlers
 	secrets     *secretHandlers
 	agents      *agentHandlers
+	backups     *backupHandlers
 
 	// sessions are the web view's sessions on this member (session.go);
 	// nil with Config.DisableWeb.
@@ -246,6 +248,7 @@ func newHandlers(s Services, cfg Config) *handlers {
 		members:     &memberHandlers{svc: s.Members},
 		credentials: &credentialHandlers{svc: s.Credentials},
 		secrets:     &secretHandlers{svc: s.Secrets},
+		backups:     &backupHandlers{svc: s.Backups},
 		agents:      &agentHandlers{svc: s.Agents, maxPoll: cfg.MaxPoll, maxPolls: cfg.MaxPollsPerNode, polls: map[string]int{}},
 	}
 }

@@ -48,6 +48,7 @@ const (
 	CmdAgentResult      command.Type = 45 // agentupdate.go
 	CmdPutSequence      command.Type = 43 // sequences.go
 	CmdSequenceOverride command.Type = 44 // sequences.go
+	CmdBackup           command.Type = 49 // backups.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -91,6 +92,7 @@ var commandSince = map[command.Type]string{
 	CmdAgentResult:      SinceAgentUpdate,
 	CmdPutSequence:      SinceSequences,
 	CmdSequenceOverride: SinceSequences,
+	CmdBackup:           SinceBackups,
 }
 
 // CommandSince returns the molt release that introduced command number
@@ -138,6 +140,9 @@ func fieldSince(c command.Command) string {
 	}
 	if run != nil && run.HostPlan != HostPlanNone {
 		return SinceHostPlan
+	}
+	if v := backupFieldsSince(c); v != "" {
+		return v
 	}
 	return agentFieldsSince(c)
 }

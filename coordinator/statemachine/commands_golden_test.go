@@ -50,6 +50,7 @@ var pinnedCommands = []struct {
 	{"agentResult", CmdAgentResult, 45},
 	{"putSequence", CmdPutSequence, 43},
 	{"sequenceOverride", CmdSequenceOverride, 44},
+	{"backup", CmdBackup, 49},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -55,6 +55,7 @@ func copyCluster(r *ClusterRecord) ClusterRecord {
 		}
 	}
 	out.Auto = copyAuto(r.Auto)
+	out.Backups = slices.Clone(r.Backups)
 	return out
 }
 
@@ -240,6 +241,7 @@ func copyPreflight(p *PreflightRun) PreflightRun {
 func copyOperation(o api.Operation) api.Operation {
 	o.UpgradeBinary = clonePtr(o.UpgradeBinary)
 	o.UpdateAgent = clonePtr(o.UpdateAgent)
+	o.EtcdSnapshot = clonePtr(o.EtcdSnapshot)
 	if o.UpgradeStaticPods != nil {
 		sp := *o.UpgradeStaticPods
 		sp.Manifests = maps.Clone(sp.Manifests)

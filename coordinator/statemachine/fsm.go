@@ -108,6 +108,7 @@ func decoders() map[command.Type]decoder {
 		typed((*state).agentResult),
 		typed((*state).putSequence),
 		typed((*state).sequenceOverride),
+		typed((*state).backup),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))

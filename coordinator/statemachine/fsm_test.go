@@ -1,7 +1,9 @@
 package statemachine
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,6 +293,16 @@ func TestApplyCommands(t *testing.T) {
 			}},
 		{"a result for a host that does not run", before(CmdAgentResult, 0), AgentResultCmd{Cluster: "fleet", Now: now,
 			Result: phases.AgentResult{Upgrade: "fleet-1.34.6-1", Node: "worker-1", OK: true, Version: "0.2.0"}}, phases.ErrStale, nil},
+		{"record a backup; the retention drops the oldest", registered, BackupCmd{Cluster: "lab", Keep: 2, Now: now, Backup: testBackup("op/2", now.Add(-time.Hour), 20)}, nil,
+			func(t *testing.T, st *state) {
+				require.Equal(t, []string{"op/2"}, backupIDs(st.Clusters["lab"].Backups))
+			}},
+		{"a backup without its sum", registered, BackupCmd{Cluster: "lab", Now: now, Backup: func() api.Backup {
+			b := testBackup("op/1", now, 10)
+			b.SHA256 = ""
+			return b
+		}()}, ErrInvalid, nil},
+		{"a backup of no cluster", registered, BackupCmd{Cluster: "nosuch", Now: now, Backup: testBackup("op/1", now, 10)}, ErrNotFound, nil},
 		{"a member recorded without a version", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Command: 42}}, Now: now}, ErrInvalid, nil},
 		{"put a channel past the catalog", registered, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},
 		{"start an automatic upgrade", autoRegistered, autoStart(0, nil), nil,
@@ -449,4 +461,46 @@ func TestReregisterAfterACancelledUpgradeRestatesEitherVersion(t *testing.T) {
 			require.Equal(t, tc.version, f.st.Clusters["lab"].Spec.Version.String())
 		})
 	}
+}
+
+func testBackup(id string, at time.Time, rev int64) api.Backup {
+	return api.Backup{ID: id, Node: "cp-1", Member: "https://10.0.0.11:2379", Revision: rev, Size: 4096,
+		SHA256: strings.Repeat("ab", 32), TakenAt: at, Holder: "m1", File: "/var/lib/molt/backups/lab/" + id}
+}
+
+func backupIDs(bs []api.Backup) []string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.ID)
+	}
+	return out
+}
+
+// TestBackupRetention: backups are kept newest first (by time, then by
+// revision), the newest Keep stay and the result names what was dropped;
+// an operation's upload recorded again changes nothing; a zero retention
+// keeps the default, never none.
+func TestBackupRetention(t *testing.T) {
+	st := newState()
+	st.Clusters["lab"] = &ClusterRecord{}
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	apply := func(b api.Backup, keep int) BackupResult {
+		t.Helper()
+		v, err := st.backup(BackupCmd{Cluster: "lab", Backup: b, Keep: keep, Now: t0})
+		require.NoError(t, err)
+		return v.(BackupResult)
+	}
+	for i := range 6 {
+		res := apply(testBackup(fmt.Sprintf("op/%d", i), t0.Add(time.Duration(i)*time.Hour), int64(100+i)), 0)
+		require.False(t, res.Repeated)
+	}
+	require.Equal(t, []string{"op/5", "op/4", "op/3", "op/2", "op/1"}, backupIDs(st.Clusters["lab"].Backups), "a zero retention keeps the default 5")
+	res := apply(testBackup("op/5", t0, 1), 2)
+	require.True(t, res.Repeated, "the same operation is recorded once")
+	require.Equal(t, "op/5", res.Backup.ID)
+	require.Equal(t, int64(105), res.Backup.Revision, "the first record stands")
+	require.Len(t, st.Clusters["lab"].Backups, 5)
+	res = apply(testBackup("op/6", t0.Add(5*time.Hour), 106), 2) // same time as op/5, higher revision
+	require.Equal(t, []string{"op/6", "op/5"}, backupIDs(st.Clusters["lab"].Backups))
+	require.Equal(t, []string{"op/4", "op/3", "op/2", "op/1"}, backupIDs(res.Dropped))
 }

@@ -584,6 +584,25 @@ func goldenEntries() []goldenEntry {
 		Reason: "the failure was the host's disk, not the release", Now: now()})
 	add(PutSequenceCmd{Name: "gone", Stages: []StageRecord{{Name: "only", Clusters: []string{"nobody"}}}, Now: now()})
 	add(PutSequenceCmd{Name: "gone", Delete: true, Now: now()})
+	// etcd backups (0.2.0, backups.go): a cluster that skips the backup
+	// step, a snapshot recorded, the same operation's upload repeated
+	// (recorded once), one without a sum refused, and a retention of 1
+	// that drops the older.
+	skipSpec := spec("external")
+	skipSpec.EtcdBackup = phases.EtcdBackupSkip
+	add(PutClusterCmd{Spec: skipSpec, Now: now()})
+	snap := api.Backup{ID: "fleet-1.34.6-1/run/backup/a0", Upgrade: "fleet-1.34.6-1", Node: "cp-1", Member: "https://10.0.0.11:2379",
+		Revision: 4211, Size: 2408480, SHA256: sum, EtcdVersion: "3.6.4", TakenAt: now(), Holder: "m1",
+		File: "/var/lib/molt/backups/fleet/4211-20261102T090000Z.db"}
+	add(BackupCmd{Cluster: "fleet", Backup: snap, Keep: 5, Now: now()})
+	add(BackupCmd{Cluster: "fleet", Backup: snap, Keep: 5, Now: now()})
+	bad := snap
+	bad.ID, bad.SHA256 = "fleet-1.34.6-1/run/backup/a1", ""
+	refuse(ErrInvalid, BackupCmd{Cluster: "fleet", Backup: bad, Now: now()})
+	next := snap
+	next.ID, next.Revision, next.TakenAt = "fleet-1.34.6-1/run/backup/a2", 4300, now()
+	next.File = "/var/lib/molt/backups/fleet/4300-20261102T090500Z.db"
+	add(BackupCmd{Cluster: "fleet", Backup: next, Keep: 1, Now: now()})
 	return out
 }
 

@@ -23,6 +23,8 @@ type clusterSpecV1 struct {
 	HealthGates []healthGateV1 `json:"healthGates,omitempty"`
 	// Added with rollout sequences (0.2.0); absent before.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Added with the backup step (0.2.0, SinceBackups); absent before.
+	EtcdBackup string `json:"etcdBackup,omitempty"`
 }
 
 // healthGateV1 is a PromQL health gate; For is nanoseconds.
@@ -94,7 +96,7 @@ func clusterSpecToV1(s phases.ClusterSpec) clusterSpecV1 {
 	return clusterSpecV1{Name: s.Name, Kind: string(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: s.Version.String(), Pools: conv.Slice(s.Pools, poolToV1),
 		Cloud:       conv.Ptr(s.Cloud, func(c phases.CloudSpec) cloudSpecV1 { return cloudSpecV1(c) }),
-		HealthGates: conv.Slice(s.HealthGates, healthGateToV1), Labels: maps.Clone(s.Labels)}
+		HealthGates: conv.Slice(s.HealthGates, healthGateToV1), Labels: maps.Clone(s.Labels), EtcdBackup: s.EtcdBackup}
 }
 
 func healthGateToV1(g phases.HealthGate) healthGateV1   { return healthGateV1(g) }
@@ -104,7 +106,7 @@ func (d *v1Decoder) clusterSpec(s clusterSpecV1) phases.ClusterSpec {
 	return phases.ClusterSpec{Name: s.Name, Kind: phases.ClusterKind(s.Kind), AdminCluster: s.AdminCluster, Channel: s.Channel,
 		Version: d.version(s.Version), Pools: conv.Slice(s.Pools, poolFromV1),
 		Cloud:       conv.Ptr(s.Cloud, func(c cloudSpecV1) phases.CloudSpec { return phases.CloudSpec(c) }),
-		HealthGates: conv.Slice(s.HealthGates, healthGateFromV1), Labels: maps.Clone(s.Labels)}
+		HealthGates: conv.Slice(s.HealthGates, healthGateFromV1), Labels: maps.Clone(s.Labels), EtcdBackup: s.EtcdBackup}
 }
 
 func instanceGroupToV1(g phases.InstanceGroup) instanceGroupV1   { return instanceGroupV1(g) }

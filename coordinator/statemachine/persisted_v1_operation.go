@@ -31,6 +31,9 @@ type operationV1 struct {
 	// one (preflight runs hold none); it is kept so that an
 	// api.Operation goes through the log unchanged.
 	UpdateAgent *agentArtifactV1 `json:"updateAgent,omitempty"`
+	// EtcdSnapshot was added with the backup step (0.2.0). No entry
+	// carries it (preflight runs do not take snapshots).
+	EtcdSnapshot *etcdSnapshotV1 `json:"etcdSnapshot,omitempty"`
 }
 
 type upgradeBinaryV1 struct {
@@ -107,6 +110,7 @@ func operationToV1(o api.Operation) operationV1 {
 		UpdateAgent: conv.Ptr(o.UpdateAgent, func(u api.UpdateAgent) agentArtifactV1 {
 			return agentArtifactV1{Version: u.Version, URL: u.URL, SHA256: u.SHA256}
 		}),
+		EtcdSnapshot: conv.Ptr(o.EtcdSnapshot, func(e api.EtcdSnapshot) etcdSnapshotV1 { return etcdSnapshotV1(e) }),
 	}
 }
 
@@ -133,6 +137,7 @@ func operationFromV1(o operationV1) api.Operation {
 		UpdateAgent: conv.Ptr(o.UpdateAgent, func(u agentArtifactV1) api.UpdateAgent {
 			return api.UpdateAgent{Version: u.Version, URL: u.URL, SHA256: u.SHA256}
 		}),
+		EtcdSnapshot: conv.Ptr(o.EtcdSnapshot, func(e etcdSnapshotV1) api.EtcdSnapshot { return api.EtcdSnapshot(e) }),
 	}
 }
 
@@ -144,4 +149,8 @@ func operationResultToV1(r api.OperationResult) operationResultV1 {
 func operationResultFromV1(r operationResultV1) api.OperationResult {
 	return api.OperationResult{ID: r.ID, Kind: api.OperationKind(r.Kind), State: api.OperationState(r.State), Message: r.Message,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Details: conv.Map(r.Details, conv.Same[string])}
+}
+
+type etcdSnapshotV1 struct {
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 }

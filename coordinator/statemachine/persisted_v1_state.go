@@ -49,6 +49,8 @@ type clusterRecordV1 struct {
 	KubeconfigSealed string                    `json:"kubeconfigSealed,omitempty"`
 	// Auto was added with automatic upgrades; absent before (no attempt).
 	Auto *autoStateV1 `json:"auto,omitempty"`
+	// Backups were added with the backup step (0.2.0); absent before.
+	Backups []backupV1 `json:"backups,omitempty"`
 }
 
 type agentRecordV1 struct {
@@ -116,6 +118,7 @@ func clusterRecordToV1(r ClusterRecord) clusterRecordV1 {
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
 		Auto:         autoStateToV1(r.Auto),
+		Backups:      conv.Slice(r.Backups, backupToV1),
 	}
 }
 
@@ -130,6 +133,7 @@ func (d *v1Decoder) clusterRecord(r clusterRecordV1) ClusterRecord {
 		PreflightSeq: r.PreflightSeq,
 		AgentCerts:   conv.Map(r.AgentCerts, slices.Clone[[]string]),
 		Auto:         d.autoState(r.Auto),
+		Backups:      conv.Slice(r.Backups, backupFromV1),
 	}
 }
 

@@ -44,7 +44,9 @@ func TestConcurrentPrechecksOfANodeResult(t *testing.T) {
 		Pools: []phases.Pool{{Name: "cp", Role: phases.RoleControlPlane, Backing: phases.BackingBareMetal,
 			Nodes: []phases.Node{{Name: "cp-1", Address: "10.0.0.11"}, {Name: "cp-2", Address: "10.0.0.12"}, {Name: "cp-3", Address: "10.0.0.13"}}}}}, Now: now})
 	apply(StartUpgradeCmd{Cluster: "lab", To: phases.MustParseVersion("1.34.4"),
-		Options: phases.Options{StepLayout: phases.CurrentStepLayout}, Now: now})
+		// The molt layout: the node steps of the control plane start at
+		// once, with no backup step before them (what this test is about).
+		Options: phases.Options{StepLayout: phases.StepLayoutMolt}, Now: now})
 
 	// cp-1 goes first, its kubelet step fails once and is retried: static
 	// pods, containerd and the failed kubelet leave three operations in

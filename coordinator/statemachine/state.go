@@ -83,6 +83,9 @@ type ClusterRecord struct {
 	// attempt with its reason and outcome, the failures in a row and the
 	// backoff they set (auto.go).
 	Auto schedule.State
+	// Backups are the cluster's recorded etcd snapshots, newest first, at
+	// most the retention (backups.go).
+	Backups []api.Backup
 }
 
 // AgentRecord is the replicated part of an agent's liveness: only changes

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -36,6 +37,11 @@ type Coordinator struct {
 	registered int
 	wake       chan struct{}
 	artifacts  map[string][]byte
+	// backups are the snapshots agents uploaded, by operation ID (the
+	// first upload of an ID stands, as the coordinator records one);
+	// uploads counts every upload request.
+	backups map[string]Upload
+	uploads int
 
 	// CA signs agents' certificates; Token is the bootstrap token it
 	// accepts; CertLifetime is how long the certificates it signs last.
@@ -160,6 +166,32 @@ func newWith(t testing.TB, ca *trust.CA, tok string) *Coordinator {
 				break
 			}
 		}
+	})
+	mux.HandleFunc("POST /v1/agents/{c}/{n}/backups", func(w http.ResponseWriter, r *http.Request) {
+		var desc api.Backup
+		if err := json.Unmarshal([]byte(r.Header.Get(api.BackupHeader)), &desc); err != nil {
+			problem(w, http.StatusBadRequest, "backup-header")
+			return
+		}
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		op := r.URL.Query().Get("operation")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.uploads++
+		if f.backups == nil {
+			f.backups = map[string]Upload{}
+		}
+		up, ok := f.backups[op]
+		if !ok {
+			desc.ID, desc.Node, desc.Holder, desc.File = op, r.PathValue("n"), "stand-in", op
+			up = Upload{Backup: desc, Data: data}
+			f.backups[op] = up
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(up.Backup)
 	})
 	mux.HandleFunc("GET /artifacts/{name...}", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
@@ -318,4 +350,20 @@ func (f *Coordinator) Registered() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.registered
+}
+
+// Upload is a snapshot an agent uploaded: its description as recorded and
+// its bytes.
+type Upload struct {
+	Backup api.Backup
+	Data   []byte
+}
+
+// Backup returns the snapshot uploaded for operation op, and the number
+// of upload requests so far.
+func (f *Coordinator) Backup(op string) (Upload, bool, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.backups[op]
+	return u, ok, f.uploads
 }
