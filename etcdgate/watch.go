@@ -1,0 +1,54 @@
+package etcdgate
+
+import (
+	"fmt"
+	"time"
+)
+
+// Watch follows the gate over successive samples: it keeps the previous
+// sample for the raft rule, and how long and why the gate held, for the
+// operation's result.
+type Watch struct {
+	// Want is the member count before the node's upgrade (0: unchecked).
+	Want int
+
+	prev  *Sample
+	first time.Time
+	// lastHold is the reason of the newest sample that held.
+	lastHold string
+	holds    int
+}
+
+// Observe judges s after the samples observed before it.
+func (w *Watch) Observe(s Sample) Decision {
+	if w.prev == nil {
+		w.first = s.Time
+	}
+	d := Decide(w.Want, w.prev, s)
+	if !d.Pass {
+		w.holds++
+		w.lastHold = d.Reason
+	}
+	prev := s
+	w.prev = &prev
+	return d
+}
+
+// Held is how long the gate held: from the first sample to the last one.
+// The first sample always holds (the raft rule needs two), so a cluster
+// fit at once holds for one sampling interval.
+func (w *Watch) Held() time.Duration {
+	if w.prev == nil {
+		return 0
+	}
+	return w.prev.Time.Sub(w.first)
+}
+
+// Summary says how long the gate held and the last reason it gave,
+// leaving out the first sample's, which every run gives.
+func (w *Watch) Summary() string {
+	if w.holds <= 1 || w.lastHold == firstSampleReason {
+		return fmt.Sprintf("held %s (one sampling interval)", w.Held().Round(time.Millisecond))
+	}
+	return fmt.Sprintf("held %s over %d samples; last: %s", w.Held().Round(time.Millisecond), w.holds, w.lastHold)
+}
