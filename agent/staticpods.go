@@ -90,8 +90,9 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 			return details, r.mark(ctx, StepHealthy, nil)
 		}
 	}
-	var want []expectedPod
+	var want, etcdWant []expectedPod
 	names := make([]string, 0, len(manifests))
+	var etcdNames []string
 	for name, content := range manifests {
 		if !validManifestName(name) {
 			return details, fmt.Errorf("%w: manifest name %q", ErrUnknownOperation, name)
@@ -102,8 +103,13 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 		}
 		want = append(want, pods...)
 		names = append(names, name)
+		if pods[0].name == etcdPodName {
+			etcdNames = append(etcdNames, name)
+			etcdWant = append(etcdWant, pods...)
+		}
 	}
 	slices.Sort(names)
+	slices.Sort(etcdNames)
 	if r.done(StepRestoring) {
 		return details, r.restoreManifests(ctx, dir, backup, "pods were not running before the agent restarted")
 	}
@@ -115,11 +121,26 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 			return details, err
 		}
 	}
+	timeout := a.cfg.StaticPodTimeout
+	if u.TimeoutSeconds > 0 {
+		timeout = time.Duration(u.TimeoutSeconds) * time.Second
+	}
+	if len(etcdNames) > 0 {
+		// etcd first, as kubeadm does: the API servers of the new release
+		// may need the new etcd, and the other components move only once
+		// the etcd cluster is whole again.
+		if err := r.upgradeEtcd(ctx, dir, backup, etcdNames, manifests, etcdWant, timeout, details); err != nil {
+			return details, err
+		}
+	}
 	if !r.done(StepWritten) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return details, err
 		}
 		for _, name := range names {
+			if slices.Contains(etcdNames, name) {
+				continue // written and gated above
+			}
 			if err := writeFileAtomic(filepath.Join(dir, name), []byte(manifests[name]), 0o600); err != nil {
 				return details, r.failAndRestoreManifests(ctx, dir, backup, fmt.Errorf("write %s: %w", name, err))
 			}
@@ -127,10 +148,6 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 		if err := r.mark(ctx, StepWritten, nil); err != nil {
 			return details, err
 		}
-	}
-	timeout := a.cfg.StaticPodTimeout
-	if u.TimeoutSeconds > 0 {
-		timeout = time.Duration(u.TimeoutSeconds) * time.Second
 	}
 	if err := a.waitPods(ctx, want, timeout); err != nil {
 		return details, r.failAndRestoreManifests(ctx, dir, backup, err)

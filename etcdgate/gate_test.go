@@ -1,6 +1,7 @@
 package etcdgate
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,18 @@ func TestWatchHeldWhileCatchingUp(t *testing.T) {
 		t.Fatalf("Held = %s, want 3s", w.Held())
 	}
 	if got := w.Summary(); !strings.Contains(got, "held 3s over 3 samples; last: member cp-2 raft index behind: applied 105 < leader's 110") {
+		t.Fatalf("Summary = %q", got)
+	}
+
+	down := Watch{Want: 3}
+	down.Observe(healthy(0, 100))
+	if d := down.Unreachable(t0.Add(time.Second), errors.New("context deadline exceeded")); d.Pass || d.Reason != "etcd unreachable: context deadline exceeded" {
+		t.Fatalf("Unreachable = %+v", d)
+	}
+	if d := down.Observe(healthy(2*time.Second, 110)); !d.Pass {
+		t.Fatalf("reachable again: %s", d.Reason)
+	}
+	if got := down.Summary(); got != "held 2s over 2 samples; last: etcd unreachable: context deadline exceeded" {
 		t.Fatalf("Summary = %q", got)
 	}
 

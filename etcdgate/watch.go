@@ -12,8 +12,8 @@ type Watch struct {
 	// Want is the member count before the node's upgrade (0: unchecked).
 	Want int
 
-	prev  *Sample
-	first time.Time
+	prev        *Sample
+	first, last time.Time
 	// lastHold is the reason of the newest sample that held.
 	lastHold string
 	holds    int
@@ -21,9 +21,7 @@ type Watch struct {
 
 // Observe judges s after the samples observed before it.
 func (w *Watch) Observe(s Sample) Decision {
-	if w.prev == nil {
-		w.first = s.Time
-	}
+	w.at(s.Time)
 	d := Decide(w.Want, w.prev, s)
 	if !d.Pass {
 		w.holds++
@@ -34,14 +32,27 @@ func (w *Watch) Observe(s Sample) Decision {
 	return d
 }
 
+// Unreachable records a sample that could not be taken: the gate holds,
+// and the raft rule keeps judging against the last sample taken.
+func (w *Watch) Unreachable(at time.Time, err error) Decision {
+	w.at(at)
+	w.holds++
+	w.lastHold = "etcd unreachable: " + err.Error()
+	return Decision{Reason: w.lastHold}
+}
+
+func (w *Watch) at(t time.Time) {
+	if w.first.IsZero() {
+		w.first = t
+	}
+	w.last = t
+}
+
 // Held is how long the gate held: from the first sample to the last one.
 // The first sample always holds (the raft rule needs two), so a cluster
 // fit at once holds for one sampling interval.
 func (w *Watch) Held() time.Duration {
-	if w.prev == nil {
-		return 0
-	}
-	return w.prev.Time.Sub(w.first)
+	return w.last.Sub(w.first)
 }
 
 // Summary says how long the gate held and the last reason it gave,
