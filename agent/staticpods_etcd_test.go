@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -167,7 +167,9 @@ func TestUpgradeStaticPodsEtcdUnreachableBefore(t *testing.T) {
 	dir := filepath.Join(h.root, "etc/kubernetes/manifests")
 	oldEtcd := manifest("etcd", "k8s/etcd:3.5.21-0")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd.yaml"), []byte(oldEtcd), 0o600))
-	h.cfg.OpenEtcd = func(context.Context) (EtcdSampler, error) { return nil, errors.New("dial tcp 127.0.0.1:2379: connection refused") }
+	h.cfg.OpenEtcd = func(context.Context) (EtcdSampler, error) {
+		return nil, errors.New("dial tcp 127.0.0.1:2379: connection refused")
+	}
 	_, _ = runAgent(t, h.cfg)
 
 	coord.enqueue(api.Operation{ID: "sp", Kind: api.OpUpgradeStaticPods, UpgradeStaticPods: &api.UpgradeStaticPods{
