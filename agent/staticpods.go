@@ -201,7 +201,10 @@ func (r *run) failAndRestoreManifests(ctx context.Context, dir, backup string, c
 // restoreManifests makes dir hold exactly the backup's files again.
 // Idempotent: every write is atomic and removals of absent files are fine.
 func (r *run) restoreManifests(ctx context.Context, dir, backup, cause string) error {
-	if err := restoreDir(backup, dir); err != nil {
+	if keep := keptEtcdManifests(r.st); len(keep) > 0 {
+		cause += "; etcd stays at " + r.st.Data["etcdManifests"] + "'s new version (docs/etcd.md)"
+	}
+	if err := restoreDir(backup, dir, keptEtcdManifests(r.st)...); err != nil {
 		return fmt.Errorf("%w: %s; restoring the previous manifests failed: %w", ErrPodsNotReady, cause, err)
 	}
 	if err := r.mark(ctx, StepRestored, nil); err != nil {
@@ -241,14 +244,21 @@ func backupDir(dir, backup string) error {
 	return syncDir(filepath.Dir(backup))
 }
 
-// restoreDir makes dir's non-hidden regular files equal to backup's.
-func restoreDir(backup, dir string) error {
+// restoreDir makes dir's non-hidden regular files equal to backup's, but
+// for the files named in except, which stay as dir has them.
+func restoreDir(backup, dir string, except ...string) error {
 	keep := map[string]bool{}
+	for _, n := range except {
+		keep[n] = true
+	}
 	entries, err := os.ReadDir(backup)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
+		if keep[e.Name()] {
+			continue
+		}
 		keep[e.Name()] = true
 		if err := copyFileAtomic(filepath.Join(backup, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 			return err

@@ -18,7 +18,8 @@ const etcdPodName = "etcd"
 // Journal steps of the etcd part of a static-pod upgrade.
 const (
 	StepEtcdWritten = "etcd-written" // etcd's new manifest in place; data: etcdMembers
-	StepEtcdHealthy = "etcd-healthy" // new etcd runs and the etcd gate passed; data: etcdGate
+	StepEtcdRan     = "etcd-ran"     // the kubelet ran the new etcd; data: etcdManifests
+	StepEtcdHealthy = "etcd-healthy" // and the etcd gate passed; data: etcdGate
 )
 
 // upgradeEtcd writes etcd's new manifest alone, waits until the kubelet
@@ -26,8 +27,9 @@ const (
 // other components move only on a whole etcd cluster. The member count
 // the gate wants is read before the local member restarts. A host without
 // etcd client credentials (no stacked etcd it can reach) moves etcd and
-// waits for its pod only. On timeout the backup is restored, etcd's
-// manifest with the rest.
+// waits for its pod only. On timeout the backup is restored: etcd's
+// manifest too if its new pod never ran, every other one if it did
+// (keptEtcdManifests).
 func (r *run) upgradeEtcd(ctx context.Context, dir, backup string, names []string, manifests map[string]string, want []expectedPod, timeout time.Duration, details map[string]string) error {
 	a := r.a
 	details["etcdImage"] = want[0].image
@@ -79,6 +81,12 @@ func (r *run) upgradeEtcd(ctx context.Context, dir, backup string, names []strin
 	if err := a.waitPods(ctx, want, deadline.Sub(a.clock.Now())); err != nil {
 		return r.failAndRestoreManifests(ctx, dir, backup, err)
 	}
+	details["etcdManifests"] = strings.Join(names, ",")
+	if !r.done(StepEtcdRan) {
+		if err := r.mark(ctx, StepEtcdRan, map[string]string{"etcdManifests": details["etcdManifests"]}); err != nil {
+			return err
+		}
+	}
 	gate := details["etcdGate"]
 	if es != nil {
 		members, _ := strconv.Atoi(r.st.Data["etcdMembers"])
@@ -91,6 +99,22 @@ func (r *run) upgradeEtcd(ctx context.Context, dir, backup string, names []strin
 		}
 	}
 	details["etcdGate"] = gate
-	details["etcdManifests"] = strings.Join(names, ",")
 	return r.mark(ctx, StepEtcdHealthy, map[string]string{"etcdGate": gate})
+}
+
+// keptEtcdManifests are the manifests a restore of operation st leaves as
+// they are: etcd's, once the kubelet ran the new etcd — whether or not the
+// gate passed after it. From then on the etcd cluster may have moved its
+// cluster version to the new minor (the leader does so as soon as every
+// member runs it), and a member of the older minor then refuses to start:
+// etcd goes back only through its own downgrade procedure
+// (docs/etcd.md), never by swapping a manifest. A member of the newer
+// version in a cluster still at the older cluster version is what a
+// rolling etcd upgrade is made of, and the API servers of the previous
+// release run on the newer etcd, as Kubernetes supports.
+func keptEtcdManifests(st opState) []string {
+	if !st.Steps[StepEtcdRan] || st.Data["etcdManifests"] == "" {
+		return nil
+	}
+	return strings.Split(st.Data["etcdManifests"], ",")
 }

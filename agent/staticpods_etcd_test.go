@@ -125,13 +125,15 @@ func TestUpgradeStaticPodsEtcdFirst(t *testing.T) {
 	}
 }
 
-// TestUpgradeStaticPodsEtcdGateTimeout: a gate that never passes restores
-// every manifest (etcd's too) and never writes the API server's.
+// TestUpgradeStaticPodsEtcdGateTimeout: a gate that never passes fails the
+// operation before the API server's manifest is written; the new etcd,
+// which ran, stays (the cluster version may have moved: docs/etcd.md),
+// and a later rollback of the operation keeps it too.
 func TestUpgradeStaticPodsEtcdGateTimeout(t *testing.T) {
 	coord := newFakeCoordinator(t)
 	h := newFakeHost(t, coord)
 	dir := filepath.Join(h.root, "etc/kubernetes/manifests")
-	oldAPI, oldEtcd := manifest("kube-apiserver", "k8s/apiserver:v1.33.0"), manifest("etcd", "k8s/etcd:3.5.21-0")
+	oldAPI, oldEtcd, newEtcd := manifest("kube-apiserver", "k8s/apiserver:v1.33.0"), manifest("etcd", "k8s/etcd:3.5.21-0"), manifest("etcd", "k8s/etcd:3.6.4-0")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd.yaml"), []byte(oldEtcd), 0o600))
 	lost := threeMembers(100, 100)
@@ -142,16 +144,55 @@ func TestUpgradeStaticPodsEtcdGateTimeout(t *testing.T) {
 
 	coord.enqueue(api.Operation{ID: "sp", Kind: api.OpUpgradeStaticPods, UpgradeStaticPods: &api.UpgradeStaticPods{
 		Version: "v1.34.0", TimeoutSeconds: 2,
-		Manifests: map[string]string{"kube-apiserver.yaml": manifest("kube-apiserver", "k8s/apiserver:v1.34.0"), "etcd.yaml": manifest("etcd", "k8s/etcd:3.6.4-0")}}})
+		Manifests: map[string]string{"kube-apiserver.yaml": manifest("kube-apiserver", "k8s/apiserver:v1.34.0"), "etcd.yaml": newEtcd}}})
 	res := coord.waitResult(t, "sp")
 	require.Equal(t, api.OpFailed, res.State)
 	require.Contains(t, res.Message, "etcd gate after 2s: member count 2, was 3 before this node's upgrade")
+	require.Contains(t, res.Message, "etcd stays at etcd.yaml's new version")
 	require.Contains(t, res.Message, "previous manifests restored")
 	etcd.mu.Lock()
-	defer etcd.mu.Unlock()
 	for _, m := range etcd.apiAt {
 		require.Equal(t, oldAPI, m)
 	}
+	etcd.mu.Unlock()
+	files := map[string]string{"kube-apiserver.yaml": oldAPI, "etcd.yaml": newEtcd}
+	for name, want := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(b))
+	}
+
+	coord.enqueue(api.Operation{ID: "rb", Kind: api.OpRollback, Rollback: &api.Rollback{OperationID: "sp"}})
+	rb := coord.waitResult(t, "rb")
+	require.Equal(t, api.OpSucceeded, rb.State, rb.Message)
+	require.Contains(t, rb.Details["kept"], "etcd.yaml: etcd is not rolled back")
+	for name, want := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(b))
+	}
+}
+
+// TestUpgradeStaticPodsEtcdNeverRan: a new etcd that does not run (bad
+// image) is put back with every other manifest.
+func TestUpgradeStaticPodsEtcdNeverRan(t *testing.T) {
+	coord := newFakeCoordinator(t)
+	h := newFakeHost(t, coord)
+	dir := filepath.Join(h.root, "etc/kubernetes/manifests")
+	oldAPI, oldEtcd := manifest("kube-apiserver", "k8s/apiserver:v1.33.0"), manifest("etcd", "k8s/etcd:3.5.21-0")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd.yaml"), []byte(oldEtcd), 0o600))
+	etcd := &scriptedEtcd{manifest: filepath.Join(dir, "kube-apiserver.yaml"), script: []etcdgate.Sample{threeMembers(100, 100)}}
+	h.cfg.OpenEtcd = func(context.Context) (EtcdSampler, error) { return etcd, nil }
+	_, _ = runAgent(t, h.cfg)
+
+	coord.enqueue(api.Operation{ID: "sp", Kind: api.OpUpgradeStaticPods, UpgradeStaticPods: &api.UpgradeStaticPods{
+		Version: "v1.34.0", TimeoutSeconds: 1,
+		Manifests: map[string]string{"kube-apiserver.yaml": manifest("kube-apiserver", "k8s/apiserver:v1.34.0"), "etcd.yaml": manifest("etcd", "k8s/etcd:bad")}}})
+	res := coord.waitResult(t, "sp")
+	require.Equal(t, api.OpFailed, res.State)
+	require.Contains(t, res.Message, "waiting for etcd (k8s/etcd:bad)")
+	require.NotContains(t, res.Message, "etcd stays")
 	for name, want := range map[string]string{"kube-apiserver.yaml": oldAPI, "etcd.yaml": oldEtcd} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		require.NoError(t, err)
