@@ -223,7 +223,8 @@ func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Confi
 	t.Helper()
 	builds := cachedir.Build()
 	testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(builds, version), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(version).Command()+")")
-	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	ev := EtcdVersionFor(version)
+	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v"+ev, "bin", "etcd"), "etcd "+ev+" (build/k8s/etcd.sh "+ev+")")
 
 	cfg := DefaultConfig()
 	cfg.Topology = topo
