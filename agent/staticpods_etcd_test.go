@@ -222,3 +222,33 @@ func TestUpgradeStaticPodsEtcdUnreachableBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, oldEtcd, string(b))
 }
+
+// TestUpgradeStaticPodsEtcdCrashAtEveryStep: an agent killed at any step of
+// the etcd part resumes it — the member count from before the upgrade kept
+// in the journal, etcd's and the API server's manifests written once each.
+func TestUpgradeStaticPodsEtcdCrashAtEveryStep(t *testing.T) {
+	for _, step := range []string{StepBackedUp, StepEtcdWritten, StepEtcdRan, StepEtcdHealthy, StepWritten, StepHealthy} {
+		t.Run(step, func(t *testing.T) {
+			coord := newFakeCoordinator(t)
+			h := newFakeHost(t, coord)
+			dir := filepath.Join(h.root, "etc/kubernetes/manifests")
+			oldAPI, newAPI := manifest("kube-apiserver", "k8s/apiserver:v1.33.0"), manifest("kube-apiserver", "k8s/apiserver:v1.34.0")
+			oldEtcd, newEtcd := manifest("etcd", "k8s/etcd:3.5.21-0"), manifest("etcd", "k8s/etcd:3.6.4-0")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "kube-apiserver.yaml"), []byte(oldAPI), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd.yaml"), []byte(oldEtcd), 0o600))
+			etcd := &scriptedEtcd{manifest: filepath.Join(dir, "kube-apiserver.yaml"), script: []etcdgate.Sample{threeMembers(100, 100)}}
+			h.cfg.OpenEtcd = func(context.Context) (EtcdSampler, error) { return etcd, nil }
+			op := api.Operation{ID: "sp", Kind: api.OpUpgradeStaticPods, UpgradeStaticPods: &api.UpgradeStaticPods{
+				Version: "v1.34.0", Manifests: map[string]string{"kube-apiserver.yaml": newAPI, "etcd.yaml": newEtcd}}}
+
+			res := crashAndResume(t, coord, h, op, step, func() {})
+			require.Equal(t, api.OpSucceeded, res.State, res.Message)
+			for name, want := range map[string]string{"kube-apiserver.yaml": newAPI, "etcd.yaml": newEtcd} {
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				require.NoError(t, err)
+				require.Equal(t, want, string(b))
+			}
+			require.Contains(t, res.Details["etcdGate"], "3 members healthy and started")
+		})
+	}
+}
