@@ -50,7 +50,7 @@ func (w *Watch) at(t time.Time) {
 
 // Held is how long the gate held: from the first sample to the last one.
 // The first sample always holds (the raft rule needs two), so a cluster
-// fit at once holds for one sampling interval.
+// fit at once holds for one sampling interval plus the sampling itself.
 func (w *Watch) Held() time.Duration {
 	return w.last.Sub(w.first)
 }
@@ -59,7 +59,7 @@ func (w *Watch) Held() time.Duration {
 // leaving out the first sample's, which every run gives.
 func (w *Watch) Summary() string {
 	if w.holds <= 1 || w.lastHold == firstSampleReason {
-		return fmt.Sprintf("held %s (one sampling interval)", w.Held().Round(time.Millisecond))
+		return fmt.Sprintf("held %s (the first sample only, which every run holds)", w.Held().Round(time.Millisecond))
 	}
 	return fmt.Sprintf("held %s over %d samples; last: %s", w.Held().Round(time.Millisecond), w.holds, w.lastHold)
 }
