@@ -198,7 +198,8 @@ func (r *run) failAndRestoreManifests(ctx context.Context, dir, backup string, c
 	return r.restoreManifests(ctx, dir, backup, cause.Error())
 }
 
-// restoreManifests makes dir hold exactly the backup's files again.
+// restoreManifests makes dir hold exactly the backup's files again, but
+// for etcd's manifest once the new etcd ran (keptEtcdManifests).
 // Idempotent: every write is atomic and removals of absent files are fine.
 func (r *run) restoreManifests(ctx context.Context, dir, backup, cause string) error {
 	if keep := keptEtcdManifests(r.st); len(keep) > 0 {
