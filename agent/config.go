@@ -96,6 +96,10 @@ type Config struct {
 	Runtime Runtime
 	// Pods observes the running static pods; nil uses Runtime.
 	Pods PodObserver
+	// OpenEtcd connects to the host's etcd cluster for the etcd gate of a
+	// static-pod upgrade; nil uses the host's etcd client credentials
+	// (etcd.go), and a host without them skips the gate (ErrNoEtcd).
+	OpenEtcd func(context.Context) (EtcdSampler, error)
 	// Hooks is called at every step boundary (crash injection in tests);
 	// nil means none.
 	Hooks Hooks

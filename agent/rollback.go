@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/moltproject/molt/api"
 )
@@ -76,8 +77,12 @@ func (r *run) rollback(ctx context.Context) (map[string]string, error) {
 		if _, err := os.Stat(backup); err != nil {
 			return details, fmt.Errorf("%w: backup of %s: %w", ErrRollbackUnavailable, target, err)
 		}
-		if err := restoreDir(backup, a.path(a.cfg.ManifestDir)); err != nil {
+		keep := keptEtcdManifests(st)
+		if err := restoreDir(backup, a.path(a.cfg.ManifestDir), keep...); err != nil {
 			return details, fmt.Errorf("restore manifests: %w", err)
+		}
+		if len(keep) > 0 {
+			details["kept"] = strings.Join(keep, ",") + ": etcd is not rolled back (docs/etcd.md)"
 		}
 		return details, r.mark(ctx, StepRestored, nil)
 	default:

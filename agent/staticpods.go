@@ -90,8 +90,9 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 			return details, r.mark(ctx, StepHealthy, nil)
 		}
 	}
-	var want []expectedPod
+	var want, etcdWant []expectedPod
 	names := make([]string, 0, len(manifests))
+	var etcdNames []string
 	for name, content := range manifests {
 		if !validManifestName(name) {
 			return details, fmt.Errorf("%w: manifest name %q", ErrUnknownOperation, name)
@@ -102,8 +103,13 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 		}
 		want = append(want, pods...)
 		names = append(names, name)
+		if pods[0].name == etcdPodName {
+			etcdNames = append(etcdNames, name)
+			etcdWant = append(etcdWant, pods...)
+		}
 	}
 	slices.Sort(names)
+	slices.Sort(etcdNames)
 	if r.done(StepRestoring) {
 		return details, r.restoreManifests(ctx, dir, backup, "pods were not running before the agent restarted")
 	}
@@ -115,11 +121,26 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 			return details, err
 		}
 	}
+	timeout := a.cfg.StaticPodTimeout
+	if u.TimeoutSeconds > 0 {
+		timeout = time.Duration(u.TimeoutSeconds) * time.Second
+	}
+	if len(etcdNames) > 0 {
+		// etcd first, as kubeadm does: the API servers of the new release
+		// may need the new etcd, and the other components move only once
+		// the etcd cluster is whole again.
+		if err := r.upgradeEtcd(ctx, dir, backup, etcdNames, manifests, etcdWant, timeout, details); err != nil {
+			return details, err
+		}
+	}
 	if !r.done(StepWritten) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return details, err
 		}
 		for _, name := range names {
+			if slices.Contains(etcdNames, name) {
+				continue // written and gated above
+			}
 			if err := writeFileAtomic(filepath.Join(dir, name), []byte(manifests[name]), 0o600); err != nil {
 				return details, r.failAndRestoreManifests(ctx, dir, backup, fmt.Errorf("write %s: %w", name, err))
 			}
@@ -127,10 +148,6 @@ func (r *run) upgradeStaticPods(ctx context.Context) (map[string]string, error) 
 		if err := r.mark(ctx, StepWritten, nil); err != nil {
 			return details, err
 		}
-	}
-	timeout := a.cfg.StaticPodTimeout
-	if u.TimeoutSeconds > 0 {
-		timeout = time.Duration(u.TimeoutSeconds) * time.Second
 	}
 	if err := a.waitPods(ctx, want, timeout); err != nil {
 		return details, r.failAndRestoreManifests(ctx, dir, backup, err)
@@ -181,10 +198,14 @@ func (r *run) failAndRestoreManifests(ctx context.Context, dir, backup string, c
 	return r.restoreManifests(ctx, dir, backup, cause.Error())
 }
 
-// restoreManifests makes dir hold exactly the backup's files again.
+// restoreManifests makes dir hold exactly the backup's files again, but
+// for etcd's manifest once the new etcd ran (keptEtcdManifests).
 // Idempotent: every write is atomic and removals of absent files are fine.
 func (r *run) restoreManifests(ctx context.Context, dir, backup, cause string) error {
-	if err := restoreDir(backup, dir); err != nil {
+	if keep := keptEtcdManifests(r.st); len(keep) > 0 {
+		cause += "; etcd stays at " + r.st.Data["etcdManifests"] + "'s new version (docs/etcd.md)"
+	}
+	if err := restoreDir(backup, dir, keptEtcdManifests(r.st)...); err != nil {
 		return fmt.Errorf("%w: %s; restoring the previous manifests failed: %w", ErrPodsNotReady, cause, err)
 	}
 	if err := r.mark(ctx, StepRestored, nil); err != nil {
@@ -224,14 +245,21 @@ func backupDir(dir, backup string) error {
 	return syncDir(filepath.Dir(backup))
 }
 
-// restoreDir makes dir's non-hidden regular files equal to backup's.
-func restoreDir(backup, dir string) error {
+// restoreDir makes dir's non-hidden regular files equal to backup's, but
+// for the files named in except, which stay as dir has them.
+func restoreDir(backup, dir string, except ...string) error {
 	keep := map[string]bool{}
+	for _, n := range except {
+		keep[n] = true
+	}
 	entries, err := os.ReadDir(backup)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
+		if keep[e.Name()] {
+			continue
+		}
 		keep[e.Name()] = true
 		if err := copyFileAtomic(filepath.Join(backup, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 			return err

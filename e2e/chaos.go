@@ -1120,6 +1120,9 @@ func (c *Chaos) clusterAt(ctx context.Context, v string) []string {
 				out = append(out, fmt.Sprintf("cluster-at-target: %s runs %s", pod, image))
 			}
 		}
+		if strings.HasPrefix(pod, "etcd-") && image != lab.EtcdImage(v) {
+			out = append(out, fmt.Sprintf("cluster-at-target: %s runs %s, want %s", pod, image, lab.EtcdImage(v)))
+		}
 	}
 	return out
 }

@@ -119,6 +119,12 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintf(out, "\n==> status.version = %s (upgrade took %s; demo %s in all)\n\n", cfg.To, took.Round(time.Second), time.Since(t0).Round(time.Second))
 	fmt.Fprint(out, Summary(u))
 	fmt.Fprintf(out, "containerd, as each host's containerd API reports it: %s\n", ContainerdChange(before, after))
+	if moves, err := EtcdMoves(ctx, env); err == nil && len(moves) > 0 {
+		fmt.Fprintln(out, "etcd, as each control-plane host's agent journal records it (etcd first, then the etcd gate):")
+		for _, m := range moves {
+			fmt.Fprintf(out, "  %s\n", m)
+		}
+	}
 	if cfg.MIG != nil {
 		fmt.Fprint(out, MIGSummary(u))
 	}
@@ -142,6 +148,10 @@ func verify(ctx context.Context, env *Env, cfg DemoConfig, u *api.Upgrade, befor
 	results = append(results, result{"order (SPEC §4): every step and node done, one control-plane node at a time", VerifyOrder(u)})
 	results = append(results, result{"the cluster at " + cfg.To + ": every Node Ready at it, control-plane static pods on its images, containerd the release's on every host, add-ons rolled out, the workload serving by pod and by Service name",
 		VerifyClusterAt(ctx, env, u, cfg.To, nil)})
+	if ef, et := lab.EtcdVersionFor(cfg.From), lab.EtcdVersionFor(cfg.To); ef != et {
+		results = append(results, result{"etcd " + ef + " → " + et + " on every control-plane node, etcd before the other components, behind the etcd gate",
+			VerifyEtcdMoved(ctx, env, cfg.From, cfg.To)})
+	}
 	ops, err := VerifyOperationsOnce(ctx, env)
 	results = append(results, result{fmt.Sprintf("every operation took effect once (%d operations in the agents' journals)", ops), err})
 	from, to, err := releaseContainerd(ctx, env, cfg.From, cfg.To)

@@ -138,6 +138,9 @@ func VerifyClusterAt(ctx context.Context, env *Env, u *api.Upgrade, v string, ot
 				seen++
 			}
 		}
+		if strings.HasPrefix(pod, "etcd-") {
+			p.check(image == lab.EtcdImage(v), "static pod %s runs %s, not %s", pod, image, lab.EtcdImage(v))
+		}
 	}
 	want := 3 * len(env.Lab.Config().Topology.WithRole(lab.RoleControlPlane))
 	p.check(seen == want, "%d control-plane static pods, not %d: %v", seen, want, images)

@@ -14,14 +14,14 @@ import (
 	"github.com/moltproject/molt/api"
 )
 
-// ControlPlaneComponents are the control-plane static pods a release moves
-// to new images. etcd keeps its own version across Kubernetes patches and
-// minors in the lab, so it is not among them.
+// ControlPlaneComponents are the Kubernetes control-plane static pods a
+// release moves to new images, each tagged with the release's version.
+// etcd has its own version (EtcdVersionFor); PublishRelease adds it.
 var ControlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // PublishRelease puts release version's host artifacts into dir — the
 // kubelet and containerd binaries and one image archive per control-plane
-// component, under
+// component and one of the etcd the release pairs with, under
 // dir/v<version>/ — and returns the release catalog entry that points at
 // them with their sha256 and carries the release's add-ons (Addons).
 // urlPrefix starts every URL: "/artifacts" makes them paths on the
@@ -75,6 +75,14 @@ func (l *Lab) PublishRelease(ctx context.Context, version, dir, urlPrefix string
 		rel.Components.Images = append(rel.Components.Images, api.ImageArchive{URL: prefix + name, SHA256: sum})
 		rel.Components.StaticPods[comp] = ref
 	}
+	// etcd as kubeadm pairs it with the release (EtcdVersionFor): the
+	// control-plane step moves it first on each node (agent, etcd gate).
+	etcdRef := EtcdImage(version)
+	if sum, err = publish(images[etcdRef], filepath.Join(dir, sub, "etcd.tar")); err != nil {
+		return api.Release{}, err
+	}
+	rel.Components.Images = append(rel.Components.Images, api.ImageArchive{URL: prefix + "etcd.tar", SHA256: sum})
+	rel.Components.StaticPods["etcd"] = etcdRef
 	// The add-ons' manifests go into the catalog entry; their images into
 	// the lab registry, now if it runs, else when Up starts it.
 	if rel.Components.Addons, err = Addons(version, l.cfg.Topology.APIEndpoint()); err != nil {

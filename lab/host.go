@@ -209,7 +209,7 @@ func imagesFor(r Role, version string) []string {
 	refs := []string{PauseImage, EchoImage}
 	switch r {
 	case RoleControlPlane:
-		refs = append(refs, EtcdImage, ComponentImage("kube-apiserver", version),
+		refs = append(refs, EtcdImage(version), ComponentImage("kube-apiserver", version),
 			ComponentImage("kube-controller-manager", version), ComponentImage("kube-scheduler", version))
 	case RoleControlPlaneLB:
 		refs = append(refs, CPLBImage)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,11 +26,29 @@ import (
 // local binary and imported into containerd: nothing is ever pulled.
 const (
 	PauseImage   = "registry.k8s.io/pause:3.10.1"
-	EtcdImage    = "registry.k8s.io/etcd:3.6.4-0"
 	CPLBImage    = "molt.local/lab/cplb:v1"
 	EchoImage    = "molt.local/lab/echo:v1"
 	imagesSubdir = "lab/images"
 )
+
+// EtcdVersionFor is the etcd release the lab pairs with a Kubernetes
+// version, as kubeadm does (its SupportedEtcdVersion table): 3.5 up to
+// 1.33, 3.6 from 1.34 on, so the lab's minor upgrade moves etcd 3.5 → 3.6
+// with the rest of the control plane. 3.5.21 is at or above the 3.5.20
+// etcd's 3.6 upgrade guide asks for before moving to 3.6 (docs/etcd.md).
+func EtcdVersionFor(version string) string {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if minor, err := strconv.Atoi(parts[min(1, len(parts)-1)]); err == nil && parts[0] == "1" && minor <= 33 {
+		return "3.5.21"
+	}
+	return "3.6.4"
+}
+
+// EtcdImage is the reference of the etcd image the lab pairs with a
+// Kubernetes version (registry.k8s.io/etcd:3.6.4-0, kubeadm's tag form).
+func EtcdImage(version string) string {
+	return "registry.k8s.io/etcd:" + EtcdVersionFor(version) + "-0"
+}
 
 // ComponentImage is the reference of a control-plane component's image
 // for a Kubernetes version ("1.34.4" or "v1.34.4").
@@ -169,7 +188,7 @@ type ImageSources struct {
 	K8sBinDir string
 	// Version is the Kubernetes version of those binaries.
 	Version string
-	// EtcdBinary is a static etcd binary.
+	// EtcdBinary is a static etcd binary of EtcdVersionFor(Version).
 	EtcdBinary string
 	// CoreDNSBinary is build/coredns's static CoreDNS.
 	CoreDNSBinary string
@@ -189,7 +208,7 @@ func EnsureImages(log *slog.Logger, src ImageSources) (ImageSet, error) {
 		{Ref: PauseImage, Files: []ImageFile{{filepath.Join(src.ToolsDir, "pause"), "/pause"}}, Entrypoint: []string{"/pause"}},
 		{Ref: CPLBImage, Files: []ImageFile{{filepath.Join(src.ToolsDir, "cplb"), "/usr/local/bin/cplb"}}, Entrypoint: []string{"/usr/local/bin/cplb"}},
 		{Ref: EchoImage, Files: []ImageFile{{filepath.Join(src.ToolsDir, "echo"), "/usr/local/bin/echo"}}, Entrypoint: []string{"/usr/local/bin/echo"}},
-		{Ref: EtcdImage, Files: []ImageFile{{src.EtcdBinary, "/usr/local/bin/etcd"}}, Entrypoint: []string{"/usr/local/bin/etcd"}},
+		{Ref: EtcdImage(src.Version), Files: []ImageFile{{src.EtcdBinary, "/usr/local/bin/etcd"}}, Entrypoint: []string{"/usr/local/bin/etcd"}},
 	}
 	haproxy, err := binaryWithLibs(src.Rootfs, haproxyBinary)
 	if err != nil {

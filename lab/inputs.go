@@ -21,7 +21,7 @@ type Inputs struct {
 	// make deps builds it (compiled, or another release's sources stamped
 	// Version; cachedir.K8sBuilds is the table).
 	K8sBin string
-	// Etcd is the static etcd binary.
+	// Etcd is the static etcd binary the release pairs with (EtcdVersionFor).
 	Etcd string
 	// CoreDNS is build/coredns's binary (CoreDNSVersion, for every release).
 	CoreDNS string
@@ -51,7 +51,7 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 	in := Inputs{
 		Version: version,
 		K8sBin:  cachedir.K8sBin(c.BuildCache, version),
-		Etcd:    filepath.Join(c.BuildCache, "etcd", "v"+c.EtcdVersion, "bin", "etcd"),
+		Etcd:    filepath.Join(c.BuildCache, "etcd", "v"+EtcdVersionFor(version), "bin", "etcd"),
 		CoreDNS: filepath.Join(c.BuildCache, "coredns", "v"+CoreDNSVersion, "bin", "coredns"),
 		Tools:   filepath.Join(c.Cache, "lab", "tools"),
 	}
@@ -66,7 +66,7 @@ func (l *Lab) EnsureInputs(ctx context.Context, version string) (Inputs, error) 
 		return Inputs{}, err
 	}
 	if !exists(in.Etcd) {
-		return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh, or make deps)", ErrMissing, in.Etcd)
+		return Inputs{}, fmt.Errorf("%w: %s (build it: build/k8s/etcd.sh %s, or make deps)", ErrMissing, in.Etcd, EtcdVersionFor(version))
 	}
 	if !exists(in.CoreDNS) {
 		return Inputs{}, fmt.Errorf("%w: %s (build it: build/coredns/build.sh %s, or make deps)", ErrMissing, in.CoreDNS, CoreDNSVersion)

@@ -33,8 +33,6 @@ type Config struct {
 	ModuleDir string
 	// Version is the Kubernetes version every host starts at ("1.34.4").
 	Version string
-	// EtcdVersion names the etcd build under Cache/etcd.
-	EtcdVersion string
 	// Topology is the set of hosts.
 	Topology Topology
 	// Prefix starts every network namespace name (and so every name the
@@ -61,7 +59,6 @@ func DefaultConfig() Config {
 		Cache:        "/var/cache/molt",
 		ModuleDir:    ".",
 		Version:      "1.34.4",
-		EtcdVersion:  "3.6.4",
 		Topology:     FullTopology(),
 		Prefix:       "mlab-",
 		ReadyTimeout: 5 * time.Minute,

@@ -42,8 +42,8 @@ var upgradeVersions = []string{"1.33.13", "1.34.3"}
 // TestSmallLabUpAtUpgradeVersions runs the small-topology checks at each of
 // upgradeVersions: kubelets report it, the apiserver reports it and the
 // control-plane static pods run its images. It guards what upgrade tests
-// will start from and pass through (the lab's flags, kubelet config and
-// etcd 3.6.4 must suit every one).
+// will start from and pass through (the lab's flags and kubelet config
+// must suit every one, and each release's etcd, EtcdVersionFor).
 //
 // Like every lab test it fails under CI=true when the binaries are not in
 // the cache (scripts/install-deps.sh builds every release of
@@ -223,7 +223,8 @@ func newTestLabAt(t *testing.T, topo Topology, version string, tweak func(*Confi
 	t.Helper()
 	builds := cachedir.Build()
 	testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(builds, version), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(version).Command()+")")
-	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	ev := EtcdVersionFor(version)
+	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v"+ev, "bin", "etcd"), "etcd "+ev+" (build/k8s/etcd.sh "+ev+")")
 
 	cfg := DefaultConfig()
 	cfg.Topology = topo

@@ -176,7 +176,7 @@ func EtcdPod(h HostSpec, cp ControlPlane) StaticPod {
 		"--election-timeout=2500",
 	}
 	return StaticPod{
-		Name: "etcd", Image: EtcdImage, Command: append([]string{"etcd"}, args...),
+		Name: "etcd", Image: EtcdImage(cp.Version), Command: append([]string{"etcd"}, args...),
 		// metrics listen on loopback only
 		Readiness: &HTTPProbe{Host: "127.0.0.1", Path: "/health", Port: 2381, Scheme: "HTTP"},
 		Mounts: []HostPathMount{

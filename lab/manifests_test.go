@@ -23,7 +23,7 @@ func TestStaticPodsParseWithTheRightImages(t *testing.T) {
 		images map[string]string // file → image
 	}{
 		{"cp-2", map[string]string{
-			"etcd.yaml":                    EtcdImage,
+			"etcd.yaml":                    EtcdImage("1.34.4"),
 			"kube-apiserver.yaml":          "registry.k8s.io/kube-apiserver:v1.34.4",
 			"kube-controller-manager.yaml": "registry.k8s.io/kube-controller-manager:v1.34.4",
 			"kube-scheduler.yaml":          "registry.k8s.io/kube-scheduler:v1.34.4",

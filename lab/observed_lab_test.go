@@ -52,7 +52,10 @@ func TestObservedVersionsInLab(t *testing.T) {
 	for _, v := range []string{at, to} {
 		testenv.RequireFile(t, filepath.Join(cachedir.K8sBin(builds, v), "kubelet"), "kubelet ("+cachedir.K8sBuildOf(v).Command()+")")
 	}
-	testenv.RequireFile(t, filepath.Join(builds, "etcd", "v3.6.4", "bin", "etcd"), "etcd (build/k8s/etcd.sh)")
+	for _, v := range []string{at, to} {
+		ev := lab.EtcdVersionFor(v)
+		testenv.RequireFile(t, filepath.Join(builds, "etcd", "v"+ev, "bin", "etcd"), "etcd "+ev+" (build/k8s/etcd.sh "+ev+")")
+	}
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
