@@ -119,6 +119,13 @@ func Demo(ctx context.Context, cfg DemoConfig) (err error) {
 	fmt.Fprintf(out, "\n==> status.version = %s (upgrade took %s; demo %s in all)\n\n", cfg.To, took.Round(time.Second), time.Since(t0).Round(time.Second))
 	fmt.Fprint(out, Summary(u))
 	fmt.Fprintf(out, "containerd, as each host's containerd API reports it: %s\n", ContainerdChange(before, after))
+	if bs, err := Backups(ctx, env); err == nil {
+		fmt.Fprintln(out, "etcd backups, as `moltctl backup list` shows them (newest first):")
+		for _, b := range bs {
+			fmt.Fprintf(out, "  %s taken %s by %s from %s: revision %d, %d bytes, sha256 %.12s…, etcd %s, held by %s\n",
+				b.ID, b.TakenAt.Format(time.TimeOnly), b.Node, b.Member, b.Revision, b.Size, b.SHA256, b.EtcdVersion, b.Holder)
+		}
+	}
 	if moves, err := EtcdMoves(ctx, env); err == nil && len(moves) > 0 {
 		fmt.Fprintln(out, "etcd, as each control-plane host's agent journal records it (etcd first, then the etcd gate):")
 		for _, m := range moves {
@@ -152,6 +159,7 @@ func verify(ctx context.Context, env *Env, cfg DemoConfig, u *api.Upgrade, befor
 		results = append(results, result{"etcd " + ef + " → " + et + " on every control-plane node, etcd before the other components, behind the etcd gate",
 			VerifyEtcdMoved(ctx, env, cfg.From, cfg.To)})
 	}
+	results = append(results, result{"an etcd backup of this upgrade listed, taken before any control-plane node changed", VerifyBackupFirst(ctx, env, u)})
 	ops, err := VerifyOperationsOnce(ctx, env)
 	results = append(results, result{fmt.Sprintf("every operation took effect once (%d operations in the agents' journals)", ops), err})
 	from, to, err := releaseContainerd(ctx, env, cfg.From, cfg.To)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -100,4 +101,45 @@ func VerifyEtcdMoved(ctx context.Context, env *Env, from, to string) error {
 		p.check(strings.HasPrefix(m.Gate, "held "), "%s: the etcd gate did not run: %q", h.Name, m.Gate)
 	}
 	return p.err("etcd moved")
+}
+
+// Backups lists the cluster's etcd backups, newest first.
+func Backups(ctx context.Context, env *Env) ([]api.Backup, error) {
+	var l api.BackupList
+	if _, err := env.API().Do(ctx, http.MethodGet, "/v1/clusters/"+ClusterName+"/backups", nil, &l); err != nil {
+		return nil, err
+	}
+	return l.Backups, nil
+}
+
+// VerifyBackupFirst: upgrade u recorded an etcd backup, taken before any
+// control-plane host's agent wrote its first new manifest (the journals'
+// etcd-written step, so only when etcd moved; else only its presence).
+func VerifyBackupFirst(ctx context.Context, env *Env, u *api.Upgrade) error {
+	bs, err := Backups(ctx, env)
+	if err != nil {
+		return err
+	}
+	var b *api.Backup
+	for i := range bs {
+		if bs[i].Upgrade == u.ID {
+			b = &bs[i]
+		}
+	}
+	if b == nil {
+		return fmt.Errorf("no etcd backup of upgrade %s among %d listed", u.ID, len(bs))
+	}
+	if b.Size <= 0 || len(b.SHA256) != 64 || b.Revision <= 0 {
+		return fmt.Errorf("backup %s: size %d, sha256 %q, revision %d", b.ID, b.Size, b.SHA256, b.Revision)
+	}
+	moves, err := EtcdMoves(ctx, env)
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if !b.TakenAt.Before(m.EtcdWritten) {
+			return fmt.Errorf("backup %s taken at %s, not before %s's etcd moved at %s", b.ID, b.TakenAt, m.Host, m.EtcdWritten)
+		}
+	}
+	return nil
 }
