@@ -261,15 +261,25 @@ func (f *fleet) pollLoop(ctx context.Context, a *agent) {
 		return
 	case <-time.After(rand.N(f.pollWait)):
 	}
+	// After a failure, as molt-agent's main loop: a jittered wait from
+	// 500 ms doubling to 30 s. A fixed second made every agent of a fleet
+	// that lost its connections at once (a leader change under load) dial
+	// all three members every second, a storm no member got out of.
+	retry := 500 * time.Millisecond
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, f.pollWait+15*time.Second)
 		_, err := a.client.Poll(pctx, f.cluster, a.node, f.pollWait)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if err == nil {
+			retry = 500 * time.Millisecond
+			continue
+		}
+		if ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-time.After(retry/2 + rand.N(retry/2+1)):
 			}
+			retry = min(2*retry, 30*time.Second)
 		}
 	}
 }
