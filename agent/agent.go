@@ -336,6 +336,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 	defer a.loops.Forget(LoopHeartbeat)
 	var lastSent time.Time
 	var lastBody []byte
+	failures := 0
 	for {
 		a.loopTop(ctx, LoopHeartbeat)
 		h := a.Health(ctx)
@@ -354,12 +355,14 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 				}
 				a.metrics.HeartbeatFailed()
 				a.log.Warn("heartbeat failed", "err", err)
+				failures++
 			} else {
 				lastSent, lastBody = a.clock.Now(), body
 				a.metrics.HeartbeatSucceeded(lastSent)
+				failures = 0
 			}
 		}
-		wait := min(a.cfg.HealthCheckInterval, every)
+		wait := beatWait(failures, a.cfg.HealthCheckInterval, every, rand.Int64N)
 		select {
 		case <-ctx.Done():
 			return
@@ -367,4 +370,26 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		case <-a.clock.After(wait):
 		}
 	}
+}
+
+// beatWait is how long the heartbeat loop waits before it looks again:
+// the health-check interval (at most the heartbeat interval) while beats
+// get through; after failures in a row, that doubled per failure up to
+// the heartbeat interval, with jitter (half to all of it, randn picks).
+// A fleet whose coordinator is unreachable (a leader change under load,
+// a network cut) then comes back no more often than it beats, spread
+// out, instead of every agent sending every 2 s in step: 15,000 agents
+// would be 7,500 requests a second, each a new connection, at members
+// that are recovering. A beat is still tried once per heartbeat interval,
+// so an agent that gets through is not late for MissingAfter.
+func beatWait(failures int, check, every time.Duration, randn func(int64) int64) time.Duration {
+	d := min(check, every)
+	if failures == 0 {
+		return d
+	}
+	for i := 0; i < failures && d < every; i++ {
+		d *= 2
+	}
+	d = min(d, every)
+	return d/2 + time.Duration(randn(int64(d/2)+1))
 }
