@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/moltproject/molt/api"
+	"github.com/moltproject/molt/phases"
 )
 
 // The invariants a chaos run is checked against, as pure functions of what
@@ -111,6 +112,9 @@ func checkOrder(u *api.Upgrade) []string {
 	rank := func(s *api.Step) int {
 		switch {
 		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlaneLB:
+			return 0
+		case s.ID == phases.StepIDBackup:
+			// The etcd snapshot: the control-plane pool waits for it.
 			return 0
 		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlane:
 			return 1
@@ -263,6 +267,12 @@ func checkJournal(host string, data []byte) (JournalSummary, []string) {
 			continue
 		}
 		if strings.HasPrefix(r.ID, "preflight-") {
+			continue
+		}
+		if _, _, ok := phases.ParseBackupOperationID(r.ID); ok {
+			// The etcd snapshot of the backup step: a cluster step's
+			// operation, not a node's (its once-only upload is the
+			// coordinator's to check, by operation ID).
 			continue
 		}
 		st := ops[r.ID]

@@ -189,6 +189,8 @@ func TestJournalOperationsOnceAndInOrder(t *testing.T) {
 	id := func(c int) string { return fmt.Sprintf("lab-1.34.3-1/worker-1/%d/a0", c) }
 	good := journalLines(
 		rec(s(0), "preflight-7/worker-1", "started"), rec(s(1), "preflight-7/worker-1", "finished"),
+		// The backup step's etcd snapshot: a cluster step's operation.
+		rec(s(1), "lab-1.34.3-1/run/backup/a0", "started"), rec(s(1), "lab-1.34.3-1/run/backup/a0", "finished"),
 		// The agent was killed after id(3) restarted the kubelet: at start
 		// it compacted its journal (every step of an operation once, at
 		// the operation's start), then it went on.
