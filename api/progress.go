@@ -1,5 +1,7 @@
 package api
 
+import "strings"
+
 // The names an upgrade's progress is told in, as the wire spells them, so
 // that a client (moltctl, the end-to-end tests, a script) reads an Upgrade
 // without importing the engine. Each equals its engine twin (package
@@ -11,6 +13,7 @@ const (
 	StepKindAddons    StepKind = "addons"
 	StepKindLifecycle StepKind = "lifecycle"
 	StepKindHealth    StepKind = "health"
+	StepKindBackup    StepKind = "backup"
 )
 
 // The IDs of the steps that are not a pool's (Step.ID); a pool's step is
@@ -19,7 +22,16 @@ const (
 	StepIDAddons    = "addons"
 	StepIDLifecycle = "lifecycle"
 	StepIDHealth    = "health"
+	StepIDBackup    = "backup"
 )
+
+// IsBackupOperationID says whether an operation ID is the etcd snapshot
+// of an upgrade's backup step ("<upgrade>/run/backup/a<attempt>"): a
+// cluster step's operation, not a node's.
+func IsBackupOperationID(id string) bool {
+	parts := strings.Split(id, "/")
+	return len(parts) == 4 && parts[1] == "run" && parts[2] == StepIDBackup && strings.HasPrefix(parts[3], "a")
+}
 
 // PoolStepID is the ID of the step that upgrades a pool.
 func PoolStepID(pool string) string { return "pool/" + pool }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/moltproject/molt/api"
-	"github.com/moltproject/molt/phases"
 )
 
 // The invariants a chaos run is checked against, as pure functions of what
@@ -113,7 +112,7 @@ func checkOrder(u *api.Upgrade) []string {
 		switch {
 		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlaneLB:
 			return 0
-		case s.ID == phases.StepIDBackup:
+		case s.ID == api.StepIDBackup:
 			// The etcd snapshot: the control-plane pool waits for it.
 			return 0
 		case s.Kind == api.StepKindPool && s.Role == api.RoleControlPlane:
@@ -269,7 +268,7 @@ func checkJournal(host string, data []byte) (JournalSummary, []string) {
 		if strings.HasPrefix(r.ID, "preflight-") {
 			continue
 		}
-		if _, _, ok := phases.ParseBackupOperationID(r.ID); ok {
+		if api.IsBackupOperationID(r.ID) {
 			// The etcd snapshot of the backup step: a cluster step's
 			// operation, not a node's (its once-only upload is the
 			// coordinator's to check, by operation ID).

@@ -20,9 +20,11 @@ func TestWireNamesEqualTheEngines(t *testing.T) {
 		{string(api.StepKindAddons), string(phases.StepAddons)},
 		{string(api.StepKindLifecycle), string(phases.StepLifecycle)},
 		{string(api.StepKindHealth), string(phases.StepHealth)},
+		{string(api.StepKindBackup), string(phases.StepBackup)},
 		{api.StepIDAddons, phases.StepIDAddons},
 		{api.StepIDLifecycle, phases.StepIDLifecycle},
 		{api.StepIDHealth, phases.StepIDHealth},
+		{api.StepIDBackup, phases.StepIDBackup},
 		{api.PoolStepID("w"), phases.PoolStepID("w")},
 
 		{string(api.NodeStepCordon), string(phases.NodeCordon)},
@@ -92,4 +94,13 @@ func TestNodeStepStringIsTheWiresStep(t *testing.T) {
 	for i, s := range steps {
 		require.Equal(t, s.String(), wire.Pools[0].NodeSteps[i].String())
 	}
+}
+
+// TestBackupOperationIDKnownOnTheWire: a client tells the backup step's
+// etcd snapshot operation from a node's by the engine's ID.
+func TestBackupOperationIDKnownOnTheWire(t *testing.T) {
+	u := &phases.Upgrade{ID: "u-1"}
+	require.True(t, api.IsBackupOperationID(u.BackupOperationID(3)))
+	require.False(t, api.IsBackupOperationID("u-1/cp-1/7/a0"))
+	require.False(t, api.IsBackupOperationID("u-1/run/health/a0"))
 }

@@ -114,6 +114,9 @@ type Config struct {
 type Stats struct {
 	// InProgress is the number of handshakes running now.
 	InProgress int
+	// WaitingOnPeer is how many of them are blocked reading from their
+	// peer: the ones a new connection may take the slot of.
+	WaitingOnPeer int
 	// Refused counts connections closed before Accept, by reason.
 	Refused map[Reason]uint64
 }
@@ -197,9 +200,14 @@ func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 // Stats returns the handshakes in progress and the refusals so far.
 func (l *Listener) Stats() Stats {
 	l.mu.Lock()
-	n := l.inProgress
+	n, waiting := l.inProgress, 0
+	for e := l.queue.Front(); e != nil; e = e.Next() {
+		if e.Value.(*pending).reads.waiting() {
+			waiting++
+		}
+	}
 	l.mu.Unlock()
-	st := Stats{InProgress: n, Refused: make(map[Reason]uint64, len(Reasons))}
+	st := Stats{InProgress: n, WaitingOnPeer: waiting, Refused: make(map[Reason]uint64, len(Reasons))}
 	for i, r := range Reasons {
 		st.Refused[r] = l.refused[i].Load()
 	}

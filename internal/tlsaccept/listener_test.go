@@ -142,6 +142,14 @@ func inProgress(l *Listener, n int) func() bool {
 	return func() bool { return l.Stats().InProgress == n }
 }
 
+// waitingOnPeer: n handshakes are blocked reading from their peer. A
+// handshake counted in progress may not have reached its first read yet
+// (its goroutine not yet run); until then it waits on this process and
+// gives way to no one.
+func waitingOnPeer(l *Listener, n int) func() bool {
+	return func() bool { return l.Stats().WaitingOnPeer == n }
+}
+
 // TestStalledHandshakeClosedAtDeadline: a peer that connects and sends
 // nothing holds its slot until the handshake deadline, then is closed and
 // counted; tls.NewListener would keep it until the peer leaves.
@@ -197,6 +205,7 @@ func TestBeyondTheBoundsClosedAtOnce(t *testing.T) {
 		stalled = append(stalled, dialFrom(t, l, src))
 		waitFor(t, "the handshake is in progress", inProgress(l, len(stalled)))
 	}
+	waitFor(t, "every handshake waits on its peer", waitingOnPeer(l, len(stalled)))
 
 	// Per host: a third from 127.0.0.2 is closed.
 	c := dialFrom(t, l, "127.0.0.2")
@@ -270,6 +279,7 @@ func TestHandshakeWaitingHereNeverEvicted(t *testing.T) {
 	<-entered // the oldest handshake now waits on the server
 	silent := dialFrom(t, l, "127.0.0.3")
 	waitFor(t, "both handshakes are in progress", inProgress(l, 2))
+	waitFor(t, "the silent one waits on its peer", waitingOnPeer(l, 1))
 
 	newcomer := dialFrom(t, l, "127.0.0.4")
 	waitFor(t, "the handshake waiting on its peer is closed, not the older busy one", func() bool { return closedByServer(silent) })
