@@ -88,6 +88,11 @@ type AgentStatus struct {
 	// node holds automatic upgrades back (UpgradeStatus.BlockedBy, kind
 	// "drift").
 	Drift string `json:"drift,omitempty"`
+	// StaticPods is the image of each static pod the node's agent last
+	// reported running, by pod name without the node's suffix
+	// ("kube-apiserver", "etcd"); absent when none runs or every member
+	// does not read them yet (molt before 0.2.0).
+	StaticPods map[string]string `json:"staticPods,omitempty"`
 }
 
 // ObservedVersions is what the nodes' agents report, per component.

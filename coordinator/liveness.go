@@ -244,21 +244,14 @@ func (c *Coordinator) heartbeat(ctx context.Context, h api.AgentHealth, now, at 
 		c.live.beatAt(h.Cluster, h.Node, at)
 	}
 	c.live.noteVersion(nodeKey(h.Cluster, h.Node), h.AgentVersion)
-	if !beatChanges(a, h) {
+	if !c.beatChanges(a, h) {
 		return nil
 	}
-	_, err := c.apply(ctx, statemachine.AgentHealthCmd{Cluster: h.Cluster, Node: h.Node, Healthy: beatHealthy(h),
-		Kubelet: h.Kubelet.Version, Containerd: h.Containerd.Version, Now: now})
+	_, err := c.apply(ctx, c.healthCmd(h, now))
 	return err
 }
 
 func beatHealthy(h api.AgentHealth) bool { return h.Kubelet.Healthy && h.Containerd.Healthy }
-
-// beatChanges reports whether beat h changes agent a's replicated record:
-// back from missing, healthy ↔ unhealthy, new component versions.
-func beatChanges(a statemachine.AgentRecord, h api.AgentHealth) bool {
-	return a.Missing || a.Healthy != beatHealthy(h) || a.Kubelet != h.Kubelet.Version || a.Containerd != h.Containerd.Version
-}
 
 // RelayedBeat is an agent's heartbeat that a follower received and
 // relays to the leader with others (httpapi's beat relay): Age is how
@@ -280,7 +273,7 @@ func (c *Coordinator) BeatRelayable(h api.AgentHealth) (bool, error) {
 		return false, err
 	}
 	a, ok := c.sm.Agent(h.Cluster, h.Node)
-	return ok && a.Registered && !beatChanges(a, h), nil
+	return ok && a.Registered && !c.beatChanges(a, h), nil
 }
 
 // RelayedHeartbeats notes the beats a follower relayed, each as received
@@ -299,7 +292,7 @@ func (c *Coordinator) RelayedHeartbeats(ctx context.Context, beats []RelayedBeat
 	for i, b := range beats {
 		at := now.Add(-max(b.Age, 0))
 		if checkHeartbeatLimits(b.Health) == nil {
-			if a, ok := c.sm.Agent(b.Health.Cluster, b.Health.Node); ok && a.Registered && !beatChanges(a, b.Health) {
+			if a, ok := c.sm.Agent(b.Health.Cluster, b.Health.Node); ok && a.Registered && !c.beatChanges(a, b.Health) {
 				c.live.beatAt(b.Health.Cluster, b.Health.Node, at)
 				c.live.noteVersion(nodeKey(b.Health.Cluster, b.Health.Node), b.Health.AgentVersion)
 				continue

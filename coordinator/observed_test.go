@@ -146,3 +146,60 @@ func TestDriftBlocksAutomaticUpgrade(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestStaticPodImagesObserved: a control-plane node's beat carries the
+// images of its running static pods (the kubelet's "<name>-<node>"); the
+// record keeps them by name, written once per change, never for a pod of
+// a DaemonSet or one that is not running; an image no recorded release
+// names for the component is drift on the node.
+func TestStaticPodImagesObserved(t *testing.T) {
+	tc := newTestCluster(t, 1, newFakeOps())
+	leader := tc.waitLeader()
+	cl := leader.client()
+	ctx := context.Background()
+	put(t, cl, "/v1/releases/1.33.6", release("1.33.6"))
+	put(t, cl, "/v1/clusters/lab", clusterSpec("lab", "1.33.6"))
+	ag, err := enrollAgent(ctx, cl, leader.addr, "lab", "cp-1")
+	require.NoError(t, err)
+	_, err = ag.client(leader.addr).Register(ctx, api.RegisterRequest{Cluster: "lab", Node: "cp-1"})
+	require.NoError(t, err)
+	beat := func(apiserver string) {
+		t.Helper()
+		require.NoError(t, ag.client(leader.addr).Heartbeat(ctx, api.AgentHealth{Cluster: "lab", Node: "cp-1",
+			Kubelet: api.ComponentHealth{Healthy: true, Version: "v1.33.6"}, Containerd: api.ComponentHealth{Healthy: true, Version: "1.7.0"},
+			StaticPods: []api.StaticPodStatus{
+				{Name: "kube-apiserver-cp-1", Image: "registry.k8s.io/kube-apiserver:v1.33.5", Ready: false}, // the old one, exited
+				{Name: "kube-apiserver-cp-1", Image: apiserver, Ready: true},
+				{Name: "kube-proxy-x7k2p", Image: "registry.k8s.io/kube-proxy:v1.33.6", Ready: true}, // a DaemonSet's
+			}}))
+	}
+	agent := func() api.AgentStatus {
+		t.Helper()
+		c, err := leader.c.Cluster("lab")
+		require.NoError(t, err)
+		for _, a := range c.Status.Agents {
+			if a.Node == "cp-1" {
+				return a
+			}
+		}
+		t.Fatal("cp-1 not in the cluster's agents")
+		return api.AgentStatus{}
+	}
+
+	beat("registry.k8s.io/kube-apiserver:v1.33.6")
+	a := agent()
+	require.Equal(t, map[string]string{"kube-apiserver": "registry.k8s.io/kube-apiserver:v1.33.6"}, a.StaticPods)
+	require.Empty(t, a.Drift)
+	idx := leader.c.Store().AppliedIndex()
+	for range 5 {
+		beat("registry.k8s.io/kube-apiserver:v1.33.6")
+	}
+	require.Equal(t, idx, leader.c.Store().AppliedIndex(), "unchanged static pods write no entry")
+
+	// The API server's manifest replaced by hand with another image.
+	beat("registry.k8s.io/kube-apiserver:v1.34.4")
+	require.Equal(t, idx+1, leader.c.Store().AppliedIndex(), "a changed image is one entry")
+	a = agent()
+	require.Equal(t, "registry.k8s.io/kube-apiserver:v1.34.4", a.StaticPods["kube-apiserver"])
+	require.Equal(t, "static pod kube-apiserver runs registry.k8s.io/kube-apiserver:v1.34.4, recorded registry.k8s.io/kube-apiserver:v1.33.6", a.Drift)
+}

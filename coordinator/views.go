@@ -39,7 +39,8 @@ func clusterView(r *statemachine.ClusterRecord, live *liveness, drift map[string
 	st.History = r.History
 	for _, node := range slices.Sorted(maps.Keys(r.Agents)) {
 		a := r.Agents[node]
-		as := api.AgentStatus{Node: node, Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy, Kubelet: a.Kubelet, Containerd: a.Containerd}
+		as := api.AgentStatus{Node: node, Registered: a.Registered, Missing: a.Missing, Healthy: a.Healthy, Kubelet: a.Kubelet, Containerd: a.Containerd,
+			StaticPods: maps.Clone(a.StaticPods)}
 		if t, ok := live.lastSeen(nodeKey(r.Spec.Name, node)); ok {
 			as.LastSeen = t
 		}

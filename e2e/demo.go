@@ -160,6 +160,8 @@ func verify(ctx context.Context, env *Env, cfg DemoConfig, u *api.Upgrade, befor
 			VerifyEtcdMoved(ctx, env, cfg.From, cfg.To)})
 	}
 	results = append(results, result{"an etcd backup of this upgrade listed, taken before any control-plane node changed", VerifyBackupFirst(ctx, env, u)})
+	results = append(results, result{"molt's record of every control-plane node's static pods, as its agent reported them, on " + cfg.To + "'s images; no node drifted",
+		VerifyStaticPodsObserved(ctx, env, cfg.To)})
 	ops, err := VerifyOperationsOnce(ctx, env)
 	results = append(results, result{fmt.Sprintf("every operation took effect once (%d operations in the agents' journals)", ops), err})
 	from, to, err := releaseContainerd(ctx, env, cfg.From, cfg.To)

@@ -88,6 +88,10 @@ func ParseKubelet(s string) (Version, bool) {
 type Observed struct {
 	Kubelet    string
 	Containerd string
+	// StaticPods is the image each static pod's running container was
+	// created from, by pod name as the agent recorded it (the node's name
+	// trimmed: "kube-apiserver", "etcd").
+	StaticPods map[string]string
 }
 
 // Expected is what molt's record says one node runs: Kubelet any of the
@@ -97,6 +101,9 @@ type Observed struct {
 type Expected struct {
 	Kubelet    []Version
 	Containerd []string
+	// StaticPods lists, by component (a release's components.staticPods
+	// key), the images the recorded releases name for it.
+	StaticPods map[string][]string
 }
 
 // Drift says how a node's observed versions differ from the record, one
@@ -119,7 +126,51 @@ func Drift(want Expected, got Observed) string {
 			out = append(out, fmt.Sprintf("containerd %s, recorded %s", strings.TrimPrefix(got.Containerd, "v"), strings.Join(want.Containerd, " or ")))
 		}
 	}
+	for _, pod := range sortedKeys(got.StaticPods) {
+		images, ok := want.StaticPods[StaticPodComponent(pod, want.StaticPods)]
+		image := got.StaticPods[pod]
+		if !ok || image == "" || slices.ContainsFunc(images, func(w string) bool { return SameImage(w, image) }) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("static pod %s runs %s, recorded %s", pod, image, strings.Join(images, " or ")))
+	}
 	return strings.Join(out, "; ")
+}
+
+// StaticPodComponent is the component of known (a release's
+// components.staticPods keys) that pod is: the key itself, or the
+// longest key that pod starts with followed by "-" (a static pod keeps
+// its manifest's name, which may carry a suffix); "" for none.
+func StaticPodComponent[V any](pod string, known map[string]V) string {
+	if _, ok := known[pod]; ok {
+		return pod
+	}
+	best := ""
+	for k := range known {
+		if strings.HasPrefix(pod, k+"-") && len(k) > len(best) {
+			best = k
+		}
+	}
+	return best
+}
+
+// SameImage says whether two image references name the same image as
+// containerd names it: equal once Docker Hub's implicit registry and
+// library path are spelled out ("pause:3.10" is
+// "docker.io/library/pause:3.10").
+func SameImage(a, b string) bool { return normalImage(a) == normalImage(b) }
+
+func normalImage(ref string) string {
+	ref = strings.TrimSpace(ref)
+	first, _, found := strings.Cut(ref, "/")
+	if !found || !strings.ContainsAny(first, ".:") && first != "localhost" {
+		// No registry: Docker Hub, and its library for a one-part name.
+		if !found {
+			ref = "library/" + ref
+		}
+		ref = "docker.io/" + ref
+	}
+	return ref
 }
 
 // componentCore is a component version's MAJOR.MINOR.PATCH without "v" and

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestCheckKubeletSkew(t *testing.T) {
@@ -90,4 +92,35 @@ func TestCheckStatedVersion(t *testing.T) {
 	if RuleOf(err) != RuleObservedVersion || !strings.Contains(err.Error(), "cp-1: 1.33.13") || !strings.Contains(err.Error(), "run 1.33.13") {
 		t.Fatalf("CheckStatedVersion = %v", err)
 	}
+}
+
+// TestDriftStaticPodImages: a static pod whose image is not one the
+// recorded releases name for its component is drift; a pod no release
+// names, or a component not observed, is not; references are compared as
+// containerd names images (Docker Hub's implicit prefix spelled out).
+func TestDriftStaticPodImages(t *testing.T) {
+	want := Expected{StaticPods: map[string][]string{
+		"etcd":           {"registry.k8s.io/etcd:3.5.21-0", "registry.k8s.io/etcd:3.6.4-0"},
+		"kube-apiserver": {"registry.k8s.io/kube-apiserver:v1.34.4"},
+		"haproxy":        {"haproxy:2.8"},
+	}}
+	require.Empty(t, Drift(want, Observed{StaticPods: map[string]string{
+		"etcd":           "registry.k8s.io/etcd:3.6.4-0",
+		"kube-apiserver": "registry.k8s.io/kube-apiserver:v1.34.4",
+		"haproxy":        "docker.io/library/haproxy:2.8",
+		"kube-proxy":     "registry.k8s.io/kube-proxy:v1.20.0", // named by no release
+	}}))
+	require.Equal(t, "static pod etcd runs registry.k8s.io/etcd:3.4.0-0, recorded registry.k8s.io/etcd:3.5.21-0 or registry.k8s.io/etcd:3.6.4-0; "+
+		"static pod kube-apiserver-extra runs registry.k8s.io/kube-apiserver:v1.33.13, recorded registry.k8s.io/kube-apiserver:v1.34.4",
+		Drift(want, Observed{StaticPods: map[string]string{
+			"etcd":                 "registry.k8s.io/etcd:3.4.0-0",
+			"kube-apiserver-extra": "registry.k8s.io/kube-apiserver:v1.33.13",
+		}}))
+	require.Empty(t, Drift(Expected{}, Observed{StaticPods: map[string]string{"etcd": "x"}}), "no release names static pods")
+	require.Equal(t, "haproxy", StaticPodComponent("haproxy", want.StaticPods))
+	require.Equal(t, "", StaticPodComponent("haproxyx", want.StaticPods))
+	require.True(t, SameImage("pause:3.10", "docker.io/library/pause:3.10"))
+	require.True(t, SameImage("org/app:1", "docker.io/org/app:1"))
+	require.False(t, SameImage("localhost/app:1", "docker.io/localhost/app:1"))
+	require.True(t, SameImage("registry.lab:5000/etcd:3.6.4-0", "registry.lab:5000/etcd:3.6.4-0"))
 }

@@ -144,6 +144,9 @@ func fieldSince(c command.Command) string {
 	if v := backupFieldsSince(c); v != "" {
 		return v
 	}
+	if c, ok := c.(AgentHealthCmd); ok && c.StaticPods != nil {
+		return SinceStaticPods
+	}
 	return agentFieldsSince(c)
 }
 
@@ -341,6 +344,11 @@ type AgentHealthCmd struct {
 	Kubelet    string
 	Containerd string
 	Now        time.Time
+	// StaticPods, when not nil, is the image of each static pod the agent
+	// reports running (AgentRecord.StaticPods; empty: none); nil leaves
+	// the record's as it was (a beat that did not carry them, or a
+	// cluster with a member before SinceStaticPods).
+	StaticPods map[string]string
 }
 
 // SetProtectionCmd (CmdSetProtection) records when a node's protected pods become evictable.

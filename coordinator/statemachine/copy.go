@@ -191,8 +191,12 @@ func cut[E any](buf, s []E) ([]E, []E) {
 	return buf[n:len(buf):len(buf)], buf
 }
 
-// copyAgent copies an agent's record (values only, today).
-func copyAgent(a *AgentRecord) AgentRecord { return *a }
+// copyAgent copies an agent's record.
+func copyAgent(a *AgentRecord) AgentRecord {
+	out := *a
+	out.StaticPods = maps.Clone(a.StaticPods)
+	return out
+}
 
 // copyPolicy copies a maintenance policy.
 func copyPolicy(p *maintenance.Policy) *maintenance.Policy {

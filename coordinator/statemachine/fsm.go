@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -652,6 +653,14 @@ func (s *state) agentHealth(c AgentHealthCmd) (any, error) {
 	a.Missing, a.Healthy, a.ChangedAt = c.Missing, c.Healthy, c.Now
 	if !c.Missing {
 		a.Kubelet, a.Containerd = c.Kubelet, c.Containerd
+		if c.StaticPods != nil {
+			// Replaced, never changed in place: copies made before hold
+			// the old map.
+			a.StaticPods = nil
+			if len(c.StaticPods) > 0 {
+				a.StaticPods = maps.Clone(c.StaticPods)
+			}
+		}
 	}
 	return nil, nil
 }

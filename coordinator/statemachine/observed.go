@@ -3,14 +3,21 @@ package statemachine
 import "github.com/moltproject/molt/phases"
 
 // What the hosts report against what molt recorded. The agents' kubelet
-// and containerd versions are replicated already (AgentRecord, committed
-// by AgentHealthCmd only when they change), so drift is read from the
-// replicated state by every member alike and needs no command of its own.
+// and containerd versions and their static pods' images are replicated
+// already (AgentRecord, committed by AgentHealthCmd only when they
+// change), so drift is read from the replicated state by every member
+// alike and needs no command of its own.
+
+// SinceStaticPods is the release that added AgentHealthCmd.StaticPods:
+// the coordinator carries static pods' images only when every member
+// reads them.
+const SinceStaticPods = "0.2.0"
 
 // expected is what molt's record says every node of r runs: the status
 // version, or either end of an upgrade that moved nodes and did not
 // finish (running, failed, cancelled: a node may be at either), and the
-// containerd of those versions' releases when they name one.
+// containerd and static pods' images of those versions' releases when
+// they name them.
 func (s *state) expected(r *ClusterRecord) phases.Expected {
 	var want phases.Expected
 	vs := []phases.Version{r.StatusVersion}
@@ -25,8 +32,18 @@ func (s *state) expected(r *ClusterRecord) phases.Expected {
 			continue
 		}
 		want.Kubelet = append(want.Kubelet, v)
-		if rel, ok := s.Releases[v.String()]; ok && rel.Components.Containerd.Version != "" {
+		rel, ok := s.Releases[v.String()]
+		if !ok {
+			continue
+		}
+		if rel.Components.Containerd.Version != "" {
 			want.Containerd = append(want.Containerd, rel.Components.Containerd.Version)
+		}
+		for pod, image := range rel.Components.StaticPods {
+			if want.StaticPods == nil {
+				want.StaticPods = map[string][]string{}
+			}
+			want.StaticPods[pod] = append(want.StaticPods[pod], image)
 		}
 	}
 	return want
@@ -41,7 +58,7 @@ func (s *state) drift(r *ClusterRecord) map[string]string {
 		if !a.Registered {
 			continue
 		}
-		if d := phases.Drift(want, phases.Observed{Kubelet: a.Kubelet, Containerd: a.Containerd}); d != "" {
+		if d := phases.Drift(want, phases.Observed{Kubelet: a.Kubelet, Containerd: a.Containerd, StaticPods: a.StaticPods}); d != "" {
 			if out == nil {
 				out = map[string]string{}
 			}

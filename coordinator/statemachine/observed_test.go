@@ -1,12 +1,14 @@
 package statemachine
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/moltproject/molt/api"
 	"github.com/moltproject/molt/phases"
+	"github.com/moltproject/molt/raftstore/command"
 )
 
 // TestDriftFromTheRecord: drift compares what each registered agent
@@ -54,4 +56,54 @@ func TestDriftFromTheRecord(t *testing.T) {
 	r.Agents = nil
 	require.Nil(t, s.drift(r))
 	require.True(t, ObservedVersion(r).IsZero())
+}
+
+// TestStaticPodsRecordedAndCompared: AgentHealthCmd replaces the record's
+// static pods only when it carries them (nil: a beat that did not, kept as
+// it was), needs SinceStaticPods only then, and the images are compared
+// with the recorded releases' (either end while an upgrade moved nodes).
+func TestStaticPodsRecordedAndCompared(t *testing.T) {
+	v := phases.MustParseVersion
+	s := newState()
+	s.Releases["1.33.13"] = &api.Release{Version: "1.33.13", Components: api.ReleaseComponents{StaticPods: map[string]string{"etcd": "registry.k8s.io/etcd:3.5.21-0"}}}
+	s.Releases["1.34.4"] = &api.Release{Version: "1.34.4", Components: api.ReleaseComponents{StaticPods: map[string]string{"etcd": "registry.k8s.io/etcd:3.6.4-0"}}}
+	s.Clusters["c"] = &ClusterRecord{StatusVersion: v("1.33.13"), Agents: map[string]*AgentRecord{"cp-1": {Registered: true}}}
+	r := s.Clusters["c"]
+
+	beat := AgentHealthCmd{Cluster: "c", Node: "cp-1", Healthy: true, Kubelet: "v1.33.13", StaticPods: map[string]string{"etcd": "registry.k8s.io/etcd:3.6.4-0"}}
+	require.Equal(t, SinceStaticPods, MinVersion(beat))
+	_, err := s.agentHealth(beat)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"etcd": "registry.k8s.io/etcd:3.6.4-0"}, r.Agents["cp-1"].StaticPods)
+	require.Equal(t, map[string]string{"cp-1": "static pod etcd runs registry.k8s.io/etcd:3.6.4-0, recorded registry.k8s.io/etcd:3.5.21-0"}, s.drift(r))
+
+	// While an upgrade to 1.34.4 moved nodes, 3.6.4 is either end.
+	r.Upgrade = &phases.Upgrade{From: v("1.33.13"), To: v("1.34.4"), State: phases.UpgradeRunning}
+	require.Nil(t, s.drift(r))
+	r.Upgrade = nil
+
+	// A beat without static pods (an older writer) keeps them; one that
+	// carries none clears them.
+	old := beat
+	old.StaticPods = nil
+	require.Equal(t, command.BaselineVersion, MinVersion(old))
+	_, err = s.agentHealth(old)
+	require.NoError(t, err)
+	require.Len(t, r.Agents["cp-1"].StaticPods, 1)
+	none := beat
+	none.StaticPods = map[string]string{}
+	_, err = s.agentHealth(none)
+	require.NoError(t, err)
+	require.Nil(t, r.Agents["cp-1"].StaticPods)
+	require.Nil(t, s.drift(r))
+
+	// The persisted form keeps "none" and "not carried" apart.
+	for _, c := range []AgentHealthCmd{beat, old, none} {
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		var back AgentHealthCmd
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, c.StaticPods == nil, back.StaticPods == nil, string(b))
+		require.Equal(t, len(c.StaticPods), len(back.StaticPods))
+	}
 }

@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"encoding/json"
+	"maps"
 	"time"
 
 	"github.com/moltproject/molt/internal/conv"
@@ -259,6 +260,10 @@ type agentHealthCmdV1 struct {
 	Kubelet    string    `json:"kubelet,omitempty"`
 	Containerd string    `json:"containerd,omitempty"`
 	Now        time.Time `json:"now"`
+	// StaticPods was added with observed static pods (0.2.0,
+	// SinceStaticPods); a pointer so that "none running" ({}) and "not
+	// carried" (absent) stay apart.
+	StaticPods *map[string]string `json:"staticPods,omitempty"`
 }
 
 func (c AgentHealthCmd) persistedV1() any { return agentHealthToV1(c) }
@@ -267,9 +272,27 @@ func (c AgentHealthCmd) MarshalJSON() ([]byte, error) { return json.Marshal(c.pe
 
 func (c *AgentHealthCmd) UnmarshalJSON(b []byte) error { return unmarshalV1(b, c, agentHealthFromV1) }
 
-func agentHealthToV1(c AgentHealthCmd) agentHealthCmdV1 { return agentHealthCmdV1(c) }
+func agentHealthToV1(c AgentHealthCmd) agentHealthCmdV1 {
+	v := agentHealthCmdV1{Cluster: c.Cluster, Node: c.Node, Missing: c.Missing, Healthy: c.Healthy,
+		Kubelet: c.Kubelet, Containerd: c.Containerd, Now: c.Now}
+	if c.StaticPods != nil {
+		pods := maps.Clone(c.StaticPods)
+		v.StaticPods = &pods
+	}
+	return v
+}
 
-func agentHealthFromV1(_ *v1Decoder, c agentHealthCmdV1) AgentHealthCmd { return AgentHealthCmd(c) }
+func agentHealthFromV1(_ *v1Decoder, c agentHealthCmdV1) AgentHealthCmd {
+	out := AgentHealthCmd{Cluster: c.Cluster, Node: c.Node, Missing: c.Missing, Healthy: c.Healthy,
+		Kubelet: c.Kubelet, Containerd: c.Containerd, Now: c.Now}
+	if c.StaticPods != nil {
+		out.StaticPods = maps.Clone(*c.StaticPods)
+		if out.StaticPods == nil {
+			out.StaticPods = map[string]string{}
+		}
+	}
+	return out
+}
 
 type setProtectionCmdV1 struct {
 	Cluster string    `json:"cluster"`

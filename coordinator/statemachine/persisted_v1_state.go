@@ -62,6 +62,9 @@ type agentRecordV1 struct {
 	Containerd   string    `json:"containerd,omitempty"`
 	ChangedAt    time.Time `json:"changedAt"`
 	RegisteredAt time.Time `json:"registeredAt,omitzero"`
+	// StaticPods was added with observed static pods (0.2.0); absent
+	// before and when none was reported.
+	StaticPods map[string]string `json:"staticPods,omitempty"`
 }
 
 type auditEntryV1 struct {

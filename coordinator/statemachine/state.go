@@ -99,6 +99,10 @@ type AgentRecord struct {
 	Containerd   string
 	ChangedAt    time.Time
 	RegisteredAt time.Time
+	// StaticPods is the image of each static pod the agent last reported
+	// running, by pod name without the node's suffix (observed.go); nil
+	// until an agent's beat carried them (molt 0.2.0).
+	StaticPods map[string]string
 }
 
 // AuditEntry is a record of the audit trail of releases before the audit
