@@ -181,14 +181,41 @@ func (l *liveness) retry(d deadline) {
 	l.mu.Unlock()
 }
 
-// sweep commits "missing" for registered agents that stopped beating.
+// sweep commits "missing" for registered agents that stopped beating:
+// one entry for up to statemachine.MaxAgentsMissingBatch of them once
+// every member reads it, else one entry each (a member before 0.2.0).
+// After a leader change every agent the new leader has not heard from is
+// due at once; one entry each then cost thousands of serial commits.
 func (l *liveness) sweep(ctx context.Context, c *Coordinator, now time.Time) {
-	for _, d := range l.expired(now, c.cfg.MissingAfter, c.sm) {
+	gone := l.expired(now, c.cfg.MissingAfter, c.sm)
+	if len(gone) == 0 {
+		return
+	}
+	for _, d := range gone {
 		c.log.Warn("agent missing", "cluster", d.cluster, "node", d.node)
-		cmd := statemachine.AgentHealthCmd{Cluster: d.cluster, Node: d.node, Missing: true, Healthy: false, Now: now}
+	}
+	if c.checkReadable(needOf(statemachine.AgentsMissingCmd{})) != nil {
+		for _, d := range gone {
+			cmd := statemachine.AgentHealthCmd{Cluster: d.cluster, Node: d.node, Missing: true, Healthy: false, Now: now}
+			if _, err := c.apply(ctx, cmd); err != nil {
+				c.log.Warn("commit agent missing", "err", err)
+				l.retry(d)
+			}
+		}
+		return
+	}
+	for len(gone) > 0 {
+		batch := gone[:min(len(gone), statemachine.MaxAgentsMissingBatch)]
+		gone = gone[len(batch):]
+		cmd := statemachine.AgentsMissingCmd{Agents: make([]statemachine.AgentRef, len(batch)), Now: now}
+		for i, d := range batch {
+			cmd.Agents[i] = statemachine.AgentRef{Cluster: d.cluster, Node: d.node}
+		}
 		if _, err := c.apply(ctx, cmd); err != nil {
-			c.log.Warn("commit agent missing", "err", err)
-			l.retry(d)
+			c.log.Warn("commit agents missing", "agents", len(batch), "err", err)
+			for _, d := range batch {
+				l.retry(d)
+			}
 		}
 	}
 }

@@ -213,3 +213,34 @@ func TestRelayedBeatsKeepAgentsAlive(t *testing.T) {
 	beat()
 	require.False(t, agentAt(t, leader, "worker-1").Missing, "back, committed by the time the follower answered")
 }
+
+// TestSilentAgentsMissingInOneEntry: the agents that stopped beating by
+// one sweep are declared missing in one entry (AgentsMissing), not one
+// each: after a leader change every agent the new leader has not heard
+// from is due at once, and one commit each took thousands of serial
+// commits at fleet size.
+func TestSilentAgentsMissingInOneEntry(t *testing.T) {
+	clock := clock.NewManual(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	tc := newTestCluster(t, 1, newFakeOps(), func(c *coordinator.Config) { c.Clock = clock })
+	leader := tc.waitLeader()
+	registerLab(t, leader.client())
+	ctx := context.Background()
+	nodes := []string{"cp-1", "cp-2", "cp-3", "worker-1", "worker-2"}
+	for _, node := range nodes {
+		ag, err := enrollAgent(ctx, leader.client(), leader.addr, "lab", node)
+		require.NoError(t, err)
+		_, err = ag.client(leader.addr).Register(ctx, api.RegisterRequest{Cluster: "lab", Node: node})
+		require.NoError(t, err)
+	}
+	idx := leader.c.Store().AppliedIndex()
+	clock.Set(clock.Now().Add(2 * coordinator.DefaultConfig().MissingAfter))
+	eventually(t, "every silent agent declared missing", func() bool {
+		for _, node := range nodes {
+			if !agentAt(t, leader, node).Missing {
+				return false
+			}
+		}
+		return true
+	})
+	require.Equal(t, idx+1, leader.c.Store().AppliedIndex(), "one entry for the five")
+}

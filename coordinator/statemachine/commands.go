@@ -49,6 +49,7 @@ const (
 	CmdPutSequence      command.Type = 43 // sequences.go
 	CmdSequenceOverride command.Type = 44 // sequences.go
 	CmdBackup           command.Type = 49 // backups.go
+	CmdAgentsMissing    command.Type = 50 // agentsmissing.go
 )
 
 // commandSince is the molt release that introduced each command number:
@@ -93,6 +94,7 @@ var commandSince = map[command.Type]string{
 	CmdPutSequence:      SinceSequences,
 	CmdSequenceOverride: SinceSequences,
 	CmdBackup:           SinceBackups,
+	CmdAgentsMissing:    SinceAgentsMissing,
 }
 
 // CommandSince returns the molt release that introduced command number

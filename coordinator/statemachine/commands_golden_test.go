@@ -51,6 +51,7 @@ var pinnedCommands = []struct {
 	{"putSequence", CmdPutSequence, 43},
 	{"sequenceOverride", CmdSequenceOverride, 44},
 	{"backup", CmdBackup, 49},
+	{"agentsMissing", CmdAgentsMissing, 50},
 }
 
 // TestGoldenCommandNumbers pins every command number, and checks that the

@@ -110,6 +110,7 @@ func decoders() map[command.Type]decoder {
 		typed((*state).putSequence),
 		typed((*state).sequenceOverride),
 		typed((*state).backup),
+		typed((*state).agentsMissing),
 	} {
 		if _, dup := decs[r.t]; dup {
 			panic(fmt.Sprintf("coordinator: command type %s registered twice", r.t))

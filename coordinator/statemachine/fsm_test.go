@@ -302,6 +302,18 @@ func TestApplyCommands(t *testing.T) {
 			b.SHA256 = ""
 			return b
 		}()}, ErrInvalid, nil},
+		{"agents missing in one entry; an agent no cluster holds passed over", registered, AgentsMissingCmd{Now: now,
+			Agents: []AgentRef{{Cluster: "lab", Node: "cp-1"}, {Cluster: "lab", Node: "worker-1"}, {Cluster: "nosuch", Node: "x"}, {Cluster: "lab", Node: "nobody"}}}, nil,
+			func(t *testing.T, st *state) {
+				for node, a := range st.Clusters["lab"].Agents {
+					gone := node == "cp-1" || node == "worker-1"
+					require.Equal(t, gone, a.Missing, node)
+					if gone {
+						require.False(t, a.Healthy, node)
+						require.Equal(t, now, a.ChangedAt, node)
+					}
+				}
+			}},
 		{"a backup of no cluster", registered, BackupCmd{Cluster: "nosuch", Now: now, Backup: testBackup("op/1", now, 10)}, ErrNotFound, nil},
 		{"a member recorded without a version", registered, SetMembersCmd{Members: map[string]api.MemberCapabilities{"m1": {Command: 42}}, Now: now}, ErrInvalid, nil},
 		{"put a channel past the catalog", registered, PutChannelCmd{Channel: "rapid", DefaultVersion: v("1.35.0"), Now: now}, ErrUnknownVersion, nil},

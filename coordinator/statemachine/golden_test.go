@@ -603,6 +603,14 @@ func goldenEntries() []goldenEntry {
 	next.ID, next.Revision, next.TakenAt = "fleet-1.34.6-1/run/backup/a2", 4300, now()
 	next.File = "/var/lib/molt/backups/fleet/4300-20261102T090500Z.db"
 	add(BackupCmd{Cluster: "fleet", Backup: next, Keep: 1, Now: now()})
+	// Observed static pods (0.2.0, observed.go): cp-1's images recorded,
+	// then a beat that carries none running; the sweep's batch of missing
+	// agents (0.2.0, agentsmissing.go), one of them already missing and
+	// one of a cluster that does not exist.
+	add(AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now(),
+		StaticPods: map[string]string{"etcd": "registry.k8s.io/etcd:3.6.4-0", "kube-apiserver": "registry.k8s.io/kube-apiserver:v1.34.4"}})
+	add(AgentHealthCmd{Cluster: "lab", Node: "cp-1", Healthy: true, Kubelet: "v1.34.4", Containerd: "1.7.0", Now: now(), StaticPods: map[string]string{}})
+	add(AgentsMissingCmd{Agents: []AgentRef{{Cluster: "lab", Node: "cp-1"}, {Cluster: "lab", Node: "worker-2"}, {Cluster: "nosuch", Node: "x"}}, Now: now()})
 	return out
 }
 
