@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -197,5 +198,23 @@ func TestTakeFailsWithoutHealthyMember(t *testing.T) {
 	}
 	if buf.Len() != 0 {
 		t.Fatalf("Take wrote %d bytes with no member", buf.Len())
+	}
+}
+
+// TestTakeNamesTheVersionOfEtcd35: etcd 3.5 sends no version with its
+// snapshot; the member's status just before says it (the lab's demo
+// listed a 3.5.21 snapshot with no etcd version before).
+func TestTakeNamesTheVersionOfEtcd35(t *testing.T) {
+	bin := testenv.RequireFile(t, filepath.Join(cachedir.Build(), "etcd", "v3.5.21", "bin", "etcd"), "etcd 3.5.21 (build it: build/k8s/etcd.sh 3.5.21, or make deps)")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := newMember(t, "old")
+	startEtcd(t, bin, filepath.Join(t.TempDir(), "old"), m)
+	meta, err := Take(ctx, clientv3.Config{Endpoints: []string{m.client}, DialTimeout: 2 * time.Second}, io.Discard, time.Now())
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	if meta.EtcdVersion != "3.5.21" {
+		t.Fatalf("meta.EtcdVersion = %q, want 3.5.21", meta.EtcdVersion)
 	}
 }

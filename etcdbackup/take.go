@@ -27,7 +27,8 @@ type Meta struct {
 	// SHA256 is the hex sha256 of the snapshot's bytes, as written.
 	SHA256 string `json:"sha256"`
 	// EtcdVersion is the version of the member that produced it (etcd ≥ 3.6
-	// reports it; empty before): the etcdutl to restore it with.
+	// reports it with the snapshot; before, the member's status just
+	// before it says it): the etcdutl to restore it with.
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	// TakenAt is when the snapshot was taken (the caller's clock).
 	TakenAt time.Time `json:"takenAt"`
@@ -60,13 +61,13 @@ func Take(ctx context.Context, cfg clientv3.Config, w io.Writer, now time.Time) 
 			errs = append(errs, fmt.Errorf("%s: %w", ep, err))
 			continue
 		}
-		rev, err := healthy(ctx, cli, ep, cfg.DialTimeout)
+		rev, version, err := healthy(ctx, cli, ep, cfg.DialTimeout)
 		if err != nil {
 			cli.Close()
 			errs = append(errs, err)
 			continue
 		}
-		m, err := save(ctx, cli, ep, w, rev)
+		m, err := save(ctx, cli, ep, w, rev, version)
 		cli.Close()
 		if err != nil {
 			// A stream broken half way has written to w: trying the next
@@ -84,8 +85,8 @@ func Take(ctx context.Context, cfg clientv3.Config, w io.Writer, now time.Time) 
 // A dead endpoint makes the call wait for a connection until its context
 // ends, so each member gets timeout (the config's DialTimeout, else
 // defaultStatusTimeout) rather than the caller's whole deadline.
-// It returns the member's store revision.
-func healthy(ctx context.Context, cli *clientv3.Client, ep string, timeout time.Duration) (int64, error) {
+// It returns the member's store revision and its etcd version.
+func healthy(ctx context.Context, cli *clientv3.Client, ep string, timeout time.Duration) (int64, string, error) {
 	if timeout <= 0 {
 		timeout = defaultStatusTimeout
 	}
@@ -93,21 +94,22 @@ func healthy(ctx context.Context, cli *clientv3.Client, ep string, timeout time.
 	defer cancel()
 	st, err := cli.Status(ctx, ep)
 	if err != nil {
-		return 0, fmt.Errorf("%s: status: %w", ep, err)
+		return 0, "", fmt.Errorf("%s: status: %w", ep, err)
 	}
 	if len(st.Errors) > 0 {
-		return 0, fmt.Errorf("%s: member reports errors: %v", ep, st.Errors)
+		return 0, "", fmt.Errorf("%s: member reports errors: %v", ep, st.Errors)
 	}
 	if st.Leader == 0 {
-		return 0, fmt.Errorf("%s: member has no leader", ep)
+		return 0, "", fmt.Errorf("%s: member has no leader", ep)
 	}
-	return st.Header.Revision, nil
+	return st.Header.Revision, st.Version, nil
 }
 
 // save streams the snapshot. etcd 3.6 leaves the stream header's revision
 // at 0, so rev (the member's revision from the status check just before)
-// stands in: the snapshot holds at least that revision.
-func save(ctx context.Context, cli *clientv3.Client, ep string, w io.Writer, rev int64) (Meta, error) {
+// stands in: the snapshot holds at least that revision. etcd 3.5 sends no
+// version with the snapshot, so the status's (version) stands in.
+func save(ctx context.Context, cli *clientv3.Client, ep string, w io.Writer, rev int64, version string) (Meta, error) {
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return Meta{}, fmt.Errorf("%s: snapshot: %w", ep, err)
@@ -119,6 +121,9 @@ func save(ctx context.Context, cli *clientv3.Client, ep string, w io.Writer, rev
 		return Meta{}, fmt.Errorf("%s: snapshot stream after %d bytes: %w", ep, n, err)
 	}
 	m := Meta{Member: ep, Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), EtcdVersion: resp.Version}
+	if m.EtcdVersion == "" {
+		m.EtcdVersion = version
+	}
 	m.Revision = rev
 	if resp.Header != nil && resp.Header.Revision > rev {
 		m.Revision = resp.Header.Revision
