@@ -1,6 +1,9 @@
 package api
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The names an upgrade's progress is told in, as the wire spells them, so
 // that a client (moltctl, the end-to-end tests, a script) reads an Upgrade
@@ -27,10 +30,16 @@ const (
 
 // IsBackupOperationID says whether an operation ID is the etcd snapshot
 // of an upgrade's backup step ("<upgrade>/run/backup/a<attempt>"): a
-// cluster step's operation, not a node's.
+// cluster step's operation, not a node's. The engine's twin is
+// phases.ParseBackupOperationID (api/convert's tests pin that they agree).
 func IsBackupOperationID(id string) bool {
 	parts := strings.Split(id, "/")
-	return len(parts) == 4 && parts[1] == "run" && parts[2] == StepIDBackup && strings.HasPrefix(parts[3], "a")
+	if len(parts) != 4 || parts[1] != "run" || parts[2] != StepIDBackup {
+		return false
+	}
+	a, ok := strings.CutPrefix(parts[3], "a")
+	n, err := strconv.Atoi(a)
+	return ok && err == nil && n >= 0 && a == strconv.Itoa(n)
 }
 
 // PoolStepID is the ID of the step that upgrades a pool.

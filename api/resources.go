@@ -90,8 +90,8 @@ type AgentStatus struct {
 	Drift string `json:"drift,omitempty"`
 	// StaticPods is the image of each static pod the node's agent last
 	// reported running, by pod name without the node's suffix
-	// ("kube-apiserver", "etcd"); absent when none runs or every member
-	// does not read them yet (molt before 0.2.0).
+	// ("kube-apiserver", "etcd"); absent when none runs, or while a
+	// member runs a molt before 0.2.0 (which cannot read them).
 	StaticPods map[string]string `json:"staticPods,omitempty"`
 }
 

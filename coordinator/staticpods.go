@@ -20,7 +20,7 @@ const MaxStaticPodRefLen = 512
 // kubelet names a static pod after its manifest and its node — by name;
 // a DaemonSet's or Deployment's pod in kube-system (a generated suffix)
 // is not one. Two running containers of one pod (a restart caught
-// midway) keep the first image in order, so a beat reads the same
+// midway) keep the lexically smaller image, so a beat reads the same
 // whatever order the runtime listed them in. nil when none runs.
 func staticPodImages(h api.AgentHealth) map[string]string {
 	var out map[string]string

@@ -97,10 +97,13 @@ func TestNodeStepStringIsTheWiresStep(t *testing.T) {
 }
 
 // TestBackupOperationIDKnownOnTheWire: a client tells the backup step's
-// etcd snapshot operation from a node's by the engine's ID.
+// etcd snapshot operation from a node's as the engine does.
 func TestBackupOperationIDKnownOnTheWire(t *testing.T) {
 	u := &phases.Upgrade{ID: "u-1"}
+	for _, id := range []string{u.BackupOperationID(0), u.BackupOperationID(3), "u-1/cp-1/7/a0", "u-1/run/health/a0",
+		"u-1/run/backup/a", "u-1/run/backup/a01", "u-1/run/backup/a-1", "u-1/run/backup/x1", "u-1/run/backup"} {
+		_, _, engine := phases.ParseBackupOperationID(id)
+		require.Equal(t, engine, api.IsBackupOperationID(id), id)
+	}
 	require.True(t, api.IsBackupOperationID(u.BackupOperationID(3)))
-	require.False(t, api.IsBackupOperationID("u-1/cp-1/7/a0"))
-	require.False(t, api.IsBackupOperationID("u-1/run/health/a0"))
 }
